@@ -1,0 +1,35 @@
+# Two commands do all set-up on a fresh machine (Python 3.11, pip, no GPU needed):
+#   make demo   - install into .venv, then run the main job on its embedded default
+#   make test   - install into .venv, then run the whole test suite
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+BFCL := bfcl-eval==2026.3.23
+
+.PHONY: install demo test lint clean
+
+install: $(STAMP)
+
+# CPU machines: install the local CPU wheel of torch first, so the project's `torch` requirement
+# is already met and pip never pulls a multi-GB CUDA build. bfcl-eval goes in with --no-deps:
+# its pinned dependency list is huge and the multi-turn classes only need mpmath.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	if ! command -v nvidia-smi >/dev/null 2>&1; then $(BIN)/pip install -q torch==2.13.0; fi
+	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --no-deps $(BFCL)
+	touch $@
+
+demo: $(STAMP)
+	$(BIN)/rods synthesize --seeds train --num-seeds 20 --variants-per-seed 2 --out runs/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,199 @@
+"""The :class:`Task` model: one BFCL multi-turn entry plus its ground truth.
+
+A task reads and writes BFCL's own entry format (JSON Lines), so tasks synthesized by RODS and
+BFCL's shipped files are interchangeable: ``rods eval --tasks``, the trainer and BFCL's checker
+all take the same lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from envs.bfcl_data import CATEGORIES, CLASS_MODULES
+
+Category = Literal["base", "miss_func", "miss_param", "long_context"]
+_ID_RE = re.compile(r"^multi_turn_(base|miss_func|miss_param|long_context)_(\d+)")
+
+REVEAL_MESSAGE = "I have updated some more functions you can choose from. What about now?"
+"""BFCL's fixed user message for a miss_func reveal turn (FC mode)."""
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str
+
+
+class Task(BaseModel):
+    """One multi-turn task.
+
+    ``turns[t]`` holds the user messages of turn ``t`` (BFCL's ``question``); a miss_func reveal
+    turn is an empty list. ``ground_truth[t]`` holds the call strings of turn ``t``; it is executed,
+    never compared as text. ``missed_function`` maps a reveal turn to the functions held out
+    until that turn.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    category: Category
+    scenario: int = Field(description="BFCL scenario index; the four categories share it.")
+    turns: list[list[Message]]
+    initial_config: dict[str, Any] = Field(default_factory=dict)
+    involved_classes: list[str]
+    missed_function: dict[int, list[str]] = Field(default_factory=dict)
+    ground_truth: list[list[str]]
+    provenance: dict[str, Any] | None = None
+
+    @field_validator("involved_classes")
+    @classmethod
+    def _known_classes(cls, v: list[str]) -> list[str]:
+        unknown = [c for c in v if c not in CLASS_MODULES]
+        if unknown:
+            raise ValueError(f"unknown environment classes {unknown}; known: {sorted(CLASS_MODULES)}")
+        if not v:
+            raise ValueError("involved_classes is empty")
+        return v
+
+    @model_validator(mode="after")
+    def _aligned(self) -> Task:
+        if len(self.turns) != len(self.ground_truth):
+            raise ValueError(
+                f"{len(self.turns)} question turns but {len(self.ground_truth)} ground-truth turns"
+            )
+        for turn in self.missed_function:
+            if not 0 <= turn < len(self.turns):
+                raise ValueError(f"missed_function turn {turn} is out of range")
+        return self
+
+    @property
+    def long_context(self) -> bool:
+        return self.category == "long_context"
+
+    @property
+    def scored_turns(self) -> list[int]:
+        """Turns with a non-empty ground truth: the only ones BFCL checks."""
+        return [t for t, gt in enumerate(self.ground_truth) if gt]
+
+    def user_messages(self, turn: int) -> list[dict]:
+        """The user messages BFCL sends at ``turn`` (the fixed reveal message on a reveal turn)."""
+        if turn in self.missed_function:
+            return [{"role": "user", "content": REVEAL_MESSAGE}]
+        return [m.model_dump() for m in self.turns[turn]]
+
+    # ------------------------------------------------------------------ BFCL entry format
+    @classmethod
+    def from_bfcl(cls, entry: dict, ground_truth: list[list[str]] | None = None) -> Task:
+        """Build a task from a BFCL prompt entry (and its answer, unless the entry carries one)."""
+        data = dict(entry)
+        match = _ID_RE.match(str(data.get("id", "")))
+        data.setdefault("category", match.group(1) if match else None)
+        data.setdefault("scenario", int(match.group(2)) if match else None)
+        data["turns"] = data.pop("question", data.get("turns"))
+        if ground_truth is not None:
+            data["ground_truth"] = ground_truth
+        data["missed_function"] = {int(k): v for k, v in (data.get("missed_function") or {}).items()}
+        return cls.model_validate(data)
+
+    def to_bfcl(self) -> dict:
+        """The BFCL entry (prompt keys plus ``ground_truth`` and ``provenance``)."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "question": [[m.model_dump() for m in turn] for turn in self.turns],
+            "initial_config": self.initial_config,
+            "involved_classes": self.involved_classes,
+        }
+        if self.missed_function:
+            out["missed_function"] = {str(k): v for k, v in self.missed_function.items()}
+        out["ground_truth"] = self.ground_truth
+        if not _ID_RE.match(self.id):
+            out["category"], out["scenario"] = self.category, self.scenario
+        if self.provenance is not None:
+            out["provenance"] = self.provenance
+        return out
+
+
+class TaskFileError(ValueError):
+    """A task file could not be read; the message names the file and line."""
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)``; a malformed line raises :class:`TaskFileError`."""
+    path = Path(path)
+    if not path.exists():
+        raise TaskFileError(f"{path}: no such file")
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TaskFileError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise TaskFileError(f"{path}:{lineno}: expected a JSON object")
+            yield lineno, obj
+
+
+def read_tasks(path: str | Path) -> list[Task]:
+    """Read tasks in BFCL entry format (with ``ground_truth``) from a JSONL file."""
+    tasks = []
+    for lineno, obj in iter_jsonl(path):
+        if "ground_truth" not in obj:
+            raise TaskFileError(f"{path}:{lineno}: entry {obj.get('id')!r} has no ground_truth")
+        try:
+            tasks.append(Task.from_bfcl(obj))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"])
+            raise TaskFileError(f"{path}:{lineno}: invalid task {obj.get('id')!r}: {loc}: {first['msg']}") from None
+    return tasks
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write a file atomically (temp file in the same folder, fsync, rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_tasks(path: str | Path, tasks: Iterable[Task]) -> None:
+    """Write tasks as BFCL JSONL, atomically."""
+    atomic_write_text(path, "".join(json.dumps(t.to_bfcl()) + "\n" for t in tasks))
+
+
+def category_of(task_id: str) -> str | None:
+    match = _ID_RE.match(task_id)
+    return match.group(1) if match else None
+
+
+__all__ = [
+    "CATEGORIES",
+    "Category",
+    "Message",
+    "REVEAL_MESSAGE",
+    "Task",
+    "TaskFileError",
+    "atomic_write_text",
+    "category_of",
+    "iter_jsonl",
+    "read_tasks",
+    "write_tasks",
+]

@@ -1,0 +1,82 @@
+"""OpenAI-format tool schemas, built from BFCL's function docs exactly as BFCL builds them.
+
+Per entry: the docs of the involved classes, concatenated in order; for miss_func the held-out
+functions are removed and appear only from their reveal turn on; every description gets
+BFCL's Python hint; then ``convert_to_tool(..., GORILLA_TO_OPENAPI, OPENAI_COMPLETIONS)``.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+
+from envs.bfcl_data import function_docs
+from envs.task import Task
+
+PYTHON_HINT = " Note that the provided function is in Python 3 syntax."
+
+GORILLA_TO_OPENAPI = {
+    "integer": "integer", "number": "number", "float": "number", "string": "string",
+    "boolean": "boolean", "bool": "boolean", "array": "array", "list": "array",
+    "dict": "object", "object": "object", "tuple": "array", "any": "string",
+}
+
+
+def _cast(properties: dict) -> dict:
+    """BFCL's ``_cast_to_openai_type`` for the Gorilla types used by multi-turn docs."""
+    for value in properties.values():
+        if "type" not in value:
+            value["type"] = "string"
+        else:
+            var_type = value["type"]
+            if var_type == "float":
+                value["format"] = "float"
+                value["description"] += " This is a float type value."
+            value["type"] = GORILLA_TO_OPENAPI.get(var_type, "string")
+        if value["type"] in ("array", "object"):
+            if "properties" in value:
+                value["properties"] = _cast(value["properties"])
+            elif "items" in value:
+                items = value["items"]
+                items["type"] = GORILLA_TO_OPENAPI[items["type"]]
+                if items["type"] == "array" and "items" in items:
+                    items["items"]["type"] = GORILLA_TO_OPENAPI[items["items"]["type"]]
+                elif items["type"] == "object" and "properties" in items:
+                    items["properties"] = _cast(items["properties"])
+    return properties
+
+
+@lru_cache(maxsize=None)
+def _tool(class_name: str, function_name: str) -> dict:
+    doc = next(d for d in function_docs(class_name) if d["name"] == function_name)
+    item = copy.deepcopy(doc)
+    item["description"] += PYTHON_HINT
+    item["name"] = item["name"].replace(".", "_")
+    item["parameters"]["type"] = "object"
+    item["parameters"]["properties"] = _cast(item["parameters"]["properties"])
+    return {"type": "function", "function": item}
+
+
+def class_function_names(class_name: str) -> list[str]:
+    return [d["name"] for d in function_docs(class_name)]
+
+
+def held_out(task: Task, turn: int) -> set[str]:
+    """Functions of a miss_func task that are still hidden at ``turn``."""
+    return {f for reveal, names in task.missed_function.items() if turn < reveal for f in names}
+
+
+def tool_names(task: Task, turn: int) -> list[str]:
+    """Names of the tools offered at ``turn``, in BFCL's order (revealed ones appended last)."""
+    hidden_now = held_out(task, turn)
+    base = [n for c in task.involved_classes for n in class_function_names(c)
+            if n not in {f for names in task.missed_function.values() for f in names}]
+    revealed = [f for reveal in sorted(task.missed_function) if reveal <= turn
+                for f in task.missed_function[reveal] if f not in hidden_now]
+    return base + revealed
+
+
+def tools_for_turn(task: Task, turn: int) -> list[dict]:
+    """OpenAI tool schemas offered at ``turn`` (deep copies; callers may mutate them)."""
+    owner = {n: c for c in task.involved_classes for n in class_function_names(c)}
+    return [copy.deepcopy(_tool(owner[n], n)) for n in tool_names(task, turn) if n in owner]
