@@ -1,0 +1,28 @@
+"""The ``rods`` command line: evaluate, list tasks, synthesize, train, plot, open Studio."""
+
+from __future__ import annotations
+
+import logging
+
+import typer
+
+from rods_cli.eval import eval_command, tasks_command
+
+app = typer.Typer(
+    name="rods",
+    help="RODS: reward-driven online data synthesis for multi-turn tool-use RL on BFCL v3 multi-turn.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command("eval")(eval_command)
+app.command("tasks")(tasks_command)
+
+
+@app.callback()
+def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log at DEBUG level.")) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()
