@@ -24,5 +24,5 @@ def user_errors() -> Iterator[None]:
         yield
     except USER_ERRORS as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        err_console.print(f"[bold red]error:[/] {msg}")
+        err_console.print(f"[bold red]error:[/] {msg}", soft_wrap=True, highlight=False)
         raise typer.Exit(2) from None

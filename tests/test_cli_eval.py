@@ -1,0 +1,60 @@
+"""`rods eval` and `rods tasks` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from rods_cli.main import app
+
+runner = CliRunner()
+
+
+@pytest.mark.slow
+def test_oracle_eval_all_800_passes(tmp_path):
+    out = tmp_path / "report.json"
+    result = runner.invoke(app, ["eval", "--policy", "oracle", "--split", "all", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["overall"]["passed"] == 800 and report["overall"]["total"] == 800
+    for name, cat in report["categories"].items():
+        assert (cat["passed"], cat["total"], cat["progress"]) == (200, 200, 1.0), name
+    assert len(report["entries"]) == 800 and all(e["passed"] for e in report["entries"])
+
+
+def test_repeats_report_mean_and_std(tmp_path):
+    out = tmp_path / "r.json"
+    result = runner.invoke(app, ["eval", "--split", "train", "-c", "base", "--limit", "3", "--repeats", "2",
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["repeats"] == 2 and len(report["entries"]) == 6
+    assert report["overall"]["accuracy"] == 1.0 and report["overall"]["accuracy_std"] == 0.0
+    assert "±" in result.output
+
+
+def test_tasks_jsonl_lists_split():
+    result = runner.invoke(app, ["tasks", "--split", "test", "--format", "jsonl"])
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert len(rows) == 400
+    assert {"id", "category", "scenario"} <= rows[0].keys()
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [("{not json\n", "tasks.jsonl:1: malformed JSON"),
+     ('{"id": "multi_turn_base_0"}\n', "tasks.jsonl:1: entry 'multi_turn_base_0' has no ground_truth")],
+)
+def test_bad_task_file_names_file_and_line(tmp_path, content, expected):
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(content)
+    result = runner.invoke(app, ["eval", "--tasks", str(path)])
+    assert result.exit_code == 2 and expected in result.output and "Traceback" not in result.output
+
+
+def test_unknown_id_and_missing_file():
+    assert "unknown task id(s): nope" in runner.invoke(app, ["eval", "--id", "nope"]).output
+    result = runner.invoke(app, ["eval", "--tasks", "/does/not/exist.jsonl"])
+    assert result.exit_code == 2 and "no such file" in result.output
