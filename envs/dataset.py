@@ -52,11 +52,13 @@ def make_split(seed: int = 0, n_train: int = 100) -> dict:
     rng = random.Random(seed)
     train: list[int] = []
     test: list[int] = []
+    offset = 0  # odd-sized groups alternate which side gets their extra scenario
     for key in sorted(groups):
         idx = sorted(groups[key])
         rng.shuffle(idx)
         for i, s in enumerate(idx):
-            (train if (i + len(train) + len(test)) % 2 == 0 else test).append(s)
+            (train if (i + offset) % 2 == 0 else test).append(s)
+        offset += len(idx)
     while len(train) > n_train:
         test.append(train.pop())
     while len(train) < n_train:

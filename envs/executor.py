@@ -69,8 +69,11 @@ def _literal(node: ast.AST, depth: int, budget: list[int]) -> Any:
         if any(k is None for k in node.keys):
             raise CallError("dict unpacking (**) is not allowed")
         keys = [_literal(k, depth + 1, budget) for k in node.keys]  # type: ignore[arg-type]
-        if any(isinstance(k, list | dict) for k in keys):
-            raise CallError("dict keys must be hashable literals")
+        for key in keys:
+            try:
+                hash(key)
+            except TypeError:
+                raise CallError("dict keys must be hashable literals") from None
         return dict(zip(keys, (_literal(v, depth + 1, budget) for v in node.values), strict=True))
     raise CallError(f"only literal arguments are allowed, got {type(node).__name__}")
 
@@ -173,6 +176,7 @@ class Environment:
     def call(self, parsed: ParsedCall) -> Any:
         """Invoke a parsed call and return the raw result (exceptions propagate)."""
         class_name = self._owner[parsed.name]
+        _check_resource_guard(class_name, parsed)
         kwargs = dict(parsed.kwargs)
         for name, default in _mutable_defaults(class_name, parsed.name):
             if _param_free(class_name, parsed, name):
@@ -228,3 +232,26 @@ def _param_index(class_name: str, method: str) -> dict[str, int]:
 def _param_free(class_name: str, parsed: ParsedCall, name: str) -> bool:
     """True when ``name`` is supplied neither by keyword nor positionally."""
     return name not in parsed.kwargs and _param_index(class_name, parsed.name)[name] >= len(parsed.args)
+
+
+# Arguments that would make a method compute for minutes or exhaust memory (a model can emit
+# ``power(base=7, exponent=10**15)``; Python cannot interrupt a big-int power). Bounds sit far
+# above anything the BFCL ground truth uses.
+_RESOURCE_GUARDS: dict[tuple[str, str], dict[str, float]] = {
+    ("MathAPI", "power"): {"exponent": 10_000},
+    ("MathAPI", "square_root"): {"precision": 1_000},
+    ("MathAPI", "logarithm"): {"precision": 1_000},
+    ("MathAPI", "round_number"): {"decimal_places": 1_000},
+}
+
+
+def _check_resource_guard(class_name: str, parsed: ParsedCall) -> None:
+    limits = _RESOURCE_GUARDS.get((class_name, parsed.name))
+    if not limits:
+        return
+    index = _param_index(class_name, parsed.name)
+    for name, bound in limits.items():
+        pos = index.get(name, -1)
+        value = parsed.kwargs.get(name, parsed.args[pos] if 0 <= pos < len(parsed.args) else None)
+        if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > bound:
+            raise ValueError(f"{name}={value!r} exceeds the executor's limit of {bound:g}")

@@ -1,8 +1,8 @@
 """OpenAI-format tool schemas, built from BFCL's function docs exactly as BFCL builds them.
 
 Per entry: the docs of the involved classes, concatenated in order; for miss_func the held-out
-functions are removed and appear only from their reveal turn on; every description gets
-BFCL's Python hint; then ``convert_to_tool(..., GORILLA_TO_OPENAPI, OPENAI_COMPLETIONS)``.
+functions are removed and appear only from their reveal turn on (without the hint, as in BFCL);
+every other description gets BFCL's Python hint; then ``convert_to_tool(..., GORILLA_TO_OPENAPI, OPENAI_COMPLETIONS)``.
 """
 
 from __future__ import annotations
@@ -47,10 +47,11 @@ def _cast(properties: dict) -> dict:
 
 
 @lru_cache(maxsize=None)
-def _tool(class_name: str, function_name: str) -> dict:
+def _tool(class_name: str, function_name: str, hint: bool = True) -> dict:
     doc = next(d for d in function_docs(class_name) if d["name"] == function_name)
     item = copy.deepcopy(doc)
-    item["description"] += PYTHON_HINT
+    if hint:
+        item["description"] += PYTHON_HINT
     item["name"] = item["name"].replace(".", "_")
     item["parameters"]["type"] = "object"
     item["parameters"]["properties"] = _cast(item["parameters"]["properties"])
@@ -77,6 +78,11 @@ def tool_names(task: Task, turn: int) -> list[str]:
 
 
 def tools_for_turn(task: Task, turn: int) -> list[dict]:
-    """OpenAI tool schemas offered at ``turn`` (deep copies; callers may mutate them)."""
+    """OpenAI tool schemas offered at ``turn`` (deep copies; callers may mutate them).
+
+    Revealed miss_func tools carry no Python hint: BFCL adds the hint to the entry's function
+    list after moving the held-out docs out of it, so the docs appended at the reveal lack it.
+    """
     owner = {n: c for c in task.involved_classes for n in class_function_names(c)}
-    return [copy.deepcopy(_tool(owner[n], n)) for n in tool_names(task, turn) if n in owner]
+    missed = {f for names in task.missed_function.values() for f in names}
+    return [copy.deepcopy(_tool(owner[n], n, n not in missed)) for n in tool_names(task, turn) if n in owner]
