@@ -1,0 +1,399 @@
+"""Dynamic replay buffer: the active training pool, a candidate queue, staged injection, retirement.
+
+RODS §5 ("dual-control lifecycle with staged injection and multi-layer retirement"); numbers from
+the paper as read by [CN]/[TW] (see ``docs/rods-paper-notes.md`` §5 and §8):
+
+* **Staged injection.** :meth:`ReplayBuffer.enqueue` only queues; variants enter the pool at
+  :meth:`ReplayBuffer.on_epoch_boundary`, at most ``beta`` (20%) of the pool trained on in the
+  epoch that just ended, first in first out. Leftovers wait for later boundaries.
+* **P_max** (400) caps the *generated* part of the pool. Injection never lets the not-yet-evaluated
+  generated items exceed P_max, so pruning can always restore the cap; in ``no_retirement`` mode
+  injection stops at P_max (nothing ever leaves).
+* **Retirement**, in this order, each recorded as a :class:`Retired` event with its reason:
+
+  1. ``burn_in``: a generated item whose first evaluation mean is below ``burn_in_threshold``
+     (0.20; one observation, ToolWeave's reading: the paper's window was not retrieved).
+  2. ``mastered`` / ``hard`` (boundary drift): the last ``drift_window`` (W = 2) epoch means are all
+     above ``retire_mastered`` (0.95, the paper's separate retirement threshold) or all below
+     ``retire_hard`` (0.20). W is our choice: the paper names drift eviction but no window.
+  3. ``pruned``: while the generated pool exceeds P_max, the evaluated item with the lowest
+     φ = 4 m (1 - m) (latest epoch mean; the Bernoulli-variance bound) goes first; ties by older
+     injection, then id. Items not evaluated yet are never pruned: they have had no burn-in.
+
+* **Human seeds are the anchor.** They are never burned in, pruned or evicted as hard, so every
+  skill of the original data stays in the curriculum and a hard seed can come back into reach as
+  the policy improves. ``retire_seeds=True`` lets *mastered* seeds retire by drift as well (the
+  paper's Fig. 3 speaks of "evicting mastered tasks"; whether human seeds are included is not
+  said). Retired ids are remembered, so a retired task is never queued again.
+
+The buffer is deterministic (no random numbers): every rank that sees the same gathered rewards
+makes the same decisions. ``state_dict()``/``save()`` capture pool, queue, per-item lifecycle,
+retired ids and the event log exactly; ``save(path, detector=...)`` writes both in one atomic file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from envs.task import Task, atomic_write_text
+from trainer.detection import BoundaryDetector, phi
+
+STATE_VERSION = 1
+RetireReason = Literal["burn_in", "mastered", "hard", "pruned"]
+RETIRE_REASONS: tuple[RetireReason, ...] = ("burn_in", "mastered", "hard", "pruned")
+
+
+class BufferConfig(BaseModel):
+    """Replay-buffer knobs; defaults are RODS's where the paper gives them (sources in the module doc)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    beta: float = Field(0.20, ge=0.0, le=1.0, description="Injection cap per boundary, fraction of the active pool.")
+    p_max: int = Field(400, ge=0, description="Capacity for generated (non-seed) items in the active pool.")
+    burn_in_threshold: float = Field(0.20, ge=0.0, le=1.0, description="Retire a variant whose first mean is below.")
+    retire_mastered: float = Field(0.95, ge=0.0, le=1.0, description="Drift: all of the last W means above -> mastered.")
+    retire_hard: float = Field(0.20, ge=0.0, le=1.0, description="Drift: all of the last W means below -> hard.")
+    drift_window: int = Field(2, ge=1, description="W: consecutive epoch evaluations needed for drift eviction.")
+    retire_seeds: bool = Field(False, description="Let mastered human seeds retire by drift too.")
+    no_retirement: bool = Field(False, description="Ablation: nothing ever leaves; injection stops at P_max.")
+    max_queue: int = Field(4000, ge=0, description="Queue capacity; the oldest candidates are dropped beyond it.")
+    event_log_size: int = Field(100_000, ge=0, description="Events kept in the log (oldest dropped).")
+
+
+# --------------------------------------------------------------------------- events
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    task_id: str
+    epoch: int | None = Field(description="Boundary epoch (None for events outside a boundary).")
+
+
+class Queued(_Event):
+    kind: Literal["queued"] = "queued"
+
+
+class Rejected(_Event):
+    """A candidate refused at :meth:`ReplayBuffer.enqueue` (its id is already known)."""
+
+    kind: Literal["rejected"] = "rejected"
+    reason: Literal["duplicate_active", "duplicate_queued", "previously_retired"]
+
+
+class Dropped(_Event):
+    """A queued candidate dropped because the queue was full (the oldest go first)."""
+
+    kind: Literal["dropped"] = "dropped"
+    reason: Literal["queue_full"] = "queue_full"
+
+
+class Injected(_Event):
+    kind: Literal["injected"] = "injected"
+
+
+class Retired(_Event):
+    kind: Literal["retired"] = "retired"
+    reason: RetireReason
+    seed: bool = Field(description="A human seed (only with retire_seeds=True).")
+    mean: float | None = Field(description="Latest epoch mean when retired.")
+    phi: float | None
+    evaluations: int
+
+
+BufferEvent = Annotated[Queued | Rejected | Dropped | Injected | Retired, Field(discriminator="kind")]
+_EVENTS = TypeAdapter(list[BufferEvent])
+
+
+class BoundaryReport(BaseModel):
+    """What one :meth:`ReplayBuffer.on_epoch_boundary` did; ``metrics()`` feeds ``report_to``."""
+
+    epoch: int
+    pool_before: int
+    injected: list[str]
+    retired: list[Retired]
+    pool_size: int
+    seeds: int
+    generated: int
+    queue: int
+
+    def retired_by_reason(self) -> dict[str, int]:
+        out = dict.fromkeys(RETIRE_REASONS, 0)
+        for r in self.retired:
+            out[r.reason] += 1
+        return out
+
+    def metrics(self, prefix: str = "rods/") -> dict[str, float]:
+        out = {
+            f"{prefix}injected": float(len(self.injected)),
+            f"{prefix}pool_size": float(self.pool_size),
+            f"{prefix}pool_seeds": float(self.seeds),
+            f"{prefix}pool_generated": float(self.generated),
+            f"{prefix}queue": float(self.queue),
+        }
+        out.update({f"{prefix}retired/{k}": float(v) for k, v in self.retired_by_reason().items()})
+        return out
+
+
+class _Item:
+    """Lifecycle of one generated item in the pool (plain slots: pools may be large)."""
+
+    __slots__ = ("order", "epoch", "burned_in")
+
+    def __init__(self, order: int, epoch: int, burned_in: bool = False):
+        self.order = order  # injection counter: older first
+        self.epoch = epoch  # boundary epoch it was injected at
+        self.burned_in = burned_in
+
+
+# --------------------------------------------------------------------------- buffer
+class ReplayBuffer:
+    """Active pool (human seeds + injected variants, keyed by id) and the candidate queue.
+
+    Args:
+        seeds: the human seed tasks; they anchor the curriculum (see the module doc).
+        config: buffer knobs.
+        task_model: the pydantic model stored items are restored as by :meth:`load_state_dict`
+            (``Task``; a lighter model with an ``id`` field works for benchmarks).
+    """
+
+    def __init__(self, seeds: Iterable[Task], config: BufferConfig | None = None, *, task_model: type[BaseModel] = Task):
+        self.config = config or BufferConfig()
+        self.task_model = task_model
+        self._pool: dict[str, BaseModel] = {}
+        self._seed_ids: set[str] = set()
+        for t in seeds:
+            if t.id in self._pool:
+                raise ValueError(f"duplicate seed id {t.id!r}")
+            self._pool[t.id] = t
+            self._seed_ids.add(t.id)
+        self._gen: dict[str, _Item] = {}  # generated ids in the pool, injection order
+        self._queue: OrderedDict[str, BaseModel] = OrderedDict()  # FIFO; O(1) pops from the front
+        self._retired: set[str] = set()
+        self._counter = 0
+        self._events: deque = deque(maxlen=self.config.event_log_size)
+        self.last_epoch: int | None = None
+
+    # ------------------------------------------------------------------ views
+    def active_tasks(self) -> list[BaseModel]:
+        """The training pool: human seeds in their given order, then generated items oldest first."""
+        return list(self._pool.values())
+
+    def active_ids(self) -> list[str]:
+        return list(self._pool)
+
+    def queued_ids(self) -> list[str]:
+        return list(self._queue)
+
+    @property
+    def seed_ids(self) -> frozenset[str]:
+        return frozenset(self._seed_ids)
+
+    @property
+    def retired_ids(self) -> frozenset[str]:
+        return frozenset(self._retired)
+
+    @property
+    def events(self) -> list[Queued | Rejected | Dropped | Injected | Retired]:
+        return list(self._events)
+
+    def __len__(self) -> int:
+        return len(self._pool)
+
+    def __contains__(self, task_id: str) -> bool:
+        return task_id in self._pool
+
+    @property
+    def n_generated(self) -> int:
+        return len(self._gen)
+
+    # ------------------------------------------------------------------ queue
+    def enqueue(self, tasks: Iterable[BaseModel], epoch: int | None = None) -> list[Queued | Rejected | Dropped]:
+        """Queue candidates for the next boundary; the active pool never changes here."""
+        out: list[Queued | Rejected | Dropped] = []
+        for t in tasks:
+            tid = t.id
+            if tid in self._pool:
+                ev: Queued | Rejected | Dropped = Rejected(task_id=tid, epoch=epoch, reason="duplicate_active")
+            elif tid in self._queue:
+                ev = Rejected(task_id=tid, epoch=epoch, reason="duplicate_queued")
+            elif tid in self._retired:
+                ev = Rejected(task_id=tid, epoch=epoch, reason="previously_retired")
+            else:
+                self._queue[tid] = t
+                ev = Queued.model_construct(task_id=tid, epoch=epoch, kind="queued")
+            out.append(ev)
+        while len(self._queue) > self.config.max_queue:
+            old, _ = self._queue.popitem(last=False)
+            out.append(Dropped(task_id=old, epoch=epoch))
+        self._events.extend(out)
+        return out
+
+    # ------------------------------------------------------------------ boundary
+    def on_epoch_boundary(self, epoch: int, detector: BoundaryDetector) -> BoundaryReport:
+        """Inject from the queue, then retire (burn-in, drift, pruning); statistics come from ``detector``.
+
+        Call it once per boundary, after the epoch's rewards were recorded and before the next
+        epoch's pool is built. Retired items are dropped from ``detector`` (:meth:`forget`) so
+        its memory stays bounded by the pool.
+        """
+        cfg = self.config
+        if cfg.drift_window > detector.config.history_size:
+            raise ValueError(
+                f"drift_window {cfg.drift_window} exceeds the detector's history_size {detector.config.history_size}"
+            )
+        pool_before = len(self._pool)
+        events: list[Injected | Retired] = []
+
+        # 1. staged injection: beta of the pool trained on; unevaluated generated items <= P_max
+        if cfg.no_retirement:
+            room = cfg.p_max - len(self._gen)
+        else:
+            room = cfg.p_max - sum(1 for g in self._gen if detector.evaluations(g) == 0)
+        n_inject = max(0, min(len(self._queue), int(cfg.beta * pool_before), room))
+        injected: list[str] = []
+        for _ in range(n_inject):
+            tid, task = self._queue.popitem(last=False)
+            self._pool[tid] = task
+            self._counter += 1
+            self._gen[tid] = _Item(self._counter, epoch)
+            injected.append(tid)
+            events.append(Injected.model_construct(task_id=tid, epoch=epoch, kind="injected"))
+
+        retired: list[Retired] = []
+        if not cfg.no_retirement:
+            # 2. burn-in: first evaluation of a generated item
+            for tid, item in self._gen.items():
+                if item.burned_in or detector.evaluations(tid) == 0:
+                    continue
+                first = detector.latest_means(tid, detector.config.history_size)[0]
+                if first < cfg.burn_in_threshold:
+                    retired.append(self._retired_event(tid, "burn_in", epoch, detector))
+                else:
+                    item.burned_in = True
+            self._remove(r.task_id for r in retired)
+
+            # 3. boundary drift: last W means all mastered or all hard
+            drift: list[Retired] = []
+            w = cfg.drift_window
+            for tid in self._pool:
+                is_seed = tid in self._seed_ids
+                if is_seed and not cfg.retire_seeds:
+                    continue
+                means = detector.latest_means(tid, w)
+                if len(means) < w:
+                    continue
+                if all(m > cfg.retire_mastered for m in means):
+                    drift.append(self._retired_event(tid, "mastered", epoch, detector))
+                elif not is_seed and all(m < cfg.retire_hard for m in means):
+                    drift.append(self._retired_event(tid, "hard", epoch, detector))
+            self._remove(r.task_id for r in drift)
+            retired.extend(drift)
+
+            # 4. variance-prioritised pruning of evaluated generated items beyond P_max
+            excess = len(self._gen) - cfg.p_max
+            if excess > 0:
+                ranked = []
+                for tid, item in self._gen.items():
+                    m = detector.latest_mean(tid)
+                    if m is not None:
+                        ranked.append((phi(m), item.order, tid))
+                ranked.sort()
+                pruned = [self._retired_event(tid, "pruned", epoch, detector) for _, _, tid in ranked[:excess]]
+                self._remove(r.task_id for r in pruned)
+                retired.extend(pruned)
+
+        events.extend(retired)
+        self._events.extend(events)
+        detector.forget(r.task_id for r in retired)
+        self.last_epoch = epoch
+        return BoundaryReport(
+            epoch=epoch, pool_before=pool_before, injected=injected, retired=retired, pool_size=len(self._pool),
+            seeds=len(self._pool) - len(self._gen), generated=len(self._gen), queue=len(self._queue),
+        )
+
+    def _retired_event(self, tid: str, reason: RetireReason, epoch: int, detector: BoundaryDetector) -> Retired:
+        m = detector.latest_mean(tid)
+        return Retired.model_construct(
+            task_id=tid, epoch=epoch, kind="retired", reason=reason, seed=tid in self._seed_ids,
+            mean=m, phi=None if m is None else phi(m), evaluations=detector.evaluations(tid),
+        )
+
+    def _remove(self, ids: Iterable[str]) -> None:
+        for tid in list(ids):
+            del self._pool[tid]
+            self._gen.pop(tid, None)
+            self._seed_ids.discard(tid)
+            self._retired.add(tid)
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-serializable state: config, pool (in order), seeds, lifecycle, queue, retired ids, events."""
+        return {
+            "version": STATE_VERSION,
+            "config": self.config.model_dump(),
+            "last_epoch": self.last_epoch,
+            "counter": self._counter,
+            "pool": [t.model_dump(mode="json") for t in self._pool.values()],
+            "seed_ids": [tid for tid in self._pool if tid in self._seed_ids],
+            "generated": {tid: [it.order, it.epoch, it.burned_in] for tid, it in self._gen.items()},
+            "queue": [t.model_dump(mode="json") for t in self._queue.values()],
+            "retired": sorted(self._retired),
+            "events": _EVENTS.dump_python(list(self._events), mode="json"),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"unsupported buffer state version {state.get('version')!r}")
+        self.config = BufferConfig.model_validate(state["config"])
+        self.last_epoch = state["last_epoch"]
+        self._counter = state["counter"]
+        model = self.task_model
+        self._pool = {}
+        for d in state["pool"]:
+            t = model.model_validate(d)
+            self._pool[t.id] = t
+        self._seed_ids = set(state["seed_ids"])
+        self._gen = {tid: _Item(o, e, b) for tid, (o, e, b) in state["generated"].items()}
+        if set(self._pool) != self._seed_ids | set(self._gen):
+            raise ValueError("buffer state is inconsistent: pool != seeds + generated")
+        self._queue = OrderedDict()
+        for d in state["queue"]:
+            t = model.model_validate(d)
+            self._queue[t.id] = t
+        self._retired = set(state["retired"])
+        self._events = deque(_EVENTS.validate_python(state["events"]), maxlen=self.config.event_log_size)
+
+    def save(self, path: str | Path, detector: BoundaryDetector | None = None) -> None:
+        """Write the state (and the detector's, if given) to one JSON file, atomically."""
+        state: dict[str, Any] = {"buffer": self.state_dict()}
+        if detector is not None:
+            state["detector"] = detector.state_dict()
+        atomic_write_text(path, json.dumps(state))
+
+    def load(self, path: str | Path, detector: BoundaryDetector | None = None) -> None:
+        """Restore :meth:`save`'s file; restores ``detector`` too when given (it must have been saved)."""
+        state = json.loads(Path(path).read_text(encoding="utf-8"))
+        if detector is not None:
+            if "detector" not in state:
+                raise ValueError(f"{path} holds no detector state")
+            detector.load_state_dict(state["detector"])
+        self.load_state_dict(state["buffer"])
+
+
+__all__ = [
+    "RETIRE_REASONS",
+    "BoundaryReport",
+    "BufferConfig",
+    "BufferEvent",
+    "Dropped",
+    "Injected",
+    "Queued",
+    "Rejected",
+    "ReplayBuffer",
+    "RetireReason",
+    "Retired",
+]
