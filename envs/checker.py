@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from envs.executor import Environment
 from envs.task import Task
+from envs.tools import tool_names
 
 FailureKind = Literal[
     "multi_turn:inference_error",
@@ -66,8 +67,13 @@ def _missing(expected: list[str], produced: list[str]) -> list[str]:
     return list((Counter(expected) - Counter(produced)).elements())
 
 
-def check(task: Task, decoded: Decoded | None, inference_error: str | None = None) -> Score:
-    """Score one model trajectory against a task's ground truth."""
+def check(task: Task, decoded: Decoded | None, inference_error: str | None = None,
+          strict_tools: bool = False) -> Score:
+    """Score one model trajectory against a task's ground truth.
+
+    ``strict_tools`` refuses model calls to functions not offered at their turn, as the runner
+    did when it produced the trajectory (BFCL's executor runs held-out functions too).
+    """
     scored = task.scored_turns
     if decoded is None or inference_error is not None:
         return Score(
@@ -88,8 +94,9 @@ def check(task: Task, decoded: Decoded | None, inference_error: str | None = Non
                                         reason="multi_turn:force_terminated" if gt_calls else None))
             continue
         steps = decoded[t]
+        allowed = set(tool_names(task, t)) if strict_tools else None
         for step in steps:
-            all_model_results.extend(model_env.run(step))
+            all_model_results.extend(model_env.run(step, allowed))
         gt_results = gt_env.run(gt_calls)
         verdict = TurnVerdict(turn=t, scored=bool(gt_calls), passed=False)
         if gt_calls:

@@ -47,8 +47,8 @@ class Report(BaseModel):
     malformed_calls: int = 0
 
 
-def score_episode(task: Task, episode: Episode, repeat: int = 0) -> EntryResult:
-    score = check(task, episode.decoded, inference_error=episode.error)
+def score_episode(task: Task, episode: Episode, repeat: int = 0, strict_tools: bool = False) -> EntryResult:
+    score = check(task, episode.decoded, inference_error=episode.error, strict_tools=strict_tools)
     return EntryResult(
         id=task.id, category=task.category, repeat=repeat, passed=score.passed, progress=score.progress,
         failure=score.failure, failure_turn=score.failure_turn, detail=score.detail, steps=episode.steps,
@@ -64,7 +64,7 @@ async def evaluate_async(tasks: Sequence[Task], policy: Policy, *, repeats: int 
     async def one(task: Task, repeat: int) -> EntryResult:
         async with semaphore:
             episode = await run_episode(task, policy, strict_tools=strict_tools)
-        result = score_episode(task, episode, repeat)
+        result = score_episode(task, episode, repeat, strict_tools)
         if on_result:
             on_result(result)
         return result

@@ -78,11 +78,17 @@ def tool_names(task: Task, turn: int) -> list[str]:
 
 
 def tools_for_turn(task: Task, turn: int) -> list[dict]:
-    """OpenAI tool schemas offered at ``turn`` (deep copies; callers may mutate them).
+    """OpenAI tool schemas offered at ``turn``: a fresh list of cached, shared schemas (read-only).
 
     Revealed miss_func tools carry no Python hint: BFCL adds the hint to the entry's function
     list after moving the held-out docs out of it, so the docs appended at the reveal lack it.
     """
-    owner = {n: c for c in task.involved_classes for n in class_function_names(c)}
-    missed = {f for names in task.missed_function.values() for f in names}
-    return [copy.deepcopy(_tool(owner[n], n, n not in missed)) for n in tool_names(task, turn) if n in owner]
+    missed = tuple(sorted((k, tuple(v)) for k, v in task.missed_function.items()))
+    return list(_tools(tuple(task.involved_classes), missed, tuple(tool_names(task, turn))))
+
+
+@lru_cache(maxsize=4096)
+def _tools(classes: tuple[str, ...], missed: tuple, names: tuple[str, ...]) -> list[dict]:
+    owner = {n: c for c in classes for n in class_function_names(c)}
+    hidden = {f for _, fs in missed for f in fs}
+    return [_tool(owner[n], n, n not in hidden) for n in names if n in owner]

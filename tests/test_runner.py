@@ -159,3 +159,17 @@ def test_parse_hermes_tool_calls():
 def test_unknown_task_in_script_is_an_error(tasks):
     episode = asyncio.run(run_episode(tasks["multi_turn_base_2"], ScriptedPolicy({})))
     assert "no trajectory" in episode.error
+
+
+def test_strict_tools_also_applies_when_scoring(tasks):
+    """A call refused by the runner must not be re-executed (and credited) by the checker."""
+    task = tasks["multi_turn_miss_func_0"]
+    reveal = min(task.missed_function)
+    # do the reveal turn's work one turn early (BFCL tolerates this), junk call at the reveal turn
+    early = [list(gt) for gt in task.ground_truth]
+    early[reveal - 1], early[reveal] = early[reveal], ["pwd()"]
+    policy = ScriptedPolicy({task.id: early})
+    lax = evaluate([task], policy)
+    strict = evaluate([task], policy, strict_tools=True)
+    assert lax.entries[0].passed
+    assert not strict.entries[0].passed
