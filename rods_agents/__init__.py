@@ -1,0 +1,14 @@
+"""Synthesis stages of RODS, one module per stage, each a LangGraph node ``verb_noun(state, runtime)``.
+
+- ``profile_extraction.extract_profile``: execute the seed, build Φ (call graph, WL hash, information structure);
+- ``plan_sampling.sample_plan``: new entities, values, methods and initial_config with the seed's profile;
+- ``coherence_rewrite.rewrite_turns``: user turns anchored to one goal, category rules applied;
+- ``execution_orchestrator.execute_plan``: run the plan on fresh instances, classify errors;
+- ``config_patch.patch_config``: rule-table (or LLM) config patches, bounded, recorded;
+- ``verdict.judge_variant``: executable, isomorphic, obtainable, new, not contaminated.
+
+Shared helpers: ``catalog`` (API catalog), ``tracing`` (per-call traces and write sets),
+``value_sources`` (information structure), ``contamination`` (near-duplicate guard),
+``llm_backbone`` (LangChain chat models behind the same nodes), ``outputs`` (files, HF dataset).
+Wiring lives in ``graphs.synthesis``.
+"""

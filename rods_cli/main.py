@@ -7,6 +7,8 @@ import logging
 import typer
 
 from rods_cli.eval import eval_command, tasks_command
+from rods_cli.studio import studio
+from rods_cli.synthesize import synthesize
 
 app = typer.Typer(
     name="rods",
@@ -17,6 +19,8 @@ app = typer.Typer(
 )
 app.command("eval")(eval_command)
 app.command("tasks")(tasks_command)
+app.command("synthesize")(synthesize)
+app.command("studio")(studio)
 
 
 @app.callback()

@@ -1,0 +1,292 @@
+"""Wiring of the skill-aligned synthesis pipeline (stages live in ``rods_agents``).
+
+Per sample: profile -> plan -> rewrite -> execute -> (patch -> execute)* -> verdict, with a bounded
+loop back to plan when the verdict rejects. The run graph fans out over (seed, variant) with
+``Send`` and a concurrency cap, then de-duplicates accepted samples and writes the report.
+
+``graph`` (compiled without a checkpointer) is what ``langgraph.json`` exports for Studio; the CLI
+compiles :func:`build_sample_graph` with a SQLite checkpointer, one thread per sample.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from envs.task import Task
+from graphs.state import (
+    SampleOutput,
+    SampleState,
+    SynthesisContext,
+    SynthesisInput,
+    SynthesisState,
+    SynthesizeSample,
+)
+from rods_agents.coherence_rewrite import rewrite_turns
+from rods_agents.config_patch import patch_config
+from rods_agents.contamination import fingerprint, same_substance
+from rods_agents.execution_orchestrator import execute_plan
+from rods_agents.plan_sampling import sample_plan
+from rods_agents.profile_extraction import extract_profile
+from rods_agents.runtime_utils import context_of, emit
+from rods_agents.value_sources import SOURCES
+from rods_agents.verdict import judge_variant
+
+STAGES = ("profile", "plan", "rewrite", "execute", "patch", "verdict")
+
+
+def sample_id(seed_id: str, variant: int) -> str:
+    return f"{seed_id}#v{variant}"
+
+
+# ----------------------------------------------------------------------------- per-sample nodes
+def finalize_sample(state: SampleState, runtime: Runtime[SynthesisContext]) -> dict:
+    """Package the sample's outcome: the accepted task (with provenance) or the rejection."""
+    ctx = context_of(runtime)
+    verdict = state.get("verdict") or {"accepted": False, "reasons": ["no_verdict"], "detail": {}}
+    seed = state["seed"]
+    detail = dict(verdict.get("detail") or {})
+    variant_profile = detail.pop("profile", None)
+    profile = state.get("profile") or {}
+    result: dict[str, Any] = {
+        "sample_id": state["sample_id"], "seed_id": seed["id"], "variant": state.get("variant", 0),
+        "accepted": bool(verdict.get("accepted")), "reasons": list(verdict.get("reasons", [])), "detail": detail,
+        "timings": state.get("timings", {}), "llm_calls": int(state.get("llm_calls", 0)),
+        "patches": state.get("patches", []), "plan_attempts": int(state.get("plan_attempt", 0)) + (1 if verdict.get("accepted") else 0),
+        "seed_sources": Counter(a["source"] for a in profile.get("arg_sources", [])),
+        "variant_sources": Counter(a["source"] for a in (variant_profile or {}).get("arg_sources", [])),
+    }
+    if result["accepted"]:
+        task = Task.model_validate(state["task"])
+        plan = state.get("plan") or {}
+        task.provenance = {
+            "seed_id": seed["id"], "variant": state.get("variant", 0), "run_seed": ctx.seed,
+            "backbone": ctx.backbone, "models": list(ctx.models), "llm_stages": list(ctx.llm_stages) if ctx.backbone == "llm" else [],
+            "profile": {k: v for k, v in (variant_profile or {}).items() if k not in ("nodes",)},
+            "renames": plan.get("renames", {}), "numbers": plan.get("numbers", {}),
+            "substitutions": plan.get("substitutions", []), "patches": state.get("patches", []),
+            "plan_attempts": result["plan_attempts"], "timings": state.get("timings", {}),
+            "llm_calls": result["llm_calls"], "similarity": {k: detail.get(k) for k in ("seed_similarity", "test_similarity", "nearest_test")},
+        }
+        result["task"] = task.to_bfcl()
+    emit(runtime, state, "done", "accepted" if result["accepted"] else "rejected")
+    return {"results": [result]}
+
+
+def route_after_profile(state: SampleState) -> Literal["sample_plan", "finalize_sample"]:
+    return "finalize_sample" if state.get("verdict") else "sample_plan"
+
+
+def route_after_rewrite(state: SampleState) -> Literal["execute_plan", "finalize_sample"]:
+    verdict = state.get("verdict") or {}
+    return "finalize_sample" if "llm_invalid_output" in verdict.get("reasons", []) else "execute_plan"
+
+
+def route_after_execute(state: SampleState, runtime: Runtime[SynthesisContext]) -> Literal["patch_config", "judge_variant"]:
+    ctx = context_of(runtime)
+    if state.get("errors") and not state.get("patch_failed") and int(state.get("patch_attempts", 0)) < ctx.max_patch_attempts:
+        return "patch_config"
+    return "judge_variant"
+
+
+def route_after_patch(state: SampleState) -> Literal["execute_plan", "judge_variant"]:
+    return "judge_variant" if state.get("patch_failed") else "execute_plan"
+
+
+def route_after_verdict(state: SampleState, runtime: Runtime[SynthesisContext]) -> Literal["sample_plan", "finalize_sample"]:
+    ctx = context_of(runtime)
+    verdict = state.get("verdict") or {}
+    if verdict.get("accepted") or int(state.get("plan_attempt", 0)) >= ctx.max_plan_attempts:
+        return "finalize_sample"
+    if any(r.startswith("llm_") for r in verdict.get("reasons", [])):
+        return "finalize_sample"
+    return "sample_plan"
+
+
+def _clear_rejection(state: SampleState, runtime: Runtime[SynthesisContext]) -> dict:
+    """Entry of a (re)plan round: forget the previous candidate's verdict and patch state."""
+    return sample_plan({**state, "verdict": None}, runtime) | {"verdict": None, "patch_failed": False, "errors": []}
+
+
+def build_sample_graph() -> StateGraph:
+    """The per-sample pipeline (compile with a checkpointer for resumable runs)."""
+    g = StateGraph(SampleState, context_schema=SynthesisContext, output_schema=SampleOutput)
+    g.add_node("extract_profile", extract_profile)
+    g.add_node("sample_plan", _clear_rejection)
+    g.add_node("rewrite_turns", rewrite_turns)
+    g.add_node("execute_plan", execute_plan)
+    g.add_node("patch_config", patch_config)
+    g.add_node("judge_variant", judge_variant)
+    g.add_node("finalize_sample", finalize_sample)
+    g.add_edge(START, "extract_profile")
+    g.add_conditional_edges("extract_profile", route_after_profile)  # a seed that errors is dropped
+    g.add_edge("sample_plan", "rewrite_turns")
+    g.add_conditional_edges("rewrite_turns", route_after_rewrite)  # invalid LLM output ends the sample
+    g.add_conditional_edges("execute_plan", route_after_execute)  # errors go to the patch agent (bounded)
+    g.add_conditional_edges("patch_config", route_after_patch)  # re-execute the patched config
+    g.add_conditional_edges("judge_variant", route_after_verdict)  # rejected: resample the plan (bounded)
+    g.add_edge("finalize_sample", END)
+    return g
+
+
+# ----------------------------------------------------------------------------- run-level nodes
+def load_seeds(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> dict:
+    """Resolve ``seed_ids`` against the train split when no seed tasks were passed."""
+    warm_caches()
+    if state.get("seeds"):
+        return {}
+    from envs.dataset import load_tasks
+
+    ids = state.get("seed_ids") or []
+    return {"seeds": [t.to_bfcl() for t in load_tasks("train", ids=ids)]} if ids else {"seeds": []}
+
+
+def fan_out(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> list[Send]:
+    """One ``Send`` per (seed, variant), in a stable order."""
+    ctx = context_of(runtime)
+    n = int(state.get("variants_per_seed") or ctx.variants_per_seed)
+    sends = []
+    for entry in state.get("seeds", []):
+        task = Task.from_bfcl(entry)
+        for v in range(n):
+            sends.append(Send("synthesize_sample", SynthesizeSample(sample_id=sample_id(task.id, v),
+                                                                     seed=task.model_dump(), variant=v)))
+    return sends
+
+
+def collect_results(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> dict:
+    """De-duplicate accepted samples (issue order) and build the report."""
+    result = finalize_results(state.get("results", []))
+    return {"accepted": [t.to_bfcl() for t in result.accepted], "rejected": result.rejected, "report": result.report}
+
+
+def build_synthesis_graph() -> StateGraph:
+    """The run graph: load seeds, fan out over (seed, variant), collect and report."""
+    g = StateGraph(SynthesisState, input_schema=SynthesisInput, context_schema=SynthesisContext)
+    g.add_node("load_seeds", load_seeds)
+    g.add_node("synthesize_sample", build_sample_graph().compile())
+    g.add_node("collect_results", collect_results)
+    g.add_edge(START, "load_seeds")
+    g.add_conditional_edges("load_seeds", fan_out, ["synthesize_sample"])  # Send per (seed, variant)
+    g.add_edge("synthesize_sample", "collect_results")
+    g.add_edge("collect_results", END)
+    return g
+
+
+graph = build_synthesis_graph().compile()
+
+
+# ----------------------------------------------------------------------------- results and report
+@dataclass
+class SynthesisResult:
+    accepted: list[Task]
+    rejected: list[dict]
+    report: dict = field(default_factory=dict)
+
+
+def _shares(counter: Counter) -> dict[str, float]:
+    total = sum(counter.values()) or 1
+    return {s: round(counter.get(s, 0) / total, 4) for s in SOURCES}
+
+
+def finalize_results(results: list[dict], wall_s: float | None = None) -> SynthesisResult:
+    """Drop near-duplicates among accepted samples (first one wins) and compute the report."""
+    results = sorted(results, key=lambda r: r["sample_id"])
+    accepted: list[Task] = []
+    rejected: list[dict] = []
+    kept_fps = []
+    seen_ids: set[str] = set()
+    for r in results:
+        if r["accepted"]:
+            task = Task.from_bfcl(r["task"])
+            fp = fingerprint(task)
+            dup = next((k for k, cfg in kept_fps if same_substance(fp, k, cfg == task.initial_config)), None)
+            if task.id in seen_ids or dup is not None:
+                r = {**r, "accepted": False, "reasons": ["near_duplicate_accepted"],
+                     "detail": {**r.get("detail", {}), "duplicate_of": dup.task_id if dup else task.id}}
+            else:
+                kept_fps.append((fp, task.initial_config))
+                seen_ids.add(task.id)
+                accepted.append(task)
+                continue
+        rejected.append({k: r.get(k) for k in ("sample_id", "seed_id", "variant", "reasons", "detail", "plan_attempts",
+                                               "patches", "llm_calls", "timings")})
+    n = len(results)
+    by_reason = Counter(reason.split(":")[0] for r in rejected for reason in (r["reasons"][:1] or ["unknown"]))
+    stage_time: Counter = Counter()
+    for r in results:
+        stage_time.update(r.get("timings") or {})
+    seed_src, var_src = Counter(), Counter()
+    acc_ids = {t.id for t in accepted}
+    for r in results:
+        if r.get("task") and r["task"]["id"] in acc_ids:
+            seed_src.update(r.get("seed_sources") or {})
+            var_src.update(r.get("variant_sources") or {})
+    llm_calls = sum(r.get("llm_calls", 0) for r in results)
+    report = {
+        "samples": n, "accepted": len(accepted), "rejected": len(rejected),
+        "acceptance_rate": round(len(accepted) / n, 4) if n else 0.0,
+        "patch_share": round(sum(1 for t in accepted if (t.provenance or {}).get("patches")) / len(accepted), 4) if accepted else 0.0,
+        "rejections_by_reason": dict(sorted(by_reason.items())),  # primary (first) reason per rejected sample
+        "rejection_reasons_all": dict(sorted(Counter(x.split(":")[0] for r in rejected for x in r["reasons"]).items())),
+        "time_per_stage_s": {s: round(stage_time.get(s, 0.0), 4) for s in STAGES},
+        "llm_calls": llm_calls,
+        "llm_calls_per_accepted": round(llm_calls / len(accepted), 4) if accepted else 0.0,
+        "value_sources": {"seeds": _shares(seed_src), "variants": _shares(var_src),
+                          "seed_counts": dict(seed_src), "variant_counts": dict(var_src)},
+        "categories": dict(Counter(t.category for t in accepted)),
+        "distinct_seeds_accepted": len({(t.provenance or {}).get("seed_id") for t in accepted}),
+    }
+    if wall_s is not None:
+        report["wall_s"] = round(wall_s, 3)
+    return SynthesisResult(accepted=accepted, rejected=rejected, report=report)
+
+
+def warm_caches() -> None:
+    """Build the shared, cached indexes once, before samples run concurrently."""
+    from rods_agents.catalog import build_catalog
+    from rods_agents.contamination import contamination_threshold
+
+    build_catalog()
+    contamination_threshold()
+
+
+def _context(config: SynthesisContext | dict | None) -> SynthesisContext:
+    if config is None:
+        return SynthesisContext()
+    if isinstance(config, SynthesisContext):
+        return config
+    return SynthesisContext(**config)
+
+
+def synthesize(seeds: list[Task], config: SynthesisContext | dict | None = None) -> SynthesisResult:
+    """Grow verified variants of ``seeds`` in process (the trainer's entry point)."""
+    ctx = _context(config)
+    start = time.perf_counter()
+    out = graph.invoke({"seeds": [s.to_bfcl() for s in seeds], "variants_per_seed": ctx.variants_per_seed},
+                       context=ctx, config={"max_concurrency": ctx.concurrency, "recursion_limit": 10_000})
+    result = finalize_results(out.get("results", []), time.perf_counter() - start)
+    return result
+
+
+async def asynthesize(seeds: list[Task], config: SynthesisContext | dict | None = None) -> SynthesisResult:
+    """Async variant of :func:`synthesize` (runs the graph with ``ainvoke``)."""
+    ctx = _context(config)
+    start = time.perf_counter()
+    out = await graph.ainvoke({"seeds": [s.to_bfcl() for s in seeds], "variants_per_seed": ctx.variants_per_seed},
+                              context=ctx, config={"max_concurrency": ctx.concurrency, "recursion_limit": 10_000})
+    return finalize_results(out.get("results", []), time.perf_counter() - start)
+
+
+def context_dict(ctx: SynthesisContext) -> dict:
+    return {k: v for k, v in asdict(ctx).items() if k != "chat_models"}
+
+
+__all__ = ["SynthesisContext", "SynthesisResult", "asynthesize", "build_sample_graph", "build_synthesis_graph",
+           "finalize_results", "graph", "synthesize"]

@@ -1,0 +1,213 @@
+"""Stage 3: write the user turns of a plan, all anchored to one narrative goal.
+
+The first turn states the goal; every later turn opens with a connector back to it. Each call is
+described by its per-method template (``prompts/offline_templates.json``). A value is spelled out
+only where the seed's user spelled it out; elsewhere the text refers to it ("the file from the
+earlier result"), so the variant keeps its seed's information structure: what must be discovered
+stays to be discovered.
+
+Category rules: miss_param withholds one required literal in its turn (whose ground truth is empty)
+and supplies it in the next user turn; miss_func describes the held-out function's work in the turn
+before the reveal and leaves the reveal turn's question empty; long_context keeps its flag (the id).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+from envs.executor import CallError, parse_call
+from envs.task import Message, Task
+from rods_agents.catalog import build_catalog
+from rods_agents.plan_sampling import PROMPTS, Plan
+from rods_agents.profile_extraction import Profile
+from rods_agents.runtime_utils import emit, rng_for, stage_timer
+from rods_agents.tracing import bind_args
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_REF = {"call": "the {noun} from the earlier result", "state": "the right {noun} (check what is there)",
+        "composed": "the {noun} you can work out from what we have so far"}
+# booleans are choices, not information: they are always said, in words
+_BOOL_WORDS = {"unlock": ("unlock", "lock"), "activate": ("turn on", "turn off"), "a": ("including hidden ones", ""),
+               "detailed": ("in detail", "briefly")}
+
+
+@lru_cache(maxsize=1)
+def templates() -> dict[str, str]:
+    return {k: v for k, v in json.loads((PROMPTS / "offline_templates.json").read_text()).items() if not k.startswith("_")}
+
+
+@lru_cache(maxsize=1)
+def narratives() -> dict[str, Any]:
+    return json.loads((PROMPTS / "offline_narratives.json").read_text())
+
+
+def noun(param: str) -> str:
+    return narratives()["nouns"].get(param, param.replace("_", " ").lower())
+
+
+def say(value: Any) -> str:
+    """How a stated value is written in a user turn."""
+    if isinstance(value, str):
+        return f"'{value}'"
+    if isinstance(value, list | tuple):
+        return ", ".join(say(v) for v in value) if value else "nothing"
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return str(value)
+
+
+def describe_call(name: str, args: dict[str, Any], sources: dict[str, str], withheld: str | None = None) -> str:
+    """One call as a request: stated values where ``sources[param] == 'user'``, references elsewhere."""
+    def render(param: str) -> str:
+        if param not in args:
+            return f"the {noun(param)}"
+        value = args[param]
+        if isinstance(value, bool):
+            yes, no = _BOOL_WORDS.get(param, (f"with {noun(param)} on", f"with {noun(param)} off"))
+            return yes if value else no
+        if param != withheld and sources.get(param) == "user":
+            return say(value)
+        if param == withheld:
+            return f"the {noun(param)}"
+        return _REF.get(sources.get(param, "composed"), _REF["composed"]).format(noun=noun(param))
+
+    template = templates().get(name)
+    if template is None:
+        spec = build_catalog().methods.get(name)
+        desc = (spec.description.split(".")[0] if spec else name).strip()
+        template = desc[:1].lower() + desc[1:]
+    used = set(_PLACEHOLDER.findall(template))
+    text = _PLACEHOLDER.sub(lambda m: render(m.group(1)), template)
+    flags = [render(p) for p, v in args.items() if p not in used and isinstance(v, bool)]
+    extras = [p for p, v in args.items() if p not in used and not isinstance(v, bool) and v is not None]
+    if extras:
+        parts = [f"{noun(p)} {r}" if not (r := render(p)).startswith("the ") else r for p in extras]
+        text += " with " + " and ".join(parts)
+    flags = [f for f in flags if f]
+    if flags:
+        text += " " + ", ".join(f for f in flags)
+    return re.sub(r"\bthe ([\w ]{1,20}?) the \1\b", r"the \1", text)
+
+
+def _join(phrases: list[str]) -> str:
+    if not phrases:
+        return ""
+    if len(phrases) == 1:
+        return phrases[0][:1].upper() + phrases[0][1:] + "."
+    middle = "".join(f", then {p}" for p in phrases[1:-1])
+    return f"First {phrases[0]}{middle}, and then {phrases[-1]}."
+
+
+def withheld_param(seed: Task, profile: Profile, turn: int) -> tuple[int, str] | None:
+    """The argument a miss_param seed withholds at ``turn`` and supplies at ``turn + 1``."""
+    before = "\n".join(m.content for t in seed.turns[: turn + 1] for m in t).lower()
+    candidates = [a for a in profile.arg_sources if a.turn == turn + 1 and a.source == "user"]
+    for a in candidates:
+        value = a.value.strip("'\"").lower()
+        if value and value not in before:
+            return a.index, a.param
+    return (candidates[0].index, candidates[0].param) if candidates else None
+
+
+def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any) -> list[list[Message]]:
+    """User turns for ``plan`` (one message per turn; empty for a miss_func reveal turn)."""
+    nar = narratives()
+    first = next((c for turn in plan.ground_truth for c in turn), "")
+    owner = build_catalog().methods.get(first.split("(", 1)[0])
+    cls = owner.cls if owner else seed.involved_classes[0]
+    # the topic word must not leak a value into the text (it would turn a discovered value into a stated one)
+    plan_text = json.dumps(plan.ground_truth).lower() + json.dumps(plan.initial_config).lower()
+    words = [w for w in json.loads((PROMPTS / "offline_vocab.json").read_text())["words"] if w not in plan_text]
+    topic = rng.choice(words or ["weekly"])
+    goal = rng.choice(nar["goals"].get(cls, ["I am working on the {topic} task"])).format(topic=topic)
+    short = f"{topic} work"
+    sources = {(a.turn, a.index, a.param): a.source for a in profile.arg_sources}
+
+    def turn_phrases(t: int, withheld: tuple[int, str] | None = None) -> list[str]:
+        out = []
+        for i, call in enumerate(plan.ground_truth[t]):
+            try:
+                parsed = parse_call(call)
+            except CallError:
+                continue
+            spec = build_catalog().methods.get(parsed.name)
+            args = bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs)
+            src = {p: sources.get((t, i, p), "composed") for p in args}
+            out.append(describe_call(parsed.name, args, src, withheld[1] if withheld and withheld[0] == i else None))
+        return out
+
+    turns: list[list[Message]] = []
+    n = len(plan.ground_truth)
+    reveal = set(seed.missed_function)
+    for t in range(n):
+        if t in reveal:
+            turns.append([])
+            continue
+        if plan.ground_truth[t]:
+            if t > 0 and t - 1 in profile.miss_param_turns:
+                wh = withheld_param(seed, profile, t - 1)
+                if wh is None:
+                    text = "Please go ahead with that now."
+                else:
+                    parsed = parse_call(plan.ground_truth[t][wh[0]])
+                    spec = build_catalog().methods.get(parsed.name)
+                    value = bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs).get(wh[1])
+                    text = rng.choice(nar["supply"]).format(noun=noun(wh[1]), value=say(value))
+            else:
+                text = _join(turn_phrases(t))
+        elif t + 1 in reveal and t + 1 < n:
+            text = _join(turn_phrases(t + 1))  # ask for the held-out function's work before it exists
+        elif t in profile.miss_param_turns:
+            text = _join(turn_phrases(t + 1, withheld_param(seed, profile, t)))
+        else:
+            text = rng.choice(nar["infeasible"])
+        if not turns or all(not m for m in turns):
+            text = rng.choice(nar["openers"]).format(goal=goal) + " " + text
+        else:
+            lead = text if text.startswith(("I ", "I'")) else text[:1].lower() + text[1:]
+            text = rng.choice(nar["connectors"]).format(short=short) + " " + lead
+        turns.append([Message(role="user", content=text)])
+    return turns
+
+
+def variant_id(seed: Task, variant: int, run_seed: int, attempt: int) -> str:
+    digest = hashlib.sha256(f"{seed.id}|{variant}|{run_seed}|{attempt}".encode()).hexdigest()[:8]
+    return f"multi_turn_{seed.category}_{seed.scenario}__rods_{digest}"
+
+
+def build_variant(seed: Task, turns: list[list[Message]], plan: Plan, variant: int, run_seed: int) -> Task:
+    return Task(id=variant_id(seed, variant, run_seed, plan.attempt), category=seed.category, scenario=seed.scenario,
+                turns=turns, initial_config=plan.initial_config, involved_classes=list(seed.involved_classes),
+                missed_function=dict(seed.missed_function), ground_truth=plan.ground_truth)
+
+
+def rewrite_turns(state: dict, runtime: Any = None) -> dict:
+    """Graph node: write the user turns and assemble the candidate task."""
+    from rods_agents.llm_backbone import stage_backbone
+
+    with stage_timer(state, "rewrite") as timings:
+        seed = Task.model_validate(state["seed"])
+        profile = Profile.model_validate(state["profile"])
+        plan = Plan.model_validate(state["plan"])
+        run_seed = getattr(getattr(runtime, "context", None), "seed", 0) if runtime is not None else 0
+        rng = rng_for(run_seed, seed.id, state.get("variant", 0), plan.attempt, "rewrite")
+        turns = rewrite_plan(seed, profile, plan, rng)
+        llm_calls = 0
+        backbone = stage_backbone(runtime, "rewrite")
+        if backbone is not None:
+            from rods_agents.llm_backbone import LLMOutputError
+
+            try:
+                turns, llm_calls = backbone.rewrite_turns(seed, profile, plan, turns, state)
+            except LLMOutputError as exc:
+                emit(runtime, state, "rewrite", "llm_invalid_output")
+                return {"timings": timings, "llm_calls": int(state.get("llm_calls", 0)) + exc.calls,
+                        "verdict": {"accepted": False, "reasons": ["llm_invalid_output"],
+                                    "detail": {"llm_errors": exc.errors}}}
+        task = build_variant(seed, turns, plan, int(state.get("variant", 0)), run_seed)
+    emit(runtime, state, "rewrite", "ok")
+    return {"task": task.model_dump(), "timings": timings, "llm_calls": int(state.get("llm_calls", 0)) + llm_calls}

@@ -1,0 +1,172 @@
+"""Stage 5: patch the initial_config after an execution error, instead of discarding the plan.
+
+A rule table keyed by (error kind, class) turns the first error into a minimal config patch: create
+the missing file or folder where the call ran, log the user in, add balance, open the market, raise
+the fuel level. Every patch is a dot-path edit recorded in the sample's provenance; the number of
+patch rounds is bounded (``SynthesisContext.max_patch_attempts``, default 3).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from envs.task import Task
+from rods_agents.runtime_utils import emit, stage_timer
+from rods_agents.tracing import Trace
+
+
+class ConfigPatch(BaseModel):
+    rule: str
+    cls: str
+    path: str
+    value: Any
+    error: str
+
+
+def _set(config: dict, cls: str, path: list[str], value: Any) -> None:
+    node = config.setdefault(cls, {})
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+
+
+def _fs_dir(config: dict, cwd: str | None) -> tuple[dict, list[str]] | None:
+    """The config dict of the working directory ``cwd`` ('root/sub/...') and its dot-path."""
+    root = config.get("GorillaFileSystem", {}).get("root")
+    if not isinstance(root, dict) or not cwd:
+        return None
+    parts = cwd.split("/")
+    node = root.get(parts[0])
+    path = ["root", parts[0]]
+    for part in parts[1:]:
+        if not isinstance(node, dict) or part not in node.get("contents", {}):
+            return None
+        node = node["contents"][part]
+        path += ["contents", part]
+    return (node, path) if isinstance(node, dict) else None
+
+
+def _create_fs_entry(config: dict, rec: dict, call: Any, trace: Trace) -> ConfigPatch | None:
+    args = call.args
+    name = args.get("folder") if call.name == "cd" else next(
+        (args[k] for k in ("file_name", "source", "file_name1", "file_name2") if isinstance(args.get(k), str)), None)
+    if not name or "/" in name or name in (".", ".."):
+        return None
+    found = _fs_dir(config, call.cwd)
+    if found is None:
+        return None
+    node, path = found
+    entry = {"type": "directory", "contents": {}} if call.name == "cd" else {"type": "file", "content": ""}
+    if name in node.setdefault("contents", {}):
+        return None
+    node["contents"][name] = entry
+    return ConfigPatch(rule="fs.create_missing", cls="GorillaFileSystem", path=".".join(path + ["contents", name]),
+                       value=entry, error=rec["error"])
+
+
+def _setter(cls: str, path: str, value: Any, rule: str) -> Callable[..., ConfigPatch | None]:
+    def apply(config: dict, rec: dict, call: Any, trace: Trace) -> ConfigPatch | None:
+        node = config.get(cls, {})
+        for key in path.split(".")[:-1]:
+            node = node.get(key, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict) and node.get(path.split(".")[-1]) == value:
+            return None
+        _set(config, cls, path.split("."), value)
+        return ConfigPatch(rule=rule, cls=cls, path=path, value=value, error=rec["error"])
+    return apply
+
+
+def _add_balance(config: dict, rec: dict, call: Any, trace: Trace) -> ConfigPatch | None:
+    """Raise the balance by the shortfall the error reports (plus a dollar), or by the amount asked."""
+    info = config.setdefault("TradingBot", {}).setdefault("account_info", {})
+    m = re.search(r"required \$([\d.]+) but only \$([\d.]+)", rec["error"])
+    need = float(m.group(1)) - float(m.group(2)) if m else float(call.args.get("amount", 0) or 0)
+    if need <= 0:
+        return None
+    balance = round(float(info.get("balance", 0.0)) + math.ceil(need) + 1.0, 2)
+    info["balance"] = balance
+    return ConfigPatch(rule="trading.add_balance", cls="TradingBot", path="account_info.balance", value=balance,
+                       error=rec["error"])
+
+
+def _add_card_balance(config: dict, rec: dict, call: Any, trace: Trace) -> ConfigPatch | None:
+    card = call.args.get("card_id")
+    cards = config.get("TravelAPI", {}).get("credit_card_list", {})
+    if card not in cards:
+        return None
+    cards[card]["balance"] = float(cards[card].get("balance", 0)) + 50000.0
+    return ConfigPatch(rule="travel.add_card_balance", cls="TravelAPI", path=f"credit_card_list.{card}.balance",
+                       value=cards[card]["balance"], error=rec["error"])
+
+
+def _fit_fuel(config: dict, rec: dict, call: Any, trace: Trace) -> ConfigPatch | None:
+    """Set the starting fuel so every fill in the plan fits the 50-gallon tank (or the tank is not empty)."""
+    vc = config.setdefault("VehicleControlAPI", {})
+    fills = sum(float(c.args.get("fuelAmount", 0) or 0) for c in trace.calls if c.name == "fillFuelTank")
+    if "above the tank capacity" in rec["error"]:
+        level = max(0.0, round(50.0 - fills, 1))
+    else:
+        level = max(float(vc.get("fuelLevel", 0.0)), 10.0)
+    if vc.get("fuelLevel") == level:
+        return None
+    vc["fuelLevel"] = level
+    return ConfigPatch(rule="vehicle.fit_fuel", cls="VehicleControlAPI", path="fuelLevel", value=level, error=rec["error"])
+
+
+# (error kind, class) -> rule
+RULES: dict[tuple[str, str], Callable[..., ConfigPatch | None]] = {
+    ("missing_entity", "GorillaFileSystem"): _create_fs_entry,
+    ("not_authenticated", "TwitterAPI"): _setter("TwitterAPI", "authenticated", True, "twitter.log_in"),
+    ("not_authenticated", "TradingBot"): _setter("TradingBot", "authenticated", True, "trading.log_in"),
+    ("market_closed", "TradingBot"): _setter("TradingBot", "market_status", "Open", "trading.open_market"),
+    ("insufficient_funds", "TradingBot"): _add_balance,
+    ("insufficient_funds", "TravelAPI"): _add_card_balance,
+    ("fuel", "VehicleControlAPI"): _fit_fuel,
+}
+
+
+def propose_patch(config: dict, error: dict, trace: Trace) -> ConfigPatch | None:
+    """Apply the rule for ``error`` to ``config`` in place; None when no rule applies."""
+    rule = RULES.get((error["kind"], error.get("class") or ""))
+    if rule is None:
+        return None
+    call = next((c for c in trace.calls if c.turn == error["turn"] and c.index == error["index"]), None)
+    if call is None:
+        return None
+    return rule(config, error, call, trace)
+
+
+def patch_config(state: dict, runtime: Any = None) -> dict:
+    """Graph node: patch the candidate's initial_config for its first execution error."""
+    from rods_agents.llm_backbone import stage_backbone
+
+    with stage_timer(state, "patch") as timings:
+        task = Task.model_validate(state["task"])
+        trace = Trace.model_validate(state["trace"])
+        error = state["errors"][0]
+        config = copy.deepcopy(task.initial_config)
+        patch = propose_patch(config, error, trace)
+        llm_calls = 0
+        backbone = stage_backbone(runtime, "patch")
+        if patch is None and backbone is not None:
+            patch, config, llm_calls = backbone.propose_patch(task, error, state)
+        attempts = int(state.get("patch_attempts", 0)) + 1
+        out: dict[str, Any] = {"patch_attempts": attempts, "timings": timings,
+                               "llm_calls": int(state.get("llm_calls", 0)) + llm_calls}
+        if patch is None:
+            out["patch_failed"] = True
+        else:
+            task.initial_config = config
+            out["task"] = task.model_dump()
+            out["patches"] = [*state.get("patches", []), patch.model_dump()]
+            plan = dict(state["plan"])
+            plan["initial_config"] = config
+            out["plan"] = plan
+    emit(runtime, state, "patch", "ok" if patch else "no_rule", attempt=attempts)
+    return out

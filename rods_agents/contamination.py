@@ -1,0 +1,99 @@
+"""Near-duplicate detection over user text and call sequences, combined.
+
+``similarity(a, b) = 0.5 * jaccard(word 3-grams of the user turns) + 0.5 * containment(calls of a in b)``
+where calls are normalized (name plus sorted keyword arguments). Call overlap alone is a poor
+signal: distinct BFCL scenarios on opposite sides of the train/test split already share most of
+their calls (bfcl-multi-turn.md §9), so text and structure are compared together, and the
+rejection threshold is calibrated against that natural train-vs-test baseline: it sits above the
+largest similarity any real train task has to any test task (plus a margin), so a legitimate
+sample is not rejected for looking like the benchmark in general, while a planted near-copy of a
+test task (same calls, lightly edited text) is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from envs.executor import CallError, parse_call
+from envs.task import Task
+
+_WORD = re.compile(r"[a-z0-9_.']+")
+MARGIN = 0.05
+FLOOR = 0.6
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    task_id: str
+    text: frozenset[str]
+    calls: frozenset[str]
+
+
+def _norm_call(call: str) -> str:
+    try:
+        p = parse_call(call)
+    except CallError:
+        return call
+    args = [repr(a) for a in p.args] + [f"{k}={v!r}" for k, v in sorted(p.kwargs.items())]
+    return f"{p.name}({','.join(args)})"
+
+
+def fingerprint(task: Task) -> Fingerprint:
+    words = _WORD.findall(" ".join(m.content for turn in task.turns for m in turn).lower())
+    grams = frozenset(" ".join(words[i:i + 3]) for i in range(max(0, len(words) - 2))) or frozenset(words)
+    calls = frozenset(_norm_call(c) for turn in task.ground_truth for c in turn)
+    return Fingerprint(task.id, grams, calls)
+
+
+def similarity(a: Fingerprint, b: Fingerprint) -> float:
+    text = len(a.text & b.text) / len(a.text | b.text) if (a.text or b.text) else 1.0
+    calls = len(a.calls & b.calls) / len(a.calls) if a.calls else 1.0
+    return 0.5 * text + 0.5 * calls
+
+
+@lru_cache(maxsize=1)
+def test_index() -> tuple[Fingerprint, ...]:
+    from envs.dataset import load_split
+
+    return tuple(fingerprint(t) for t in load_split("test"))
+
+
+def nearest(fp: Fingerprint, index: tuple[Fingerprint, ...] | list[Fingerprint]) -> tuple[float, str | None]:
+    best, best_id = 0.0, None
+    for other in index:
+        s = similarity(fp, other)
+        if s > best:
+            best, best_id = s, other.task_id
+    return best, best_id
+
+
+@lru_cache(maxsize=1)
+def natural_baseline() -> dict[str, float]:
+    """Largest and 99th-percentile similarity of real train tasks to their nearest test task."""
+    from envs.dataset import load_split
+
+    index = test_index()
+    scores = sorted(nearest(fingerprint(t), index)[0] for t in load_split("train"))
+    return {"max": round(scores[-1], 4), "p99": round(scores[int(0.99 * (len(scores) - 1))], 4),
+            "median": round(scores[len(scores) // 2], 4)}
+
+
+def contamination_threshold() -> float:
+    return round(max(FLOOR, natural_baseline()["max"] + MARGIN), 4)
+
+
+def duplicate_threshold() -> float:
+    """Threshold between a variant and its seed or another accepted sample (same calibration)."""
+    return contamination_threshold()
+
+
+def same_substance(a: Fingerprint, b: Fingerprint, same_config: bool) -> bool:
+    """Two synthesized samples are duplicates when they make (almost) the same calls and either start
+    from the same config or say nearly the same thing; renamed entities make calls differ."""
+    if not a.calls:
+        return False
+    calls = len(a.calls & b.calls) / len(a.calls)
+    text = len(a.text & b.text) / len(a.text | b.text) if (a.text or b.text) else 1.0
+    return calls >= 0.9 and (same_config or text >= 0.5)

@@ -1,0 +1,43 @@
+"""Stage 4: run the candidate's ground truth turn by turn on fresh instances and classify errors."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from envs.task import Task
+from rods_agents.runtime_utils import emit, stage_timer
+from rods_agents.tracing import CallRecord, trace_task
+
+# error pattern -> error kind; the config patch agent's rule table is keyed by (kind, class)
+ERROR_KINDS: list[tuple[str, re.Pattern]] = [
+    ("not_authenticated", re.compile(r"not (?:authenticated|logged in)|log ?in (?:first|required)|authenticat|no user is currently logged|user not logged", re.I)),
+    ("market_closed", re.compile(r"market is closed", re.I)),
+    ("insufficient_funds", re.compile(r"insufficient|not enough (?:balance|funds)|exceeds? (?:the )?(?:budget|balance)", re.I)),
+    ("fuel", re.compile(r"fuel", re.I)),
+    ("missing_entity", re.compile(r"no such|not found|does not exist|doesn't exist|invalid (?:tweet|order|booking|ticket|card)", re.I)),
+    ("already_exists", re.compile(r"already exists", re.I)),
+    ("bad_call", re.compile(r"unexpected keyword|positional argument|unparsable|is not defined|missing \d+ required", re.I)),
+]
+
+
+def classify_error(text: str) -> str:
+    for kind, pattern in ERROR_KINDS:
+        if pattern.search(text):
+            return kind
+    return "other"
+
+
+def error_report(record: CallRecord) -> dict[str, Any]:
+    return {"turn": record.turn, "index": record.index, "call": record.call, "class": record.cls,
+            "kind": classify_error(record.error or ""), "error": (record.error or "")[:500]}
+
+
+def execute_plan(state: dict, runtime: Any = None) -> dict:
+    """Graph node: execute the candidate task; record every result and the classified errors."""
+    with stage_timer(state, "execute") as timings:
+        task = Task.model_validate(state["task"])
+        trace = trace_task(task)
+        errors = [error_report(r) for r in trace.errors]
+    emit(runtime, state, "execute", "error" if errors else "ok", errors=len(errors))
+    return {"trace": trace.model_dump(), "errors": errors, "timings": timings}

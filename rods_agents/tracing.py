@@ -1,0 +1,141 @@
+"""Execute a plan on fresh instances and record, per call, its arguments, result and writes.
+
+The trace is shared by the execution orchestrator (error detection), profile extraction (data- and
+state-flow edges, value sources) and the verdict. Write sets are derived by fingerprinting every
+attribute of the involved instances before and after each call (private ones included: the file
+system's working directory is private but later calls depend on it).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import pickle
+import re
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from envs.bfcl_data import env_class
+from envs.executor import ERROR_PREFIX, CallError, Environment, parse_call, serialize_result
+from envs.task import Task
+
+_SKIP_ATTRS = {"_random", "_api_description", "_flight_cost_lookup"}
+_ERROR_HINT = re.compile(r'^\{"error":|^Error', re.IGNORECASE)
+
+
+class CallRecord(BaseModel):
+    turn: int
+    index: int = Field(description="Position of the call within its turn.")
+    call: str
+    name: str
+    cls: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict, description="Arguments bound to parameter names.")
+    result: str = ""
+    error: str | None = Field(default=None, description="Error text when the call failed or returned an error.")
+    writes: list[str] = Field(default_factory=list)
+    cwd: str | None = Field(default=None, description="File-system working directory before the call.")
+
+
+class Trace(BaseModel):
+    calls: list[CallRecord] = Field(default_factory=list)
+
+    @property
+    def errors(self) -> list[CallRecord]:
+        return [c for c in self.calls if c.error]
+
+
+@cache
+def _signature(cls_name: str, method: str) -> inspect.Signature:
+    return inspect.signature(getattr(env_class(cls_name), method))
+
+
+def bind_args(cls_name: str | None, name: str, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Name positional arguments after the method's parameters (``sort('a.txt')`` -> file_name)."""
+    if cls_name is None:
+        return {**{f"_{i}": a for i, a in enumerate(args)}, **kwargs}
+    params = [p for p in _signature(cls_name, name).parameters if p != "self"]
+    bound = {params[i] if i < len(params) else f"_{i}": a for i, a in enumerate(args)}
+    bound.update(kwargs)
+    return bound
+
+
+def _fingerprint(instance: Any) -> dict[str, bytes]:
+    out = {}
+    for key, value in vars(instance).items():
+        if key in _SKIP_ATTRS:
+            continue
+        try:
+            out[key] = pickle.dumps(value, protocol=4)
+        except Exception:  # noqa: BLE001 - unpicklable attributes are compared by repr
+            out[key] = repr(value).encode()
+    return out
+
+
+def _cwd(env: Environment) -> str | None:
+    fs = env.instances.get("GorillaFileSystem")
+    if fs is None:
+        return None
+    node, parts = fs._current_dir, []
+    while node is not None:
+        parts.append(node.name)
+        node = node.parent
+    return "/".join(reversed(parts))
+
+
+def error_of(result: str) -> str | None:
+    """The error text of a serialized result, or None (BFCL envs return ``{"error": ...}`` dicts)."""
+    if result.startswith(ERROR_PREFIX):
+        return result[len(ERROR_PREFIX):]
+    if _ERROR_HINT.match(result):
+        try:
+            obj = json.loads(result)
+        except json.JSONDecodeError:
+            return None
+        if isinstance(obj, dict) and "error" in obj:
+            return str(obj["error"])
+    return None
+
+
+def trace_task(task: Task, stop_on_error: bool = False) -> Trace:
+    """Execute ``task.ground_truth`` turn by turn on fresh instances and record every call."""
+    env = Environment(task.involved_classes, task.initial_config, task.long_context)
+    trace = Trace()
+    for turn, calls in enumerate(task.ground_truth):
+        for index, call in enumerate(calls):
+            record = CallRecord(turn=turn, index=index, call=call, name="?")
+            try:
+                parsed = parse_call(call)
+            except CallError as exc:
+                record.error = f"unparsable call: {exc}"
+                trace.calls.append(record)
+                if stop_on_error:
+                    return trace
+                continue
+            record.name = parsed.name
+            cls_name = env.owner(parsed.name)
+            record.cls = cls_name
+            if cls_name is None:
+                record.error = f"name '{parsed.name}' is not defined"
+                trace.calls.append(record)
+                if stop_on_error:
+                    return trace
+                continue
+            try:
+                record.args = bind_args(cls_name, parsed.name, parsed.args, parsed.kwargs)
+            except (TypeError, IndexError):
+                record.args = dict(parsed.kwargs)
+            record.cwd = _cwd(env)
+            before = _fingerprint(env.instances[cls_name])
+            try:
+                record.result = serialize_result(env.call(parsed))
+            except Exception as exc:  # noqa: BLE001 - every exception is an execution error
+                record.result = f"{ERROR_PREFIX}{exc}"
+            after = _fingerprint(env.instances[cls_name])
+            record.writes = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+            record.error = error_of(record.result)
+            trace.calls.append(record)
+            if record.error and stop_on_error:
+                return trace
+    return trace

@@ -1,0 +1,109 @@
+"""The verdict: accept a candidate only if it is executable, isomorphic to its seed, solvable and new.
+
+Machine-readable rejection reasons (the first word before ':' is the kind):
+
+- ``execution_error``: a ground-truth call returned an error from the task's own initial_config;
+- ``recheck_failed``: ``envs.checker.check`` does not pass the ground truth against itself;
+- ``profile_mismatch:<fields>``: Φ differs from the seed's (topology, depth, turn shape, features);
+- ``information_structure``: per-turn counts of value sources differ from the seed's;
+- ``unobtainable_value``: an argument comes from nowhere where the seed's came from somewhere;
+- ``category_rule:<category>``: the miss_param / miss_func / long_context rules are broken;
+- ``near_duplicate_seed`` / ``near_duplicate_accepted``: too close to its seed or another sample;
+- ``contamination``: too close to a test-split task (see :mod:`rods_agents.contamination`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envs.checker import check
+from envs.task import Task
+from envs.tools import held_out
+from rods_agents.contamination import (
+    contamination_threshold,
+    duplicate_threshold,
+    fingerprint,
+    nearest,
+    similarity,
+    test_index,
+)
+from rods_agents.profile_extraction import Profile, profile_task
+from rods_agents.runtime_utils import emit, stage_timer
+from rods_agents.tracing import Trace
+
+
+def category_violations(task: Task, seed: Task, profile: Profile) -> list[str]:
+    out = []
+    if task.long_context != seed.long_context:
+        out.append("category_rule:long_context")
+    if task.category == "miss_param":
+        for k in profile.miss_param_turns:
+            if task.ground_truth[k] or not task.ground_truth[k + 1] or not task.turns[k + 1]:
+                out.append("category_rule:miss_param")
+    if task.category == "miss_func":
+        for reveal, names in task.missed_function.items():
+            if task.turns[reveal]:
+                out.append("category_rule:miss_func")
+            before = {c.split("(", 1)[0] for t in range(reveal) for c in task.ground_truth[t]}
+            if before & set(names):
+                out.append("category_rule:miss_func")
+            for t in range(len(task.ground_truth)):
+                used = {c.split("(", 1)[0] for c in task.ground_truth[t]}
+                if used & held_out(task, t):
+                    out.append("category_rule:miss_func")
+    return sorted(set(out))
+
+
+def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace) -> tuple[list[str], dict[str, Any]]:
+    """All rejection reasons for ``task`` (empty when accepted) and the measured details."""
+    reasons: list[str] = []
+    detail: dict[str, Any] = {}
+    if trace.errors:
+        reasons.append("execution_error")
+        detail["errors"] = [e.error for e in trace.errors][:3]
+        return reasons, detail
+    score = check(task, [[gt] for gt in task.ground_truth])
+    if not score.passed:
+        reasons.append("recheck_failed")
+        detail["recheck"] = score.failure
+    profile = profile_task(task, trace)
+    detail["profile"] = profile.model_dump()
+    mismatch = [f for f in seed_profile.mismatches(profile) if f != "sources_by_turn"]
+    if mismatch:
+        reasons.append("profile_mismatch:" + ",".join(mismatch))
+    if seed_profile.sources_by_turn != profile.sources_by_turn:
+        reasons.append("information_structure")
+    seed_src = {(a.turn, a.index, a.param): a.source for a in seed_profile.arg_sources}
+    lost = [a for a in profile.arg_sources
+            if a.source == "composed" and seed_src.get((a.turn, a.index, a.param), "composed") != "composed"]
+    if lost:
+        reasons.append("unobtainable_value")
+        detail["unobtainable"] = [f"turn {a.turn} {a.method}.{a.param}={a.value}" for a in lost][:5]
+    # BFCL itself has a few seeds that use a held-out function early (miss_func_49): only new violations count
+    reasons += sorted(set(category_violations(task, seed, seed_profile)) - set(category_violations(seed, seed, seed_profile)))
+    fp = fingerprint(task)
+    seed_sim = similarity(fp, fingerprint(seed))
+    detail["seed_similarity"] = round(seed_sim, 4)
+    if seed_sim >= duplicate_threshold() or (task.ground_truth == seed.ground_truth
+                                             and task.initial_config == seed.initial_config):
+        reasons.append("near_duplicate_seed")
+    test_sim, test_id = nearest(fp, test_index())
+    detail["test_similarity"], detail["nearest_test"] = round(test_sim, 4), test_id
+    if test_sim >= contamination_threshold():
+        reasons.append("contamination")
+    return reasons, detail
+
+
+def judge_variant(state: dict, runtime: Any = None) -> dict:
+    """Graph node: accept or reject the candidate, with machine-readable reasons."""
+    with stage_timer(state, "verdict") as timings:
+        task = Task.model_validate(state["task"])
+        seed = Task.model_validate(state["seed"])
+        trace = Trace.model_validate(state["trace"])
+        reasons, detail = judge(task, seed, Profile.model_validate(state["profile"]), trace)
+        if state.get("patch_failed") and "execution_error" in reasons:
+            reasons.append("patch_exhausted")
+    verdict = {"accepted": not reasons, "reasons": reasons, "detail": detail}
+    emit(runtime, state, "verdict", "accepted" if not reasons else "rejected", reasons=reasons)
+    return {"verdict": verdict, "timings": timings,
+            "plan_attempt": int(state.get("plan_attempt", 0)) + (1 if reasons else 0)}

@@ -1,0 +1,48 @@
+"""`rods studio`: serve the synthesis graph to LangGraph Studio, offline, on loopback.
+
+Runs ``langgraph dev --no-browser --host 127.0.0.1`` on ``langgraph.json`` with analytics, the
+version check and LangSmith tracing switched off (otherwise the CLI reaches the internet at
+start). Point Studio (or ``langgraph-sdk``) at the printed URL and step through a sample:
+profile -> plan -> rewrite -> execute -> patch -> verdict. The server keeps its state in
+``.langgraph_api/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+ROOT = Path(__file__).resolve().parent.parent
+OFFLINE_ENV = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false",
+               "LANGCHAIN_TRACING_V2": "false"}
+
+
+def studio_command(port: int = 2024, host: str = "127.0.0.1") -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that serve the graph offline."""
+    exe = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph") or "langgraph"
+    cmd = [exe, "dev", "--no-browser", "--no-reload", "--host", host, "--port", str(port),
+           "--config", str(ROOT / "langgraph.json")]
+    return cmd, {**os.environ, **OFFLINE_ENV}
+
+
+def start_studio(port: int = 2024, host: str = "127.0.0.1", log_path: Path | None = None) -> subprocess.Popen:
+    """Start the dev server in the background (the caller stops it by its PID)."""
+    cmd, env = studio_command(port, host)
+    out = open(log_path, "w") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def studio(
+    port: Annotated[int, typer.Option("--port", help="Loopback port (langgraph dev moves on if it is taken).")] = 2024,
+    host: Annotated[str, typer.Option("--host", help="Interface to bind; keep it on loopback.")] = "127.0.0.1",
+) -> None:
+    """Serve the synthesis graph for LangGraph Studio (offline, loopback only)."""
+    cmd, env = studio_command(port, host)
+    typer.echo(f"serving graphs.synthesis:graph on http://{host}:{port} (Ctrl-C to stop)", err=True)
+    raise typer.Exit(subprocess.call(cmd, cwd=ROOT, env=env))

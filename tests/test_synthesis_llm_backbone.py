@@ -1,0 +1,129 @@
+"""LLM backbone with a scripted fake chat model: good answers accepted, bad ones bounded and recorded."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from graphs.state import SynthesisContext
+from graphs.synthesis import synthesize
+from rods_cli.synthesize import select_seeds
+
+
+class ScriptedChatModel(GenericFakeChatModel):
+    """Answers each prompt with ``script(prompt)``; ``bind_tools`` returns itself so
+    ``with_structured_output`` works. Counts calls."""
+
+    script: Callable[[str], AIMessage]
+    calls: int = 0
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        self.calls += 1
+        prompt = messages[-1].content if messages else ""
+        return ChatResult(generations=[ChatGeneration(message=self.script(prompt))])
+
+
+def _drafts(prompt: str) -> list[str]:
+    body = prompt.split("Drafts:", 1)[1]
+    return [m.group(1) for m in re.finditer(r"^\d+\. (.*)$", body, re.M)]
+
+
+def _tool(args: dict) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": "RewrittenTurns", "args": args, "id": "call_1"}])
+
+
+def good(prompt: str) -> AIMessage:
+    drafts = _drafts(prompt)
+    return _tool({"narrative": "a goal", "turns": ["Hello there. " + d for d in drafts]})
+
+
+BAD: dict[str, Callable[[str], AIMessage]] = {
+    "malformed_json": lambda p: AIMessage(content='{"turns": ["oops"', tool_calls=[]),
+    "wrong_schema": lambda p: _tool({"foo": 1}),
+    "empty": lambda p: AIMessage(content=""),
+    "absurd": lambda p: _tool({"narrative": "x", "turns": ["banana"] * len(_drafts(p))}),
+    "wrong_count": lambda p: _tool({"narrative": "x", "turns": _drafts(p)[:1] + _drafts(p)}),
+}
+
+
+def _run(script: Callable[[str], AIMessage], n_seeds: int = 3) -> tuple[Any, ScriptedChatModel]:
+    model = ScriptedChatModel(messages=iter([]), script=script)
+    ctx = SynthesisContext(seed=0, variants_per_seed=1, backbone="llm", llm_stages=["rewrite"], chat_models=[model],
+                           models=["scripted"], llm_retries=2, max_llm_calls_per_sample=6)
+    return synthesize(select_seeds("train", n_seeds, seed=1), ctx), model
+
+
+def test_valid_llm_rewrites_are_accepted_and_counted():
+    result, model = _run(good)
+    assert result.accepted
+    for task in result.accepted:
+        assert task.provenance["backbone"] == "llm"
+        assert task.provenance["llm_calls"] >= 1
+        first = next(t for t in task.turns if t)
+        assert first[0].content.startswith("Hello there.")
+    assert result.report["llm_calls"] == model.calls
+    assert result.report["llm_calls_per_accepted"] > 0
+
+
+@pytest.mark.parametrize("kind", sorted(BAD))
+def test_invalid_llm_output_is_retried_then_rejected_never_crashes(kind):
+    result, model = _run(BAD[kind], n_seeds=2)
+    assert not result.accepted
+    assert result.rejected and all(r["reasons"] == ["llm_invalid_output"] for r in result.rejected)
+    for r in result.rejected:
+        assert r["llm_calls"] == 3  # one try + two retries, then stop
+    assert model.calls == 3 * len(result.rejected)
+    assert result.report["rejections_by_reason"] == {"llm_invalid_output": len(result.rejected)}
+
+
+def _patch_backbone(script: Callable[[str], AIMessage]):
+    from rods_agents.llm_backbone import LLMBackbone
+
+    model = ScriptedChatModel(messages=iter([]), script=script)
+    ctx = SynthesisContext(backbone="llm", llm_stages=["patch"], chat_models=[model], models=["m"], llm_retries=2)
+    return LLMBackbone(ctx), model
+
+
+def _closed_market_task():
+    from envs.dataset import load_tasks
+
+    task = next(t for t in load_tasks("train", ["base"]) if "TradingBot" in t.involved_classes)
+    task.initial_config.setdefault("TradingBot", {})["market_status"] = "Closed"
+    return task
+
+
+def test_llm_config_patch_is_validated_and_applied():
+    task = _closed_market_task()
+    backbone, model = _patch_backbone(lambda p: AIMessage(content="", tool_calls=[{
+        "name": "ConfigPatchProposal", "id": "c1",
+        "args": {"cls": "TradingBot", "path": "market_status", "value": "Open", "reason": "market must be open"}}]))
+    error = {"error": "Market is closed.", "call": "withdraw_funds(amount=1)", "class": "TradingBot", "kind": "other"}
+    patch, config, calls = backbone.propose_patch(task, error, {"sample_id": "s"})
+    assert patch is not None and patch.rule == "llm" and calls == 1
+    assert config["TradingBot"]["market_status"] == "Open"
+    assert task.initial_config["TradingBot"]["market_status"] == "Closed"  # the task itself is untouched
+
+
+@pytest.mark.parametrize("args", [
+    {"cls": "NotAClass", "path": "x", "value": 1},           # class not involved
+    {"cls": "TradingBot", "path": "stocks", "value": 1},      # would overwrite an object
+    {"cls": "TradingBot", "path": "__import__('os')", "value": 1},  # not a dot-path
+    {"nope": True},                                           # wrong schema
+])
+def test_invalid_llm_config_patches_are_refused_after_bounded_retries(args):
+    task = _closed_market_task()
+    backbone, model = _patch_backbone(lambda p: _tool(args) if "cls" not in args else AIMessage(
+        content="", tool_calls=[{"name": "ConfigPatchProposal", "args": args, "id": "c1"}]))
+    error = {"error": "Market is closed.", "call": "withdraw_funds(amount=1)", "class": "TradingBot", "kind": "other"}
+    patch, config, calls = backbone.propose_patch(task, error, {"sample_id": "s"})
+    assert patch is None and calls == 3 and model.calls == 3
+    assert config == task.initial_config

@@ -1,0 +1,107 @@
+"""Unit and property tests of the synthesis stages (catalog, profile, plan, templates, patches)."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from envs.checker import check
+from envs.dataset import load_split, load_tasks
+from rods_agents.catalog import build_catalog
+from rods_agents.coherence_rewrite import build_variant, describe_call, narratives, rewrite_plan, templates
+from rods_agents.llm_backbone import rewrite_prompt
+from rods_agents.plan_sampling import fresh_value, sample_variant_plan
+from rods_agents.profile_extraction import profile_task
+from rods_agents.runtime_utils import rng_for
+from rods_agents.tracing import trace_task
+from rods_agents.verdict import judge
+
+TRAIN = load_split("train")
+
+
+def test_every_method_has_a_template_whose_placeholders_are_its_parameters():
+    catalog = build_catalog()
+    assert len(catalog.methods) == 128
+    for name, spec in catalog.methods.items():
+        assert name in templates(), name
+        placeholders = set(re.findall(r"\{(\w+)\}", templates()[name]))
+        assert placeholders <= {p.name for p in spec.params}, name
+
+
+def test_prompt_placeholders_are_all_filled():
+    text = rewrite_prompt().format(n_turns=2, narrative="goal", drafts="1. a\n2. b")
+    assert not re.search(r"\{\w+\}", text)
+    for goals in narratives()["goals"].values():
+        for g in goals:
+            assert not re.search(r"\{\w+\}", g.format(topic="x"))
+    for c in narratives()["connectors"]:
+        assert not re.search(r"\{\w+\}", c.format(short="x"))
+
+
+def test_catalog_roles_and_role_preserving_alternatives():
+    c = build_catalog()
+    assert c.spec("mkdir").role == "write" and c.spec("cat").role == "read" and c.spec("add").role == "compute"
+    assert "tail" in c.alternatives("cat") and "rm" not in c.alternatives("cat")
+    for name in c.methods:
+        for alt in c.alternatives(name):
+            assert c.spec(alt).role == c.spec(name).role and c.spec(alt).cls == c.spec(name).cls
+
+
+def test_profile_of_a_known_seed():
+    task = load_tasks(ids=["multi_turn_base_0"])[0]
+    p = profile_task(task)
+    assert p.turn_shape == [3, 2, 1, 4]
+    assert p.classes == ["GorillaFileSystem", "TwitterAPI"]
+    assert p.edge_counts["state"] > 0 and p.longest_path >= 4
+    assert sum(sum(t.values()) for t in p.sources_by_turn) == len(p.arg_sources)
+    assert {a.source for a in p.arg_sources} <= {"user", "call", "state", "composed"}
+
+
+def test_information_structure_sees_discovered_values():
+    # seeds whose values must be discovered by exploring: some come from results or the state
+    counts = {"call": 0, "state": 0, "composed": 0}
+    for task in TRAIN[:100]:
+        for a in profile_task(task).arg_sources:
+            if a.source in counts:
+                counts[a.source] += 1
+    assert all(v > 0 for v in counts.values())
+
+
+def test_withheld_value_is_never_stated_before_its_turn_in_miss_param_variants():
+    for task in [t for t in TRAIN if t.category == "miss_param"][:10]:
+        trace = trace_task(task)
+        profile = profile_task(task, trace)
+        plan = sample_variant_plan(task, profile, trace, rng_for(0, task.id, 0, 0))
+        variant = build_variant(task, rewrite_plan(task, profile, plan, rng_for(1, task.id)), plan, 0, 0)
+        for k in profile.miss_param_turns:
+            assert variant.ground_truth[k] == [] and variant.ground_truth[k + 1]
+
+
+def test_fresh_values_keep_their_shape():
+    rng = rng_for("shape")
+    assert re.fullmatch(r"[a-z_]+\.pdf", fresh_value("final_report.pdf", rng, set()))
+    assert re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", fresh_value("John Doe", rng, set()))
+    assert fresh_value("USR001", rng, set()) is None  # ids are not resampled
+
+
+def test_describe_call_states_only_user_values():
+    text = describe_call("mv", {"source": "a.txt", "destination": "b"}, {"source": "user", "destination": "state"})
+    assert "'a.txt'" in text and "'b'" not in text and "b" not in text.split()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(index=st.integers(0, len(TRAIN) - 1), variant=st.integers(0, 5), attempt=st.integers(0, 2))
+def test_accepted_candidates_always_pass_the_checker_and_keep_the_profile(index, variant, attempt):
+    seed = TRAIN[index]
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, variant, attempt), attempt)
+    task = build_variant(seed, rewrite_plan(seed, profile, plan, rng_for(1, seed.id, variant)), plan, variant, 0)
+    vtrace = trace_task(task)
+    reasons, _ = judge(task, seed, profile, vtrace)
+    if not reasons:
+        assert check(task, [[gt] for gt in task.ground_truth]).passed
+        assert profile.mismatches(profile_task(task, vtrace)) == []
+    assert all(re.fullmatch(r"[a-z_]+(:[a-z_,]+)?", r) for r in reasons)
