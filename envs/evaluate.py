@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -74,7 +75,14 @@ async def evaluate_async(tasks: Sequence[Task], policy: Policy, *, repeats: int 
 
 
 def evaluate(tasks: Sequence[Task], policy: Policy, **kwargs) -> Report:
-    return asyncio.run(evaluate_async(tasks, policy, **kwargs))
+    """Synchronous :func:`evaluate_async`; also works where a loop already runs (Jupyter)."""
+    coro = evaluate_async(tasks, policy, **kwargs)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _aggregate(entries: list[EntryResult], repeats: int) -> Aggregate:
