@@ -9,6 +9,7 @@ import typer
 from rods_cli.eval import eval_command, tasks_command
 from rods_cli.studio import studio
 from rods_cli.synthesize import synthesize
+from rods_cli.train import TRAIN_CONTEXT_SETTINGS, plot_command, train_command
 
 app = typer.Typer(
     name="rods",
@@ -20,6 +21,8 @@ app = typer.Typer(
 app.command("eval")(eval_command)
 app.command("tasks")(tasks_command)
 app.command("synthesize")(synthesize)
+app.command("train", context_settings=TRAIN_CONTEXT_SETTINGS)(train_command)
+app.command("plot")(plot_command)
 app.command("studio")(studio)
 
 

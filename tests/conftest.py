@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import types
@@ -11,7 +12,16 @@ import pytest
 
 # bfcl_eval.constants.eval_config creates result/ and score/ under BFCL_PROJECT_ROOT on import
 # (site-packages by default); keep that out of the installed package and the repo.
-os.environ.setdefault("BFCL_PROJECT_ROOT", tempfile.mkdtemp(prefix="rods-bfcl-root-"))
+_BFCL_ROOT = None
+if "BFCL_PROJECT_ROOT" not in os.environ:
+    _BFCL_ROOT = tempfile.mkdtemp(prefix="rods-bfcl-root-")
+    os.environ["BFCL_PROJECT_ROOT"] = _BFCL_ROOT
+
+
+def pytest_unconfigure(config):
+    """Remove the scratch BFCL root, so the suite leaves no stray folders in the temp dir."""
+    if _BFCL_ROOT:
+        shutil.rmtree(_BFCL_ROOT, ignore_errors=True)
 
 
 def import_bfcl_model_utils() -> types.ModuleType:
