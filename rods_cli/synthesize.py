@@ -116,7 +116,7 @@ def synthesize(
     backbone: Annotated[str, typer.Option("--backbone", help="offline (no network) or llm.")] = "offline",
     model: Annotated[list[str] | None, typer.Option("--model", help="Chat model(s) for --backbone llm (round-robin).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint (key: OPENAI_API_KEY).")] = None,
-    llm_stages: Annotated[str, typer.Option("--llm-stages", help="Comma-separated stages the LLM takes over.")] = "rewrite",
+    llm_stages: Annotated[str, typer.Option("--llm-stages", help="Comma-separated stages the LLM takes over: plan, rewrite, patch.")] = "rewrite",
     out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("runs/synthesis"),
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run in --out.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Master seed (runs are deterministic given it).")] = 0,
@@ -133,11 +133,14 @@ def synthesize(
         raise typer.BadParameter("--backbone must be 'offline' or 'llm'")
     if backbone == "llm" and not model:
         raise typer.BadParameter("--backbone llm needs at least one --model")
+    stages = [s.strip() for s in llm_stages.split(",") if s.strip()]
+    if set(stages) - {"plan", "rewrite", "patch"}:
+        raise typer.BadParameter(f"--llm-stages: unknown stage(s) {sorted(set(stages) - {'plan', 'rewrite', 'patch'})}")
     console = Console(stderr=True)
     seed_tasks = select_seeds(seeds, num_seeds, seed)
     ctx = SynthesisContext(seed=seed, variants_per_seed=variants_per_seed, backbone=backbone, models=list(model or []),
                            base_url=base_url, concurrency=concurrency,
-                           llm_stages=[s.strip() for s in llm_stages.split(",") if s.strip()])
+                           llm_stages=stages)
     total = len(seed_tasks) * variants_per_seed
     with Progress(TextColumn("[bold]synthesize"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                   TimeElapsedColumn(), console=console, transient=False) as progress:

@@ -1,0 +1,170 @@
+"""The trainer's closed loop without TRL steps: recipes, epoch rows, boundaries, modes, state, plots."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envs.dataset import load_split
+from rods_cli.train import parse_recipe
+from trainer.config import RODSConfig
+from trainer.curriculum import LOG_FILE, Curriculum
+from trainer.grpo import max_steps_bound, unique_rows_per_generation
+from trainer.synthesis_bridge import SynthesisOutcome, make_synthesizer
+
+RECIPES = Path(__file__).resolve().parents[1] / "recipes"
+CPU = ["--use_cpu", "true", "--bf16", "false"]
+
+
+@pytest.fixture(scope="module")
+def seeds():
+    return [t for t in load_split("train", ["base"]) if t.involved_classes == ["GorillaFileSystem"]][:4]
+
+
+@pytest.fixture()
+def args(tmp_path):
+    return parse_recipe(RECIPES / "tiny-cpu.yaml", ["--output_dir", str(tmp_path)])
+
+
+def _variant(task, suffix):
+    t = task.model_copy(deep=True)
+    t.id = f"{task.id}__rods_{suffix}"
+    return t
+
+
+class FakeSynth:
+    """Stands in for the graph: one variant per seed, records its calls."""
+
+    def __init__(self):
+        self.calls: list[tuple[list[str], int]] = []
+
+    def __call__(self, seeds, epoch):
+        self.calls.append(([s.id for s in seeds], epoch))
+        return SynthesisOutcome(seeds=[s.id for s in seeds], accepted=[_variant(s, f"e{epoch}") for s in seeds],
+                                attempted=len(seeds))
+
+
+@pytest.mark.parametrize("recipe", sorted(p.name for p in RECIPES.glob("*.yaml")))
+def test_recipes_parse_into_rods_config(recipe, tmp_path):
+    fields = {f.name for f in dataclasses.fields(RODSConfig)}
+    data = yaml.safe_load((RECIPES / recipe).read_text())
+    assert set(data) <= fields, set(data) - fields
+    args = parse_recipe(RECIPES / recipe, [*CPU, "--output_dir", str(tmp_path), "--num_generations", "4",
+                                           "--mode", "static"])
+    assert args.num_generations == 4 and args.mode == "static"  # command-line overrides win over the recipe
+
+
+def test_gpu_recipe_carries_the_paper_settings(tmp_path):
+    args = parse_recipe(RECIPES / "qwen3-4b-rods.yaml", [*CPU, "--output_dir", str(tmp_path)])
+    assert (args.num_generations, args.alpha_minus, args.alpha_plus, args.p_max, args.injection_cap) == (16, 0.2, 0.85, 400, 0.2)
+    assert args.learning_rate == 1e-6 and args.num_train_epochs == 5 and args.use_vllm and args.vllm_mode == "colocate"
+    assert args.model_name_or_path == "Qwen/Qwen3-4B-Instruct-2507"
+
+
+def test_bad_mode_is_rejected(tmp_path):
+    with pytest.raises(ValueError, match="mode"):
+        RODSConfig(output_dir=str(tmp_path), mode="nope", use_cpu=True, bf16=False)
+
+
+def test_epoch_rows_are_deterministic_whole_batches(seeds, args):
+    cur = Curriculum(seeds[:3], args)
+    rows = cur.epoch_rows(2)
+    assert len(rows) == 4 and {r["task_id"] for r in rows} == {t.id for t in seeds[:3]}
+    assert rows == Curriculum(seeds[:3], args).epoch_rows(2)
+    assert rows[0]["prompt"] == cur.task(rows[0]["task_id"]).user_messages(0)
+
+
+def _record_epoch(cur, rewards_by_task, k=4):
+    ids, rewards = [], []
+    for tid, rs in rewards_by_task.items():
+        ids += [tid] * k
+        rewards += rs
+    cur.record(0, ids, rewards, k)
+
+
+def test_no_boundary_tasks_is_logged_not_fatal(seeds, args):
+    synth = FakeSynth()
+    cur = Curriculum(seeds, args, synth, run_dir=args.output_dir)
+    _record_epoch(cur, {t.id: [0.0] * 4 for t in seeds})
+    rep = cur.end_epoch(step=1)
+    assert rep.seeds == [] and "no boundary" in rep.seed_reason and synth.calls == []
+    assert rep.hard == 4 and rep.pool_size == 4 and cur.epoch == 1
+
+
+def test_boundary_round_synthesizes_queues_and_injects_at_the_boundary(seeds, args):
+    synth = FakeSynth()
+    cur = Curriculum(seeds, args, synth, run_dir=args.output_dir)
+    a, b, c, d = (t.id for t in seeds)
+    _record_epoch(cur, {a: [0, 1, 0, 1], b: [0, 1, 1, 1], c: [1] * 4, d: [0] * 4})
+    before = {r["task_id"] for r in cur.epoch_rows(2)}
+    rep = cur.end_epoch(step=2)
+    assert sorted(rep.seeds) == sorted([a, b]) and synth.calls == [(rep.seeds, 0)]
+    assert rep.synthesized and rep.injected == rep.synthesized[: int(args.injection_cap * 4)]
+    after = {r["task_id"] for r in cur.epoch_rows(2)}
+    assert not before & set(rep.injected) and set(rep.injected) <= after
+    assert rep.metrics()["rods/injected"] == len(rep.injected)
+    cur.append_log(rep)
+    line = json.loads((Path(args.output_dir) / LOG_FILE).read_text().splitlines()[0])
+    assert line["epoch"] == 0 and line["injected"] == rep.injected
+
+
+@pytest.mark.parametrize("mode", ["static", "random-seeds", "no-retirement"])
+def test_ablation_modes(seeds, args, mode):
+    args.mode = mode
+    synth = FakeSynth()
+    cur = Curriculum(seeds, args, None if mode == "static" else synth)
+    for epoch in range(3):
+        _record_epoch(cur, {t.id: [0.0] * 4 for t in cur.active_tasks()})
+        rep = cur.end_epoch(step=epoch)
+    if mode == "static":
+        assert synth.calls == [] and len(cur.buffer) == 4
+    if mode == "random-seeds":  # seeds drawn although no task is on the boundary
+        assert synth.calls and all(len(s) == args.seeds_per_epoch for s, _ in synth.calls)
+    if mode == "no-retirement":
+        assert all(not v for v in rep.retired.values())
+
+
+def test_state_round_trips_and_resume_skips_generated_rows(seeds, args):
+    cur = Curriculum(seeds, args, FakeSynth())
+    a, b, c, d = (t.id for t in seeds)
+    _record_epoch(cur, {a: [0, 1, 0, 1], b: [0, 1, 1, 1], c: [1] * 4, d: [0] * 4})
+    cur.end_epoch(step=2)
+    cur.generations_in_epoch = 1
+    path = Path(args.output_dir) / "state.json"
+    cur.save(path)
+    other = Curriculum(seeds, args, FakeSynth())
+    other.load(path, unique_per_batch=2)
+    assert other.state_dict() == cur.state_dict()
+    assert other.buffer.active_ids() == cur.buffer.active_ids()
+    assert other.resume_skip_rows == 2
+
+
+def test_failing_synthesis_never_stops_training(seeds, args):
+    def boom(seeds, epoch):
+        raise RuntimeError("server down")
+
+    out = make_synthesizer(args, boom)(seeds[:1], 0)
+    assert out.accepted == [] and "server down" in out.error
+
+
+def test_max_steps_bound_covers_the_largest_pool(args):
+    u = unique_rows_per_generation(args)
+    assert u == args.per_device_train_batch_size // args.num_generations
+    assert max_steps_bound(args, 4) >= args.num_train_epochs * (4 + args.p_max) / u
+
+
+def test_plot_writes_both_figures(seeds, args, tmp_path):
+    from trainer.plot import plot_run
+
+    cur = Curriculum(seeds, args, FakeSynth(), run_dir=tmp_path)
+    a, b, c, d = (t.id for t in seeds)
+    for epoch in range(2):
+        _record_epoch(cur, {a: [0, 1, 0, 1], b: [0, 1, 1, 1], c: [1] * 4, d: [0] * 4})
+        cur.append_log(cur.end_epoch(step=epoch))
+    paths = plot_run(tmp_path)
+    assert [p.name for p in paths] == ["pool_dynamics.png", "reward_distributions.png"]
+    assert all(p.stat().st_size > 1000 for p in paths)

@@ -1,0 +1,177 @@
+"""``RODSConfig``: every knob of a RODS training run, as one dataclass extending ``trl.GRPOConfig``.
+
+Recipes (``recipes/*.yaml``) fill it through ``trl.TrlParser`` exactly as open-r1 does, and any
+field can be overridden on the command line (``rods train --config R --num_generations 8``).
+Fields are grouped by topic; defaults follow the paper digest (``docs: rods-paper-notes``) where
+it gives a number, and say so in their help text.
+
+Groups:
+
+* **model / tasks**: which policy to train and on which BFCL tasks (the human seeds).
+* **rollout**: the multi-turn episode budget per rollout (TRL's ``max_completion_length`` bounds
+  all tokens after the first prompt, model and injected tokens together).
+* **reward**: ``progress`` (RODS's R_P) or ``binary`` (the paper's ablation), plus an optional
+  shaping hook that exists so tests can create boundary tasks with an untrained model.
+* **curriculum**: detection thresholds, seed quotas, buffer (P_max, beta, retirement), mode.
+* **synthesis**: the in-process synthesis graph's backbone and budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from trl import GRPOConfig
+
+MODES = ("rods", "static", "random-seeds", "no-retirement")
+Mode = Literal["rods", "static", "random-seeds", "no-retirement"]
+
+
+@dataclass
+class RODSConfig(GRPOConfig):
+    r"""GRPO settings plus the RODS closed loop (detection, synthesis, replay buffer)."""
+
+    # ------------------------------------------------------------------ model / tasks
+    model_name_or_path: str = field(
+        default="rods-tiny",
+        metadata={"help": "Hub id or local folder of the policy; 'rods-tiny' builds/loads the local tiny model "
+                          "(trainer.tiny_model.ensure_tiny_model)."},
+    )
+    torch_dtype: str = field(
+        default="auto", metadata={"help": "Model dtype when loading: auto, bfloat16, float16 or float32."}
+    )
+    attn_implementation: str | None = field(
+        default=None, metadata={"help": "Attention kernel passed to from_pretrained (e.g. sdpa, flash_attention_2)."}
+    )
+    task_split: str = field(
+        default="train", metadata={"help": "Scenario split of the human seed tasks: train, test or all."}
+    )
+    categories: list[str] | None = field(
+        default=None,
+        metadata={"help": "BFCL categories of the seed tasks (base, miss_func, miss_param, long_context); None = all."},
+    )
+    tasks_file: str | None = field(
+        default=None, metadata={"help": "Seed tasks from a BFCL JSONL file instead of the split."}
+    )
+    task_ids: list[str] | None = field(default=None, metadata={"help": "Only these seed task ids."})
+    num_seed_tasks: int = field(
+        default=0, metadata={"help": "Keep only the first N seed tasks after filtering (0 = all; paper: 400)."}
+    )
+    involved_classes: list[str] | None = field(
+        default=None, metadata={"help": "Keep only seed tasks whose classes are all in this list (small prompts on CPU)."}
+    )
+
+    # ------------------------------------------------------------------ rollout
+    max_steps_per_turn: int = field(
+        default=5,
+        metadata={"help": "Executing steps per user turn before the episode is force-terminated "
+                          "(EnvTuning's max_step_limit=5; BFCL evaluation uses 20)."},
+    )
+    max_new_tokens_per_step: int = field(
+        default=1024,
+        metadata={"help": "Token cap of one assistant step. A step cut by it gets a masked end-of-turn token and its "
+                          "tool calls are dropped; the episode continues while max_completion_length allows."},
+    )
+    strict_tools: bool = field(
+        default=False, metadata={"help": "Refuse calls to tools not offered at the turn (stricter than BFCL)."}
+    )
+    system_prompt: str | None = field(
+        default=None, metadata={"help": "Optional system message prepended to every episode."}
+    )
+
+    # ------------------------------------------------------------------ reward
+    reward: str = field(
+        default="progress",
+        metadata={"help": "progress (R_P: scored turns passed / scored turns) or binary (the paper's ablation)."},
+    )
+    reward_shaping: str | None = field(
+        default=None,
+        metadata={"help": "Name of a function registered in trainer.rollout.REWARD_SHAPERS, or 'module:function', "
+                          "called as f(task, rollout_index, reward, episode) -> float after the checker. For tests "
+                          "and experiments only; None in real runs."},
+    )
+
+    # ------------------------------------------------------------------ curriculum
+    mode: str = field(
+        default="rods",
+        metadata={"help": "rods (full loop) | static (no synthesis, fixed pool) | random-seeds (seeds drawn uniformly "
+                          "instead of by the boundary detector) | no-retirement (never retire). Paper Table 2."},
+    )
+    alpha_minus: float = field(
+        default=0.20, metadata={"help": "Lower edge of the boundary zone (paper: 0.20)."}
+    )
+    alpha_plus: float = field(
+        default=0.85, metadata={"help": "Upper edge of the boundary zone (paper: 0.85)."}
+    )
+    seeds_per_epoch: int = field(
+        default=32, metadata={"help": "Seeds sent to synthesis per epoch boundary, M (not published; our default)."}
+    )
+    seed_quotas: dict | str | None = field(
+        default=None,
+        metadata={"help": "Per-category seed quotas M_tau, e.g. {base: 8, miss_func: 8}; None = M split evenly."},
+    )
+    quota_by_class: bool = field(
+        default=False, metadata={"help": "Also balance seeds over involved classes inside each category quota."}
+    )
+    variants_per_seed: int = field(
+        default=2, metadata={"help": "Variants the synthesis graph is asked for per seed (not published)."}
+    )
+    p_max: int = field(
+        default=400, metadata={"help": "Most synthesized tasks active at once, P_max (paper: 400)."}
+    )
+    injection_cap: float = field(
+        default=0.20, metadata={"help": "beta: at most this fraction of the active pool is injected per epoch (paper: 0.2)."}
+    )
+    retire_mastered: float = field(
+        default=0.95, metadata={"help": "Retire a synthesized task whose recent mean exceeds this (paper: 0.95)."}
+    )
+    retire_hard: float = field(
+        default=0.20, metadata={"help": "Retire a synthesized task whose recent mean stays below this (paper: 0.20)."}
+    )
+    burn_in_threshold: float = field(
+        default=0.20, metadata={"help": "Evict a new variant whose first evaluation scores below this (ToolWeave: 0.20)."}
+    )
+    drift_window: int = field(
+        default=2, metadata={"help": "W: evaluations outside the boundary zone before a task is evicted (our default)."}
+    )
+    retire_seeds: bool = field(
+        default=False,
+        metadata={"help": "Let human seed tasks retire too (default: seeds are the curriculum's anchor and stay)."},
+    )
+    min_pool_size: int = field(
+        default=1, metadata={"help": "Never shrink the active pool below this many tasks."}
+    )
+
+    # ------------------------------------------------------------------ synthesis
+    synthesis_backbone: str = field(
+        default="offline",
+        metadata={"help": "offline (deterministic, no LLM) or openai (an OpenAI-compatible server, e.g. vLLM serving "
+                          "Qwen3-32B as in the paper)."},
+    )
+    synthesis_model: str | None = field(
+        default=None, metadata={"help": "Model name on the synthesis server (paper: Qwen3-32B)."}
+    )
+    synthesis_base_url: str | None = field(
+        default=None, metadata={"help": "Base URL of the OpenAI-compatible synthesis server."}
+    )
+    synthesis_temperature: float = field(
+        default=1.0, metadata={"help": "Sampling temperature of the synthesis agents (paper App. J: 1.0)."}
+    )
+    synthesis_concurrency: int = field(default=8, metadata={"help": "Seeds synthesized concurrently."})
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if not 0.0 <= self.alpha_minus <= self.alpha_plus <= 1.0:
+            raise ValueError("need 0 <= alpha_minus <= alpha_plus <= 1")
+        if self.reward not in ("progress", "binary"):
+            raise ValueError("reward must be 'progress' or 'binary'")
+        if self.synthesis_backbone == "llm":
+            self.synthesis_backbone = "openai"
+        if self.synthesis_backbone not in ("offline", "openai"):
+            raise ValueError("synthesis_backbone must be 'offline' or 'openai' (alias: llm)")
+        if isinstance(self.seed_quotas, str):  # from the command line: JSON text
+            import json
+
+            self.seed_quotas = json.loads(self.seed_quotas)
+        super().__post_init__()

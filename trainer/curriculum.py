@@ -1,0 +1,257 @@
+"""The closed loop at epoch granularity: detector + replay buffer + synthesis, and its state.
+
+:class:`Curriculum` is what the trainer talks to. It records the gathered rewards of every
+generation batch (:meth:`record`), serves the task pool of the current epoch
+(:meth:`epoch_rows`), and at each epoch boundary (:meth:`end_epoch`):
+
+1. partitions the active pool into mastered / boundary / hard from the epoch's rollouts;
+2. picks synthesis seeds: boundary tasks nearest 0.5 under per-category quotas (``rods``,
+   ``no-retirement``), uniformly at random among the pool (``random-seeds``), or none (``static``).
+   No boundary task is not an error: the round is skipped, logged, and training carries on;
+3. runs the synthesis graph in process on those seeds and queues the accepted variants;
+4. lets the buffer inject queued variants (at most beta of the pool) and retire (burn-in,
+   drift, P_max pruning; never in ``no-retirement``). Queued variants therefore first train in
+   the next epoch, as in the paper (variants produced during epoch n are eligible from n+1);
+5. writes one line to ``curriculum.jsonl`` and returns the ``rods/`` metrics for ``report_to``.
+
+Every decision is a deterministic function of the gathered rewards and the seed, so all ranks
+keep identical pools (each rank runs its own copy; only rank 0 writes files).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from envs.task import Task, atomic_write_text
+from trainer.buffer import BoundaryReport, BufferConfig, ReplayBuffer
+from trainer.detection import BoundaryDetector, DetectorConfig
+from trainer.synthesis_bridge import SynthesisOutcome, Synthesizer
+
+log = logging.getLogger(__name__)
+STATE_FILE = "rods_curriculum.json"
+LOG_FILE = "curriculum.jsonl"
+
+
+class EpochReport(BaseModel):
+    """One epoch boundary, as written to ``curriculum.jsonl`` (one JSON object per line)."""
+
+    epoch: int = Field(description="The epoch that just ended (0-based).")
+    step: int
+    mode: str
+    alpha_minus: float | None = None
+    alpha_plus: float | None = None
+    pool_before: int
+    pool_size: int
+    pool_seeds: int
+    pool_generated: int
+    queue: int
+    mastered: int
+    boundary: int
+    hard: int
+    unseen: int
+    groups: int
+    informative_frac: float
+    seeds: list[str]
+    seed_reason: str | None = None
+    synthesized: list[str] = Field(default_factory=list, description="Accepted variant ids queued this boundary.")
+    synthesis_attempted: int = 0
+    synthesis_acceptance: float = 0.0
+    synthesis_seconds: float = 0.0
+    synthesis_error: str | None = None
+    injected: list[str]
+    retired: dict[str, list[str]] = Field(description="Retired ids by reason.")
+    group_means: list[float] = Field(description="Mean reward of every group of the epoch (for plots).")
+    rewards: list[float] = Field(description="Every rollout reward of the epoch (for plots).")
+    boundary_seconds: float = 0.0
+
+    def metrics(self) -> dict[str, float]:
+        out = {
+            "rods/pool_size": self.pool_size, "rods/pool_seeds": self.pool_seeds,
+            "rods/pool_generated": self.pool_generated, "rods/queue": self.queue,
+            "rods/mastered": self.mastered, "rods/boundary": self.boundary, "rods/hard": self.hard,
+            "rods/informative_frac": self.informative_frac, "rods/seeds": len(self.seeds),
+            "rods/injected": len(self.injected), "rods/synthesized": len(self.synthesized),
+            "rods/synthesis_acceptance": self.synthesis_acceptance, "rods/synthesis_s": self.synthesis_seconds,
+            "rods/boundary_s": self.boundary_seconds, "rods/epoch": self.epoch,
+        }
+        out.update({f"rods/retired/{k}": len(v) for k, v in self.retired.items()})
+        return {k: float(v) for k, v in out.items()}
+
+
+class Curriculum:
+    """Detector, buffer and synthesizer behind one small interface (see the module docstring)."""
+
+    def __init__(self, seeds: Sequence[Task], args: Any, synthesizer: Synthesizer | None = None,
+                 run_dir: str | Path | None = None):
+        if not seeds:
+            raise ValueError("no seed tasks: the curriculum needs at least one task")
+        self.args = args
+        self.mode = args.mode
+        self.synthesizer = synthesizer
+        self.run_dir = Path(run_dir) if run_dir else None
+        self.detector = BoundaryDetector(config=DetectorConfig(
+            alpha_minus=args.alpha_minus, alpha_plus=args.alpha_plus, history_size=max(8, args.drift_window),
+        ))
+        self.buffer = ReplayBuffer(seeds, BufferConfig(
+            beta=args.injection_cap, p_max=args.p_max, burn_in_threshold=args.burn_in_threshold,
+            retire_mastered=args.retire_mastered, retire_hard=args.retire_hard, drift_window=args.drift_window,
+            retire_seeds=args.retire_seeds, no_retirement=args.mode == "no-retirement",
+        ))
+        self._known: dict[str, Task] = {t.id: t for t in seeds}
+        self.epoch = 0
+        self.generations_in_epoch = 0
+        self.epoch_generations = 0
+        """Generation batches in the current epoch's stream (set when the stream starts)."""
+        self.resume_skip_rows = 0
+        self.reports: list[EpochReport] = []
+        self._epoch_rewards: list[float] = []
+        self._epoch_group_means: list[float] = []
+
+    # ------------------------------------------------------------------ views
+    def task(self, task_id: str) -> Task:
+        return self._known[task_id]
+
+    def active_tasks(self) -> list[Task]:
+        return list(self.buffer.active_tasks())  # type: ignore[arg-type]
+
+    def epoch_rows(self, unique_per_batch: int) -> list[dict]:
+        """This epoch's rows: the active pool shuffled by (seed, epoch), wrapped to whole generation batches.
+
+        Wrapping (repeating the first tasks of the shuffled pool) keeps every generation batch full,
+        so groups of K never straddle a partial batch and all ranks step together.
+        """
+        tasks = self.active_tasks()
+        rng = random.Random(f"{self.args.seed}:{self.epoch}")
+        order = list(range(len(tasks)))
+        rng.shuffle(order)
+        n = math.ceil(len(order) / unique_per_batch) * unique_per_batch
+        order = [order[i % len(order)] for i in range(n)]
+        return [{"prompt": tasks[i].user_messages(0), "task_id": tasks[i].id} for i in order]
+
+    # ------------------------------------------------------------------ recording
+    def record(self, step: int, task_ids: Sequence[str], rewards: Sequence[float], k: int) -> None:
+        """Gathered rewards of one generation batch (groups of ``k`` rows share a task id)."""
+        batch = self.detector.record(step, self.epoch, list(task_ids), list(rewards), k)
+        self._epoch_rewards.extend(float(r) for r in rewards)
+        self._epoch_group_means.extend(g.mean for g in batch.groups)
+
+    # ------------------------------------------------------------------ boundary
+    def end_epoch(self, step: int) -> EpochReport:
+        """Run the boundary (detect, seeds, synthesis, inject, retire); see the module docstring."""
+        start = time.perf_counter()
+        args = self.args
+        active = self.buffer.active_ids()
+        part = self.detector.partition(active)
+        seed_ids, reason = self._pick_seeds(active, part.boundary)
+        outcome = SynthesisOutcome(seeds=seed_ids)
+        if seed_ids and self.synthesizer is not None:
+            outcome = self.synthesizer([self._known[i] for i in seed_ids], self.epoch)
+        elif reason:
+            log.warning("epoch %d: no synthesis round (%s)", self.epoch, reason)
+        queued: list[str] = []
+        if outcome.accepted:
+            for t in outcome.accepted:
+                self._known.setdefault(t.id, t)
+            events = self.buffer.enqueue(outcome.accepted, epoch=self.epoch)
+            queued = [e.task_id for e in events if e.kind == "queued"]
+        rep: BoundaryReport = self.buffer.on_epoch_boundary(self.epoch, self.detector)
+        retired: dict[str, list[str]] = {}
+        for r in rep.retired:
+            retired.setdefault(r.reason, []).append(r.task_id)
+        live = set(self.buffer.active_ids()) | set(self.buffer.queued_ids())
+        self._known = {k: v for k, v in self._known.items() if k in live}
+        report = EpochReport(
+            epoch=self.epoch, step=step, mode=self.mode, alpha_minus=args.alpha_minus, alpha_plus=args.alpha_plus,
+            pool_before=rep.pool_before, pool_size=rep.pool_size,
+            pool_seeds=rep.seeds, pool_generated=rep.generated, queue=rep.queue,
+            mastered=len(part.mastered), boundary=len(part.boundary), hard=len(part.hard), unseen=len(part.unseen),
+            groups=part.groups, informative_frac=part.informative_fraction, seeds=seed_ids, seed_reason=reason,
+            synthesized=queued, synthesis_attempted=outcome.attempted, synthesis_acceptance=outcome.acceptance,
+            synthesis_seconds=outcome.seconds, synthesis_error=outcome.error, injected=rep.injected,
+            retired={k: retired.get(k, []) for k in ("burn_in", "mastered", "hard", "pruned")},
+            group_means=self._epoch_group_means, rewards=self._epoch_rewards,
+            boundary_seconds=time.perf_counter() - start,
+        )
+        self.reports.append(report)
+        self.epoch += 1
+        self.generations_in_epoch = 0
+        self._epoch_rewards, self._epoch_group_means = [], []
+        return report
+
+    def _pick_seeds(self, active: list[str], boundary: list[str]) -> tuple[list[str], str | None]:
+        args = self.args
+        n = args.seeds_per_epoch
+        if self.mode == "static" or n <= 0:
+            return [], "static pool (mode=static)" if self.mode == "static" else "seeds_per_epoch is 0"
+        if self.mode == "random-seeds":
+            evaluated = [t for t in active if self.detector.evaluations(t)]
+            rng = random.Random(f"{args.seed}:seeds:{self.epoch}")
+            chosen = sorted(rng.sample(evaluated, min(n, len(evaluated))))
+            return chosen, None if chosen else "no evaluated tasks"
+        quotas = args.seed_quotas
+        if quotas is not None:
+            quotas = {k: int(v) for k, v in quotas.items()}
+        sel = self.detector.select_seeds(
+            n=max(n, sum(quotas.values())) if quotas else n, quotas=quotas,
+            by="classes" if args.quota_by_class else "category", task_ids=active, epoch=self.epoch,
+        )
+        return sel.task_ids, sel.reason
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "epoch": self.epoch,
+            "generations_in_epoch": self.generations_in_epoch,
+            "buffer": self.buffer.state_dict(),
+            "detector": self.detector.state_dict(),
+            "known": [t.model_dump(mode="json") for t in self._known.values()],
+            "reports": [r.model_dump(mode="json") for r in self.reports],
+            "epoch_rewards": self._epoch_rewards,
+            "epoch_group_means": self._epoch_group_means,
+        }
+
+    def load_state_dict(self, state: dict[str, Any], unique_per_batch: int) -> None:
+        """Restore a saved state; the next epoch stream skips the rows already generated on."""
+        if state.get("version") != 1:
+            raise ValueError(f"unsupported curriculum state version {state.get('version')!r}")
+        self.buffer.load_state_dict(state["buffer"])
+        self.detector.load_state_dict(state["detector"])
+        self._known = {d["id"]: Task.model_validate(d) for d in state["known"]}
+        for t in self.buffer.active_tasks():
+            self._known.setdefault(t.id, t)  # type: ignore[arg-type]
+        self.epoch = state["epoch"]
+        self.generations_in_epoch = state["generations_in_epoch"]
+        self.resume_skip_rows = self.generations_in_epoch * unique_per_batch
+        self.reports = [EpochReport.model_validate(r) for r in state["reports"]]
+        self._epoch_rewards = list(state["epoch_rewards"])
+        self._epoch_group_means = list(state["epoch_group_means"])
+
+    def save(self, path: str | Path) -> None:
+        atomic_write_text(path, json.dumps(self.state_dict()))
+
+    def load(self, path: str | Path, unique_per_batch: int) -> None:
+        self.load_state_dict(json.loads(Path(path).read_text(encoding="utf-8")), unique_per_batch)
+
+    def append_log(self, report: EpochReport) -> None:
+        """Append one line to ``RUN_DIR/curriculum.jsonl`` (rewrites the file atomically)."""
+        if self.run_dir is None:
+            return
+        path = self.run_dir / LOG_FILE
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        lines = [ln for ln in lines if ln.strip() and json.loads(ln).get("epoch") != report.epoch]
+        lines.append(report.model_dump_json())
+        atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def task_lookup(curriculum: Curriculum) -> Callable[[str], Task]:
+    return curriculum.task
