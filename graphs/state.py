@@ -28,7 +28,8 @@ class SynthesisContext:
         max_patch_attempts: Config patch rounds per plan (the paper's K_max = 3).
         concurrency: Samples in flight at once (LangGraph ``max_concurrency``).
         backbone: ``offline`` (templates and rule tables, no network) or ``llm``.
-        llm_stages: Stages the LLM backbone takes over (``rewrite``); others stay offline.
+        llm_stages: Stages the LLM backbone takes over (any of ``plan``, ``rewrite``, ``patch``); others
+            stay offline.
         models: Chat model names; several are used round-robin per sample.
         stage_models: Optional stage -> model name (one of ``models``) pinning a stage to a model.
         base_url: OpenAI-compatible endpoint (vLLM, OpenAI); the key comes from ``OPENAI_API_KEY``.
@@ -115,3 +116,20 @@ class ConfigPatchProposal(BaseModel):
     path: str = Field(description="Dot-path of the field inside that class's config, e.g. 'current_user'.")
     value: str | int | float | bool | None = Field(description="New value of the field (a JSON scalar).")
     reason: str = Field(default="", description="One sentence: why this fixes the error.")
+
+
+class PlannedCall(BaseModel):
+    """One call of a planned turn: a function of the involved classes and its arguments (JSON values)."""
+
+    name: str = Field(description="Function name from the catalog, e.g. 'cd'.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Argument name -> JSON value.")
+
+
+class PlanProposal(BaseModel):
+    """A new ground-truth plan with the seed's shape: the calls of every turn and the entity renames."""
+
+    turns: list[list[PlannedCall]] = Field(description="Per turn, the calls in order (an empty list for an empty turn).")
+    renames: dict[str, str] = Field(default_factory=dict,
+                                    description="Entity in the seed's initial_config -> its new name in the variant.")
+    new_values: dict[str, Any] = Field(default_factory=dict,
+                                       description="Other changed literal values, old (as text) -> new value.")

@@ -72,6 +72,7 @@ def finalize_sample(state: SampleState, runtime: Runtime[SynthesisContext]) -> d
             "renames": plan.get("renames", {}), "numbers": plan.get("numbers", {}),
             "substitutions": plan.get("substitutions", []), "patches": state.get("patches", []),
             "plan_attempts": result["plan_attempts"], "timings": state.get("timings", {}),
+            "stated_fallbacks": detail.get("stated_fallbacks", []),
             "llm_calls": result["llm_calls"], "similarity": {k: detail.get(k) for k in ("seed_similarity", "test_similarity", "nearest_test")},
         }
         result["task"] = task.to_bfcl()
@@ -81,6 +82,11 @@ def finalize_sample(state: SampleState, runtime: Runtime[SynthesisContext]) -> d
 
 def route_after_profile(state: SampleState) -> Literal["sample_plan", "finalize_sample"]:
     return "finalize_sample" if state.get("verdict") else "sample_plan"
+
+
+def route_after_plan(state: SampleState) -> Literal["rewrite_turns", "finalize_sample"]:
+    verdict = state.get("verdict") or {}
+    return "finalize_sample" if "llm_invalid_output" in verdict.get("reasons", []) else "rewrite_turns"
 
 
 def route_after_rewrite(state: SampleState) -> Literal["execute_plan", "finalize_sample"]:
@@ -111,7 +117,8 @@ def route_after_verdict(state: SampleState, runtime: Runtime[SynthesisContext]) 
 
 def _clear_rejection(state: SampleState, runtime: Runtime[SynthesisContext]) -> dict:
     """Entry of a (re)plan round: forget the previous candidate's verdict and patch state."""
-    return sample_plan({**state, "verdict": None}, runtime) | {"verdict": None, "patch_failed": False, "errors": []}
+    out = sample_plan({**state, "verdict": None}, runtime)
+    return {"verdict": None, "patch_failed": False, "errors": []} | out
 
 
 def build_sample_graph() -> StateGraph:
@@ -126,7 +133,7 @@ def build_sample_graph() -> StateGraph:
     g.add_node("finalize_sample", finalize_sample)
     g.add_edge(START, "extract_profile")
     g.add_conditional_edges("extract_profile", route_after_profile)  # a seed that errors is dropped
-    g.add_edge("sample_plan", "rewrite_turns")
+    g.add_conditional_edges("sample_plan", route_after_plan)  # invalid LLM plan ends the sample
     g.add_conditional_edges("rewrite_turns", route_after_rewrite)  # invalid LLM output ends the sample
     g.add_conditional_edges("execute_plan", route_after_execute)  # errors go to the patch agent (bounded)
     g.add_conditional_edges("patch_config", route_after_patch)  # re-execute the patched config
@@ -241,6 +248,9 @@ def finalize_results(results: list[dict], wall_s: float | None = None) -> Synthe
         "value_sources": {"seeds": _shares(seed_src), "variants": _shares(var_src),
                           "seed_counts": dict(seed_src), "variant_counts": dict(var_src)},
         "categories": dict(Counter(t.category for t in accepted)),
+        # state values stated because the variant's state offers no unique hint (see verdict.py)
+        "stated_fallbacks": {"values": sum(len((t.provenance or {}).get("stated_fallbacks", [])) for t in accepted),
+                             "samples": sum(1 for t in accepted if (t.provenance or {}).get("stated_fallbacks"))},
         "distinct_seeds_accepted": len({(t.provenance or {}).get("seed_id") for t in accepted}),
     }
     if wall_s is not None:
@@ -265,14 +275,21 @@ def _context(config: SynthesisContext | dict | None) -> SynthesisContext:
     return SynthesisContext(**config)
 
 
+def _result_of(out: dict, wall_s: float) -> SynthesisResult:
+    """The run graph's own de-duplicated outcome (``collect_results``), not recomputed."""
+    if "report" not in out:
+        return finalize_results(out.get("results", []), wall_s)
+    return SynthesisResult(accepted=[Task.from_bfcl(e) for e in out.get("accepted", [])],
+                           rejected=list(out.get("rejected", [])), report={**out["report"], "wall_s": round(wall_s, 3)})
+
+
 def synthesize(seeds: list[Task], config: SynthesisContext | dict | None = None) -> SynthesisResult:
     """Grow verified variants of ``seeds`` in process (the trainer's entry point)."""
     ctx = _context(config)
     start = time.perf_counter()
     out = graph.invoke({"seeds": [s.to_bfcl() for s in seeds], "variants_per_seed": ctx.variants_per_seed},
                        context=ctx, config={"max_concurrency": ctx.concurrency, "recursion_limit": 10_000})
-    result = finalize_results(out.get("results", []), time.perf_counter() - start)
-    return result
+    return _result_of(out, time.perf_counter() - start)
 
 
 async def asynthesize(seeds: list[Task], config: SynthesisContext | dict | None = None) -> SynthesisResult:
@@ -281,7 +298,7 @@ async def asynthesize(seeds: list[Task], config: SynthesisContext | dict | None 
     start = time.perf_counter()
     out = await graph.ainvoke({"seeds": [s.to_bfcl() for s in seeds], "variants_per_seed": ctx.variants_per_seed},
                               context=ctx, config={"max_concurrency": ctx.concurrency, "recursion_limit": 10_000})
-    return finalize_results(out.get("results", []), time.perf_counter() - start)
+    return _result_of(out, time.perf_counter() - start)
 
 
 def context_dict(ctx: SynthesisContext) -> dict:

@@ -8,7 +8,8 @@
 - ``verdict.judge_variant``: executable, isomorphic, obtainable, new, not contaminated.
 
 Shared helpers: ``catalog`` (API catalog), ``tracing`` (per-call traces and write sets),
-``value_sources`` (information structure), ``contamination`` (near-duplicate guard),
+``value_sources`` (information structure), ``obtainability`` (unique hints for discovered values,
+recipes for composed ones, shared by the rewrite and the verdict), ``contamination`` (near-duplicate guard),
 ``llm_backbone`` (LangChain chat models behind the same nodes), ``outputs`` (files, HF dataset).
 Wiring lives in ``graphs.synthesis``.
 """

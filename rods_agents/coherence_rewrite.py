@@ -2,9 +2,20 @@
 
 The first turn states the goal; every later turn opens with a connector back to it. Each call is
 described by its per-method template (``prompts/offline_templates.json``). A value is spelled out
-only where the seed's user spelled it out; elsewhere the text refers to it ("the file from the
-earlier result"), so the variant keeps its seed's information structure: what must be discovered
-stays to be discovered.
+only where the seed's user spelled it out; elsewhere the text refers to it, so the variant keeps its
+seed's information structure (what must be discovered stays to be discovered) while every value stays
+obtainable (:mod:`rods_agents.obtainability`):
+
+- returned by an earlier call: "the order from the earlier result";
+- read from the state: a hint that singles it out, e.g. "the .docx file there", "the file with
+  'report' in its name", "the ticket listed with 'Login issue'", "Kelly", "San Francisco"; when the
+  variant's state offers no unique hint the value is stated (counted by the verdict);
+- composed: its recipe, e.g. "in the form '<from the earlier result> bytes'", "worked out as 50
+  minus the current fuel level";
+- choices (enum values, ``prompts/value_phrases.json``) are said in words: "a buy order".
+
+A reference swallows the template's own noun and article next to it ("details of order {order_id}"
+-> "details of the order from the earlier result"), and :func:`clean_text` removes doubled words.
 
 Category rules: miss_param withholds one required literal in its turn (whose ground truth is empty)
 and supplies it in the next user turn; miss_func describes the held-out function's work in the turn
@@ -22,14 +33,15 @@ from typing import Any
 from envs.executor import CallError, parse_call
 from envs.task import Message, Task
 from rods_agents.catalog import build_catalog
+from rods_agents.obtainability import public_state, recipe, state_hints
 from rods_agents.plan_sampling import PROMPTS, Plan
 from rods_agents.profile_extraction import Profile
 from rods_agents.runtime_utils import emit, rng_for, stage_timer
-from rods_agents.tracing import bind_args
+from rods_agents.tracing import bind_args, trace_task
+from rods_agents.value_sources import choice_phrases, is_flag, state_values
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
-_REF = {"call": "the {noun} from the earlier result", "state": "the right {noun} (check what is there)",
-        "composed": "the {noun} you can work out from what we have so far"}
+_ARTICLES = {"a", "an", "the"}
 # booleans are choices, not information: they are always said, in words
 _BOOL_WORDS = {"unlock": ("unlock", "lock"), "activate": ("turn on", "turn off"), "a": ("including hidden ones", ""),
                "detailed": ("in detail", "briefly")}
@@ -46,7 +58,7 @@ def narratives() -> dict[str, Any]:
 
 
 def noun(param: str) -> str:
-    return narratives()["nouns"].get(param, param.replace("_", " ").lower())
+    return narratives()["nouns"].get(param, re.sub(r"(?<=[a-z])(?=[A-Z])", " ", param).replace("_", " ").lower())
 
 
 def say(value: Any) -> str:
@@ -60,20 +72,52 @@ def say(value: Any) -> str:
     return str(value)
 
 
-def describe_call(name: str, args: dict[str, Any], sources: dict[str, str], withheld: str | None = None) -> str:
-    """One call as a request: stated values where ``sources[param] == 'user'``, references elsewhere."""
-    def render(param: str) -> str:
+def say_choice(method: str, param: str, value: Any) -> str:
+    """A choice (enum value, phrase-table value) in words."""
+    phrase = choice_phrases().get(f"{method}.{param}", {}).get(repr(value))
+    if phrase:
+        return phrase
+    if isinstance(value, list | tuple):
+        words = [str(v).replace("_", " ") for v in value]
+        return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return say(value)
+
+
+def clean_text(text: str) -> str:
+    """Grammar fixes after filling a template: no doubled words, no article before an article."""
+    text = re.sub(r"\b(a|an|the) (?=(?:a|an|the) )", "", text, flags=re.I)
+    text = re.sub(r"\b([A-Za-z]{2,})( \1\b)+", r"\1", text, flags=re.I)
+    text = re.sub(r"\ba (?=[aeiouAEIOU]\w)", "an ", text)
+    text = re.sub(r"\ban (?=[^aeiouAEIOU\s'\"])", "a ", text)
+    return re.sub(r"\s{2,}", " ", text).strip()
+
+
+def describe_call(name: str, args: dict[str, Any], sources: dict[str, str], withheld: str | None = None,
+                  refs: dict[str, str] | None = None) -> str:
+    """One call as a request: stated values where ``sources[param] == 'user'``, choices in words,
+    and for the rest the reference in ``refs`` (a unique hint or a recipe) or 'the <noun> from the
+    earlier result'. A reference swallows the template's own noun and article next to it."""
+    refs = refs or {}
+
+    def render(param: str) -> tuple[str, bool]:
         if param not in args:
-            return f"the {noun(param)}"
+            return f"the {noun(param)}", True
         value = args[param]
         if isinstance(value, bool):
             yes, no = _BOOL_WORDS.get(param, (f"with {noun(param)} on", f"with {noun(param)} off"))
-            return yes if value else no
-        if param != withheld and sources.get(param) == "user":
-            return say(value)
+            return (yes if value else no), False
         if param == withheld:
-            return f"the {noun(param)}"
-        return _REF.get(sources.get(param, "composed"), _REF["composed"]).format(noun=noun(param))
+            return f"the {noun(param)}", True
+        if is_flag(name, param, value) and (not isinstance(value, str) or value.strip() not in ("", ".", "..")
+                                            or repr(value) in choice_phrases().get(f"{name}.{param}", {})):
+            return say_choice(name, param, value), False
+        if param in refs:
+            return refs[param], refs[param].startswith("the ")
+        if sources.get(param) == "user" or is_flag(name, param, value):
+            return say(value), False
+        if sources.get(param) == "call":
+            return f"the {noun(param)} from the earlier result", True
+        return f"the {noun(param)}", True
 
     template = templates().get(name)
     if template is None:
@@ -81,16 +125,45 @@ def describe_call(name: str, args: dict[str, Any], sources: dict[str, str], with
         desc = (spec.description.split(".")[0] if spec else name).strip()
         template = desc[:1].lower() + desc[1:]
     used = set(_PLACEHOLDER.findall(template))
-    text = _PLACEHOLDER.sub(lambda m: render(m.group(1)), template)
-    flags = [render(p) for p, v in args.items() if p not in used and isinstance(v, bool)]
+    parts = re.split(r"(\{\w+\})", template)
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        m = _PLACEHOLDER.fullmatch(part)
+        if not m:
+            out.append(part)
+            continue
+        text, is_ref = render(m.group(1))
+        if is_ref:
+            words = set(noun(m.group(1)).lower().split())
+            prev = out[-1] if out else ""
+            pm = re.search(r"(\w+)(\s*)$", prev)
+            if pm and (pm.group(1).lower() in _ARTICLES or pm.group(1).lower() in words):
+                out[-1] = prev[: pm.start()]
+            while i + 1 < len(parts):  # the template's noun after the slot ('{fuelAmount} gallons of fuel')
+                nm = re.match(r"^(\s*)(\w+)", parts[i + 1])
+                if not (nm and nm.group(2).lower() in words and nm.group(2).lower() not in _ARTICLES):
+                    break
+                parts[i + 1] = parts[i + 1][nm.end():]
+        out.append(text)
+    text = "".join(out)
+    flags = [render(p)[0] for p, v in args.items() if p not in used and isinstance(v, bool)]
     extras = [p for p, v in args.items() if p not in used and not isinstance(v, bool) and v is not None]
     if extras:
-        parts = [f"{noun(p)} {r}" if not (r := render(p)).startswith("the ") else r for p in extras]
-        text += " with " + " and ".join(parts)
+        phrases, bare = [], []
+        for p in extras:
+            r, is_ref = render(p)
+            if repr(args[p]) in choice_phrases().get(f"{name}.{p}", {}):
+                bare.append(r)  # a phrase-table choice reads on its own ('just the last line')
+            else:
+                phrases.append(r if is_ref else f"{noun(p)} {r}")
+        if phrases:
+            text += " with " + " and ".join(phrases)
+        if bare:
+            text += ", " + ", ".join(bare)
     flags = [f for f in flags if f]
     if flags:
         text += " " + ", ".join(f for f in flags)
-    return re.sub(r"\bthe ([\w ]{1,20}?) the \1\b", r"the \1", text)
+    return clean_text(text)
 
 
 def _join(phrases: list[str]) -> str:
@@ -126,8 +199,41 @@ def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any) -> list[lis
     goal = rng.choice(nar["goals"].get(cls, ["I am working on the {topic} task"])).format(topic=topic)
     short = f"{topic} work"
     sources = {(a.turn, a.index, a.param): a.source for a in profile.arg_sources}
+    draft = Task(id=f"multi_turn_{seed.category}_{seed.scenario}__draft", category=seed.category,
+                 scenario=seed.scenario, turns=[[] for _ in plan.ground_truth], initial_config=plan.initial_config,
+                 involved_classes=list(seed.involved_classes), missed_function=dict(seed.missed_function),
+                 ground_truth=plan.ground_truth)
+    vtrace = trace_task(draft)  # results and working directories the hints and recipes point at
+    recs = {(r.turn, r.index): (pos, r) for pos, r in enumerate(vtrace.calls)}
+    states: dict[str | None, dict] = {}
+    strings = state_values(draft)[0]
 
-    def turn_phrases(t: int, withheld: tuple[int, str] | None = None) -> list[str]:
+    def references(t: int, i: int, name: str, args: dict[str, Any], src: dict[str, str], text: str) -> dict[str, str]:
+        """Unique hints for state values and recipes for composed ones (value_sources / obtainability)."""
+        found = recs.get((t, i))
+        if found is None:
+            return {}
+        pos, rec = found
+        if rec.cls not in states:
+            states[rec.cls] = public_state(draft, rec.cls)
+        refs: dict[str, str] = {}
+        for p, value in args.items():
+            if is_flag(name, p, value) or src.get(p) not in ("state", "composed"):
+                continue
+            if src[p] == "state":
+                items = value if isinstance(value, list) else [value]
+                hints = [state_hints(v, rec, states[rec.cls], noun(p)) for v in items]
+                if all(hints):
+                    refs[p] = " and ".join(h[0].say for h in hints)
+                else:  # no unique hint exists: say the value (a documented, counted change)
+                    refs[p] = say(value)
+            else:
+                r = recipe(value, text, [c.result for c in vtrace.calls[:pos]], states[rec.cls], name, strings)
+                if r is not None:
+                    refs[p] = f"the {noun(p)} {r.say}"
+        return refs
+
+    def turn_phrases(t: int, withheld: tuple[int, str] | None = None, before: str = "") -> list[str]:
         out = []
         for i, call in enumerate(plan.ground_truth[t]):
             try:
@@ -137,10 +243,16 @@ def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any) -> list[lis
             spec = build_catalog().methods.get(parsed.name)
             args = bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs)
             src = {p: sources.get((t, i, p), "composed") for p in args}
-            out.append(describe_call(parsed.name, args, src, withheld[1] if withheld and withheld[0] == i else None))
+            refs = references(t, i, parsed.name, args, src, before + " " + " ".join(out))
+            out.append(describe_call(parsed.name, args, src, withheld[1] if withheld and withheld[0] == i else None,
+                                     refs))
         return out
 
     turns: list[list[Message]] = []
+
+    def said() -> str:
+        return "\n".join(m.content for turn in turns for m in turn)
+
     n = len(plan.ground_truth)
     reveal = set(seed.missed_function)
     for t in range(n):
@@ -158,11 +270,11 @@ def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any) -> list[lis
                     value = bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs).get(wh[1])
                     text = rng.choice(nar["supply"]).format(noun=noun(wh[1]), value=say(value))
             else:
-                text = _join(turn_phrases(t))
+                text = _join(turn_phrases(t, before=said()))
         elif t + 1 in reveal and t + 1 < n:
-            text = _join(turn_phrases(t + 1))  # ask for the held-out function's work before it exists
+            text = _join(turn_phrases(t + 1, before=said()))  # ask for the held-out function's work before it exists
         elif t in profile.miss_param_turns:
-            text = _join(turn_phrases(t + 1, withheld_param(seed, profile, t)))
+            text = _join(turn_phrases(t + 1, withheld_param(seed, profile, t), before=said()))
         else:
             text = rng.choice(nar["infeasible"])
         if not turns or all(not m for m in turns):

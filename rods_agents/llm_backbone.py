@@ -6,9 +6,10 @@ pydantic models and validated *as data* (never executed or evaluated): a malform
 off-schema or absurd answer is retried a bounded number of times, every call is counted, and
 when the budget is spent the sample is rejected with ``llm_invalid_output`` instead of crashing.
 
-Stages taken over so far: ``rewrite`` (the coherence rewrite) and ``patch`` (a config patch for an
-error the rule table has no rule for). Plan sampling keeps its offline implementation (the
-``refine_plan`` hook returns the offline plan as is).
+Stages: ``plan`` (a new ground-truth plan and entity renames, drafted from the offline plan;
+validated against the API catalog, round-tripped through ``envs.executor.parse_call`` and executed
+before it is accepted), ``rewrite`` (the coherence rewrite) and ``patch`` (a config patch for an
+error the rule table has no rule for).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from envs.task import Message
-from graphs.state import ConfigPatchProposal, RewrittenTurns
+from graphs.state import ConfigPatchProposal, PlanProposal, RewrittenTurns
 
 PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
 _QUOTED = re.compile(r"'([^']+)'")
@@ -101,9 +102,28 @@ class LLMBackbone:
             return new, calls
         raise LLMOutputError("no valid rewrite", calls, errors)
 
-    # ------------------------------------------------------------------ offline hooks
+    # ------------------------------------------------------------------ plan
     def refine_plan(self, seed: Any, profile: Any, plan: Any, state: dict) -> tuple[Any, int]:
-        return plan, 0
+        """Ask for a new plan with the seed's shape; the offline ``plan`` is the draft it starts from.
+
+        Every answer is validated as data (:func:`validate_plan`); invalid answers are retried within
+        the sample's LLM budget, then :class:`LLMOutputError` is raised (the node records a rejection).
+        """
+        prompt = plan_prompt_for(seed, plan)
+        structured = self.model_for(state.get("sample_id", ""), "plan").with_structured_output(PlanProposal)
+        budget = max(0, self.ctx.max_llm_calls_per_sample - int(state.get("llm_calls", 0)))
+        calls, errors = 0, []
+        for _ in range(min(1 + self.ctx.llm_retries, budget)):
+            calls += 1
+            try:
+                retry_note = f"\n\nYour previous answer was refused: {errors[-1]}" if errors else ""
+                out = structured.invoke(prompt + retry_note)
+                return validate_plan(out, seed, plan), calls
+            except Exception as exc:  # noqa: BLE001 - parser, schema and validation errors are all retried
+                errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+        raise LLMOutputError("no valid plan", calls, errors)
+
+    # ------------------------------------------------------------------ patch
 
     def propose_patch(self, task: Any, error: dict, state: dict) -> tuple[Any, dict, int]:
         """Ask for one minimal config edit; validate it as data and apply it to a copy of the config."""
@@ -130,6 +150,127 @@ class LLMBackbone:
             return (ConfigPatch(rule="llm", cls=out.cls, path=out.path, value=out.value, error=error.get("error", "")),
                     config, calls)
         return None, task.initial_config, calls
+
+
+@lru_cache(maxsize=1)
+def plan_prompt() -> str:
+    return (PROMPTS / "llm_plan.txt").read_text()
+
+
+def _plan_json(ground_truth: list[list[str]]) -> list[list[dict]]:
+    from envs.executor import parse_call
+    from rods_agents.catalog import build_catalog
+    from rods_agents.tracing import bind_args
+
+    out = []
+    for turn in ground_truth:
+        calls = []
+        for call in turn:
+            parsed = parse_call(call)
+            spec = build_catalog().methods.get(parsed.name)
+            calls.append({"name": parsed.name,
+                          "arguments": bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs)})
+        out.append(calls)
+    return out
+
+
+def plan_prompt_for(seed: Any, plan: Any) -> str:
+    from rods_agents.catalog import build_catalog
+    from rods_agents.plan_sampling import _config_strings
+
+    catalog = build_catalog()
+    lines = []
+    for name, spec in sorted(catalog.methods.items()):
+        if spec.cls in seed.involved_classes:
+            params = ", ".join(f"{p.name}{'*' if p.required else ''}: {p.type}" for p in spec.params)
+            lines.append(f"{name}({params})")
+    held = sorted({f for names in seed.missed_function.values() for f in names})
+    entities = sorted(s for s in _config_strings(seed.initial_config, set()) if 2 < len(s) <= 40 and "\n" not in s)
+    return plan_prompt().format(
+        n_turns=len(seed.ground_truth), turn_shape=[len(t) for t in seed.ground_truth],
+        held_out=held or "none", reveal=min(seed.missed_function, default=0),
+        seed_plan=json.dumps(_plan_json(seed.ground_truth), default=str),
+        draft=json.dumps({"turns": _plan_json(plan.ground_truth), "renames": plan.renames}, default=str),
+        entities=json.dumps(entities[:200]), catalog="\n".join(lines))
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "float": (int, float),
+                                            "number": (int, float), "boolean": (bool,), "array": (list,),
+                                            "dict": (dict,)}
+MAX_ARG_CHARS = 2000
+
+
+def validate_plan(out: Any, seed: Any, draft: Any) -> Any:
+    """Check an LLM plan as data and build the candidate :class:`Plan` from it.
+
+    Refused: a wrong turn shape, a function outside the involved classes' catalog or held out before
+    its reveal, unknown or missing required arguments, values of the wrong JSON type, renames of
+    strings the config does not hold or onto names it already has, a call that does not round-trip
+    through ``parse_call``, and a plan whose execution fails on something no config patch fixes.
+    """
+    import copy
+
+    from envs.executor import parse_call, to_call_string
+    from envs.task import Task
+    from rods_agents.catalog import build_catalog
+    from rods_agents.execution_orchestrator import classify_error
+    from rods_agents.plan_sampling import Plan, _config_strings, _replace_in_config
+    from rods_agents.tracing import trace_task
+
+    if out is None:
+        raise ValueError("empty or unparsable answer")
+    if not isinstance(out, PlanProposal):
+        out = PlanProposal.model_validate(out)
+    shape = [len(t) for t in seed.ground_truth]
+    if [len(t) for t in out.turns] != shape:
+        raise ValueError(f"turn shape {[len(t) for t in out.turns]} != seed's {shape}")
+    catalog = build_catalog()
+    reveal = min(seed.missed_function, default=None)
+    held = {f for names in seed.missed_function.values() for f in names}
+    ground_truth: list[list[str]] = []
+    for t, turn in enumerate(out.turns):
+        calls = []
+        for call in turn:
+            spec = catalog.methods.get(call.name)
+            if spec is None or spec.cls not in seed.involved_classes:
+                raise ValueError(f"{call.name!r} is not a function of the involved classes")
+            if call.name in held and reveal is not None and t < reveal:
+                raise ValueError(f"{call.name!r} is held out until turn {reveal}")
+            params = {p.name: p for p in spec.params}
+            unknown = set(call.arguments) - set(params)
+            missing = {p.name for p in spec.params if p.required} - set(call.arguments)
+            if unknown or missing:
+                raise ValueError(f"{call.name}: unknown {sorted(unknown)} / missing {sorted(missing)} arguments")
+            for k, v in call.arguments.items():
+                allowed = _JSON_TYPES.get(params[k].type, (str, int, float, bool, list, dict))
+                if v is not None and (not isinstance(v, allowed) or (isinstance(v, bool) and bool not in allowed)):
+                    raise ValueError(f"{call.name}.{k}: {type(v).__name__} is not {params[k].type}")
+                if len(json.dumps(v, default=str)) > MAX_ARG_CHARS:
+                    raise ValueError(f"{call.name}.{k}: value too long")
+            text = to_call_string(call.name, call.arguments)
+            parsed = parse_call(text)  # literals only; raises CallError otherwise
+            if parsed.name != call.name:
+                raise ValueError("call does not round-trip")
+            calls.append(text)
+        ground_truth.append(calls)
+    config_strings = _config_strings(seed.initial_config, set())
+    for old, new in out.renames.items():
+        if old not in config_strings:
+            raise ValueError(f"rename of {old!r}: not in the initial_config")
+        if not isinstance(new, str) or not new.strip() or new in config_strings or len(new) > 200:
+            raise ValueError(f"rename {old!r} -> {new!r}: empty or already taken")
+    config = _replace_in_config(copy.deepcopy(seed.initial_config), dict(out.renames))
+    if ground_truth == seed.ground_truth and config == seed.initial_config:
+        raise ValueError("the plan is a copy of the seed")
+    probe = Task(id=f"multi_turn_{seed.category}_{seed.scenario}__probe", category=seed.category, scenario=seed.scenario,
+                 turns=[[] for _ in ground_truth], initial_config=config, involved_classes=list(seed.involved_classes),
+                 missed_function=dict(seed.missed_function), ground_truth=ground_truth)
+    unfixable = [r for r in trace_task(probe).errors if classify_error(r.error or "") in ("bad_call", "other")]
+    if unfixable:
+        raise ValueError(f"execution error no patch fixes: {unfixable[0].call}: {(unfixable[0].error or '')[:120]}")
+    return Plan(ground_truth=ground_truth, initial_config=config, renames=dict(out.renames),
+                numbers={k: v for k, v in out.new_values.items() if isinstance(v, int | float) and not isinstance(v, bool)},
+                substitutions=[{"source": "llm"}], attempt=draft.attempt)
 
 
 @lru_cache(maxsize=1)

@@ -304,7 +304,15 @@ def sample_plan(state: dict, runtime: Any = None) -> dict:
         backbone = stage_backbone(runtime, "plan")
         llm_calls = 0
         if backbone is not None:
-            plan, llm_calls = backbone.refine_plan(seed, profile, plan, state)
+            from rods_agents.llm_backbone import LLMOutputError
+
+            try:
+                plan, llm_calls = backbone.refine_plan(seed, profile, plan, state)
+            except LLMOutputError as exc:
+                emit(runtime, state, "plan", "llm_invalid_output")
+                return {"timings": timings, "llm_calls": int(state.get("llm_calls", 0)) + exc.calls,
+                        "verdict": {"accepted": False, "reasons": ["llm_invalid_output"],
+                                    "detail": {"stage": "plan", "llm_errors": exc.errors}}}
     emit(runtime, state, "plan", "ok", attempt=attempt)
     return {"plan": plan.model_dump(), "timings": timings, "patches": [], "patch_attempts": 0,
             "llm_calls": int(state.get("llm_calls", 0)) + llm_calls}

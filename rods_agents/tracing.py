@@ -36,6 +36,8 @@ class CallRecord(BaseModel):
     error: str | None = Field(default=None, description="Error text when the call failed or returned an error.")
     writes: list[str] = Field(default_factory=list)
     cwd: str | None = Field(default=None, description="File-system working directory before the call.")
+    siblings: dict[str, str] | None = Field(default=None, description="Entries of the working directory before "
+                                            "the call, name -> 'file' | 'directory' (file-system calls only).")
 
 
 class Trace(BaseModel):
@@ -84,6 +86,11 @@ def _cwd(env: Environment) -> str | None:
     return "/".join(reversed(parts))
 
 
+def _siblings(env: Environment) -> dict[str, str]:
+    contents = getattr(env.instances["GorillaFileSystem"]._current_dir, "contents", {}) or {}
+    return {name: ("directory" if hasattr(node, "contents") else "file") for name, node in contents.items()}
+
+
 def error_of(result: str) -> str | None:
     """The error text of a serialized result, or None (BFCL envs return ``{"error": ...}`` dicts)."""
     if result.startswith(ERROR_PREFIX):
@@ -127,6 +134,8 @@ def trace_task(task: Task, stop_on_error: bool = False) -> Trace:
             except (TypeError, IndexError):
                 record.args = dict(parsed.kwargs)
             record.cwd = _cwd(env)
+            if cls_name == "GorillaFileSystem":
+                record.siblings = _siblings(env)
             before = _fingerprint(env.instances[cls_name])
             try:
                 record.result = serialize_result(env.call(parsed))

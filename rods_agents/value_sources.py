@@ -8,25 +8,55 @@ Sources, in the order they are tried:
 - ``composed``: none of those; the value is a transformation of them (a diff pasted into a post, a
   list joined into a string, an amount computed from a balance).
 
-Booleans and ``None`` are flags, not information, and are not classified.
+A value counts as stated when the text says it in a human format: numbers with thousands separators,
+currency symbols, percentages or as words ("$10,000", "15%", "fifty"), dates in words ("November
+10th, 2026"), card expiry dates ("12/25" for ``12/2025``). An airport code is read from the
+environment (``state``) when the text names its city: ``get_nearest_airport_by_city`` gives it.
+
+Booleans, ``None``, navigation tokens (``.``, ``..``, empty strings) and *choices* (a value of an
+enum parameter, or a phrase-table choice such as ``order_type='Buy'``) are flags, not information,
+and are not classified: the rewrite always states them in words.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
+from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from envs.executor import Environment
 from envs.task import Task
+from rods_agents.catalog import build_catalog
 from rods_agents.tracing import Trace
 
 Source = Literal["user", "call", "state", "composed"]
 SOURCES: tuple[str, ...] = ("user", "call", "state", "composed")
-_NUM = re.compile(r"-?\d+(?:\.\d+)?")
+_NUM = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(k\b|%)?", re.I)
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _MIN_SUBSTRING = 4
+_WORD_NUMBERS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+_WORD_NUMBERS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+                      "ninety": 90, "hundred": 100, "thousand": 1000, "dozen": 12, "half": 0.5})
+_MULTIPLIER = re.compile(r"\b(" + "|".join(sorted(_WORD_NUMBERS, key=len, reverse=True)) +
+                         r"|\d+(?:\.\d+)?)[ -](hundred|thousand|million)\b", re.I)
+_MONTHS = {m: i + 1 for i, m in enumerate(
+    "january february march april may june july august september october november december".split())}
+_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
+_MONTH_RE = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?"
+_DATE_MD = re.compile(_MONTH_RE + r"\s+(\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(\d{4}))?", re.I)
+_DATE_DM = re.compile(r"(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH_RE + r"(?:,?\s+(\d{4}))?", re.I)
+_DATE_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_DATE_SLASH = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b")
+_EXPIRY = re.compile(r"\b(\d{2})/(\d{2})\b(?!/)")
+_ISO_VALUE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_FLAG_STRINGS = {"", ".", "..", "/", "~"}
 
 
 class ArgSource(BaseModel):
@@ -84,7 +114,124 @@ def _paraphrased(value: str, text: str) -> bool:
 
 
 def _numbers(text: str) -> set[float]:
-    return {float(x) for x in _NUM.findall(text)}
+    """Numbers a reader takes from ``text``: '$10,000' -> 10000, '15%' -> 15 and 0.15, '2k' -> 2000,
+    'fifty' -> 50, 'two thousand' -> 2000."""
+    text = _THOUSANDS.sub("", text)
+    out: set[float] = set()
+    for m in _NUM.finditer(text):
+        raw, suffix = m.group(0), (m.group(1) or "").lower()
+        num = float(raw[: len(raw) - len(suffix)] if suffix else raw)
+        out.add(num)
+        if suffix == "k":
+            out.add(num * 1000)
+        elif suffix == "%":
+            out.add(round(num / 100, 6))
+    low = text.lower()
+    for word in re.findall(r"[a-z]+", low):
+        if word in _WORD_NUMBERS:
+            out.add(float(_WORD_NUMBERS[word]))
+    scale = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+    for m in _MULTIPLIER.finditer(low):
+        base = m.group(1).lower()
+        num = float(_WORD_NUMBERS[base]) if base in _WORD_NUMBERS else float(base)
+        out.add(num * scale[m.group(2).lower()])
+    return out
+
+
+def _dates(text: str) -> set[str]:
+    """Dates a reader takes from ``text`` as ISO strings; a date without a year takes every year the
+    text names (or matches any year, as '????-MM-DD')."""
+    years = set(re.findall(r"\b(20\d{2}|19\d{2})\b", text)) or {"????"}
+    out: set[str] = set()
+
+    def add(y: str | None, mo: int, d: int) -> None:
+        if 1 <= mo <= 12 and 1 <= d <= 31:
+            for year in ([y] if y else years):
+                out.add(f"{year}-{mo:02d}-{d:02d}")
+
+    for m in _DATE_MD.finditer(text):
+        add(m.group(3), _MONTHS[m.group(1).lower()[:3] if m.group(1).lower() != "sept" else "sep"], int(m.group(2)))
+    for m in _DATE_DM.finditer(text):
+        add(m.group(3), _MONTHS[m.group(2).lower()[:3] if m.group(2).lower() != "sept" else "sep"], int(m.group(1)))
+    for m in _DATE_ISO.finditer(text):
+        add(m.group(1), int(m.group(2)), int(m.group(3)))
+    for m in _DATE_SLASH.finditer(text):
+        add(m.group(3), int(m.group(1)), int(m.group(2)))
+    for m in _EXPIRY.finditer(text):
+        out.add(f"{m.group(1)}/20{m.group(2)}")
+    return out
+
+
+def stated_as_date(value: str, dates: set[str]) -> bool:
+    if value in dates:
+        return True
+    m = _ISO_VALUE.match(value)
+    return bool(m) and f"????-{m.group(2)}-{m.group(3)}" in dates
+
+
+# what people call the cities of TravelAPI's airport table
+CITY_ALIASES: dict[str, tuple[str, ...]] = {"New York": ("NYC", "New York City"), "San Francisco": ("SF",),
+                                            "Los Angeles": ("LA",), "Hong Kong": ("HK",)}
+
+
+@lru_cache(maxsize=1)
+def airport_cities() -> dict[str, str]:
+    """Airport code -> city, as ``TravelAPI.get_nearest_airport_by_city`` answers (run, not parsed)."""
+    from envs.bfcl_data import env_class
+
+    spec = build_catalog().methods.get("get_nearest_airport_by_city")
+    cities = [c.strip() for c in spec.params[0].description.split("[Enum]:", 1)[-1].split(",")] if spec else []
+    api = env_class("TravelAPI")()
+    out: dict[str, str] = {}
+    for city in cities:
+        code = api.get_nearest_airport_by_city(city).get("nearest_airport")
+        if code and code != "Unknown":
+            out.setdefault(code, city)
+    return out
+
+
+@lru_cache(maxsize=1)
+def choice_phrases() -> dict[str, dict[str, str]]:
+    """``method.param`` -> {repr(value): words}: choices the rewrite says in words (prompts/value_phrases.json)."""
+    path = Path(__file__).resolve().parent.parent / "prompts" / "value_phrases.json"
+    return {k: v for k, v in json.loads(path.read_text()).items() if not k.startswith("_")}
+
+
+@cache
+def enum_values(method: str, param: str) -> tuple[str, ...]:
+    """The values an enum parameter allows (from the schema or its '[Enum]:' description)."""
+    spec = build_catalog().methods.get(method)
+    p = next((p for p in spec.params if p.name == param), None) if spec else None
+    if p is None:
+        return ()
+    if p.enum:
+        return tuple(map(str, p.enum))
+    if "[Enum]:" not in p.description:
+        return ()
+    body = p.description.split("[Enum]:", 1)[1]
+    return tuple(x.strip().strip('"\'') for x in body.strip().strip("[]").split(",") if x.strip())
+
+
+def is_choice(method: str, param: str, value: Any) -> bool:
+    """A value picked from a closed set (an enum, a phrase-table choice): a flag, not information."""
+    if method == "get_nearest_airport_by_city":
+        return False  # the city is information the user gives
+    phrases = choice_phrases().get(f"{method}.{param}", {})
+    if repr(value) in phrases:
+        return True
+    allowed = enum_values(method, param)
+    if not allowed:
+        return False
+    items = value if isinstance(value, list | tuple) else [value]
+    return bool(items) and all(isinstance(x, str) and x in allowed for x in items)
+
+
+def is_flag(method: str, param: str, value: Any) -> bool:
+    if isinstance(value, bool) or value is None:
+        return True
+    if isinstance(value, str) and value.strip() in _FLAG_STRINGS:
+        return True
+    return is_choice(method, param, value)
 
 
 def _scalars(value: Any) -> list[Any] | None:
@@ -106,14 +253,25 @@ def user_text_upto(task: Task, turn: int) -> str:
     return "\n".join(m.content for t in task.turns[: turn + 1] for m in t)
 
 
+def _word_in(value: str, text: str) -> bool:
+    """A one-word value said in another form ('comprehensive' in 'comprehensively', 'USD' in 'usd')."""
+    v = value.lower()
+    return len(v) >= 6 and v.isalpha() and re.search(r"\b" + re.escape(v[:-1]), text.lower()) is not None
+
+
 def classify_scalar(value: Any, text: str, text_nums: set[float], results: list[str], result_nums: list[set[float]],
-                    strings: set[str], numbers: set[float], long_strings: list[str]) -> tuple[str, int | None]:
+                    strings: set[str], numbers: set[float], long_strings: list[str],
+                    dates: set[str] | None = None) -> tuple[str, int | None]:
     if isinstance(value, str):
         v = value.strip()
         if v and v.lower() in text.lower():
             return "user", None
-        if _paraphrased(v, text):
+        if _paraphrased(v, text) or _word_in(v, text) or stated_as_date(v, dates if dates is not None else _dates(text)):
             return "user", None
+        city = airport_cities().get(v)
+        if city and any(re.search(r"\b" + re.escape(name.lower()) + r"\b", text.lower())
+                        for name in (city, *CITY_ALIASES.get(city, ()))):
+            return "state", None
         if len(v) >= 2:
             for i in range(len(results) - 1, -1, -1):
                 if v in results[i]:
@@ -146,13 +304,15 @@ def classify_arguments(task: Task, trace: Trace) -> list[ArgSource]:
     for rec in trace.calls:
         if rec.turn not in texts:
             text = user_text_upto(task, rec.turn)
-            texts[rec.turn] = (text, _numbers(text))
-        text, text_nums = texts[rec.turn]
+            texts[rec.turn] = (text, _numbers(text), _dates(text))
+        text, text_nums, dates = texts[rec.turn]
         for param, value in rec.args.items():
+            if is_flag(rec.name, param, value):
+                continue
             scalars = _scalars(value)
             if not scalars:
                 continue
-            labels = [classify_scalar(s, text, text_nums, results, result_nums, strings, numbers, long_strings)
+            labels = [classify_scalar(s, text, text_nums, results, result_nums, strings, numbers, long_strings, dates)
                       for s in scalars]
             worst = max(labels, key=lambda lp: _RANK[lp[0]])
             source = worst[0] if len({lb for lb, _ in labels}) == 1 else ("composed" if worst[0] == "composed" else worst[0])

@@ -3,10 +3,16 @@
 Machine-readable rejection reasons (the first word before ':' is the kind):
 
 - ``execution_error``: a ground-truth call returned an error from the task's own initial_config;
-- ``recheck_failed``: ``envs.checker.check`` does not pass the ground truth against itself;
+- ``recheck_failed``: ``envs.checker.check(strict_tools=True)`` does not pass the ground truth against
+  itself (a call to a function not offered at its turn fails; seeds that already do so, e.g.
+  miss_func_49, only fail on new violations);
 - ``profile_mismatch:<fields>``: Φ differs from the seed's (topology, depth, turn shape, features);
-- ``information_structure``: per-turn counts of value sources differ from the seed's;
-- ``unobtainable_value``: an argument comes from nowhere where the seed's came from somewhere;
+- ``information_structure``: per-turn counts of value sources differ from the seed's (one exception,
+  counted in ``detail['stated_fallbacks']``: a value the seed left to discover in the state is stated
+  when the variant's state has no hint that singles it out, see :mod:`rods_agents.obtainability`);
+- ``unobtainable_value``: an argument the agent cannot obtain: a ``state`` value whose turn text
+  carries no unique hint, or a ``composed`` value that cannot be rebuilt from obtainable pieces
+  following a recipe the text states;
 - ``category_rule:<category>``: the miss_param / miss_func / long_context rules are broken;
 - ``near_duplicate_seed`` / ``near_duplicate_accepted``: too close to its seed or another sample;
 - ``contamination``: too close to a test-split task (see :mod:`rods_agents.contamination`).
@@ -14,6 +20,7 @@ Machine-readable rejection reasons (the first word before ':' is the kind):
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from envs.checker import check
@@ -27,9 +34,11 @@ from rods_agents.contamination import (
     similarity,
     test_index,
 )
+from rods_agents.obtainability import public_state, recomposable, state_hints, state_obtainable
 from rods_agents.profile_extraction import Profile, profile_task
 from rods_agents.runtime_utils import emit, stage_timer
 from rods_agents.tracing import Trace
+from rods_agents.value_sources import state_values, user_text_upto
 
 
 def category_violations(task: Task, seed: Task, profile: Profile) -> list[str]:
@@ -54,6 +63,60 @@ def category_violations(task: Task, seed: Task, profile: Profile) -> list[str]:
     return sorted(set(out))
 
 
+@lru_cache(maxsize=2048)
+def _seed_fails_strict(seed_json: str) -> bool:
+    seed = Task.model_validate_json(seed_json)
+    return not check(seed, [[gt] for gt in seed.ground_truth], strict_tools=True).passed
+
+
+def seed_fails_strict(seed: Task) -> bool:
+    """BFCL seeds whose own ground truth calls a held-out function early (miss_func_49)."""
+    return _seed_fails_strict(seed.model_dump_json())
+
+
+def _sources_by_turn(profile: Profile, fallbacks: list[str]) -> list[dict[str, int]]:
+    """Per-turn source counts, with each stated fallback counted as the ``state`` value it stands for."""
+    per_turn = [dict(c) for c in profile.sources_by_turn]
+    for key in fallbacks:
+        t = int(key.split(" ", 2)[1])
+        per_turn[t]["user"] -= 1
+        per_turn[t]["state"] = per_turn[t].get("state", 0) + 1
+        if not per_turn[t]["user"]:
+            del per_turn[t]["user"]
+    return [{s: c[s] for s in ("user", "call", "state", "composed") if c.get(s)} for c in per_turn]
+
+
+def obtainability_problems(task: Task, trace: Trace, profile: Profile, seed_profile: Profile
+                           ) -> tuple[list[str], list[str]]:
+    """(unobtainable arguments, stated fallbacks) of a candidate; see :mod:`rods_agents.obtainability`."""
+    seed_src = {(a.turn, a.index, a.param): a.source for a in seed_profile.arg_sources}
+    pos_of = {(r.turn, r.index): p for p, r in enumerate(trace.calls)}
+    strings = state_values(task)[0]
+    states: dict[str | None, dict] = {}
+    problems: list[str] = []
+    fallbacks: list[str] = []
+    for a in profile.arg_sources:
+        pos = pos_of.get((a.turn, a.index))
+        if pos is None:
+            continue
+        rec = trace.calls[pos]
+        value = rec.args.get(a.param)
+        if rec.cls not in states:
+            states[rec.cls] = public_state(task, rec.cls)
+        key = f"turn {a.turn} {a.method}.{a.param}={a.value[:60]}"
+        text = user_text_upto(task, a.turn)
+        if a.source == "user" and seed_src.get((a.turn, a.index, a.param)) == "state":
+            items = value if isinstance(value, list) else [value]
+            if not all(state_hints(v, rec, states[rec.cls], "value") for v in items):
+                fallbacks.append(key)  # no unique hint exists in this state: stating it is the documented fallback
+        elif a.source == "state" and not state_obtainable(value, rec, states[rec.cls], text):
+            problems.append(key + " (no unique hint in the text)")
+        elif a.source == "composed" and not recomposable(value, text, [c.result for c in trace.calls[:pos]],
+                                                         states[rec.cls], rec.name, strings):
+            problems.append(key + " (no recipe from obtainable pieces)")
+    return problems, fallbacks
+
+
 def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace) -> tuple[list[str], dict[str, Any]]:
     """All rejection reasons for ``task`` (empty when accepted) and the measured details."""
     reasons: list[str] = []
@@ -62,8 +125,8 @@ def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace) -> tuple[
         reasons.append("execution_error")
         detail["errors"] = [e.error for e in trace.errors][:3]
         return reasons, detail
-    score = check(task, [[gt] for gt in task.ground_truth])
-    if not score.passed:
+    score = check(task, [[gt] for gt in task.ground_truth], strict_tools=True)
+    if not score.passed and not (seed_fails_strict(seed) and check(task, [[gt] for gt in task.ground_truth]).passed):
         reasons.append("recheck_failed")
         detail["recheck"] = score.failure
     profile = profile_task(task, trace)
@@ -71,14 +134,14 @@ def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace) -> tuple[
     mismatch = [f for f in seed_profile.mismatches(profile) if f != "sources_by_turn"]
     if mismatch:
         reasons.append("profile_mismatch:" + ",".join(mismatch))
-    if seed_profile.sources_by_turn != profile.sources_by_turn:
+    unobtainable, fallbacks = obtainability_problems(task, trace, profile, seed_profile)
+    if fallbacks:
+        detail["stated_fallbacks"] = fallbacks
+    if _sources_by_turn(profile, fallbacks) != seed_profile.sources_by_turn:
         reasons.append("information_structure")
-    seed_src = {(a.turn, a.index, a.param): a.source for a in seed_profile.arg_sources}
-    lost = [a for a in profile.arg_sources
-            if a.source == "composed" and seed_src.get((a.turn, a.index, a.param), "composed") != "composed"]
-    if lost:
+    if unobtainable:
         reasons.append("unobtainable_value")
-        detail["unobtainable"] = [f"turn {a.turn} {a.method}.{a.param}={a.value}" for a in lost][:5]
+        detail["unobtainable"] = unobtainable[:5]
     # BFCL itself has a few seeds that use a held-out function early (miss_func_49): only new violations count
     reasons += sorted(set(category_violations(task, seed, seed_profile)) - set(category_violations(seed, seed, seed_profile)))
     fp = fingerprint(task)

@@ -127,3 +127,100 @@ def test_invalid_llm_config_patches_are_refused_after_bounded_retries(args):
     patch, config, calls = backbone.propose_patch(task, error, {"sample_id": "s"})
     assert patch is None and calls == 3 and model.calls == 3
     assert config == task.initial_config
+
+
+# ----------------------------------------------------------------------------- LLM plan sampling
+def _draft_plan(prompt: str) -> dict:
+    import json
+
+    body = prompt.split("Draft plan to improve on (JSON, same format as your answer):\n", 1)[1]
+    return json.loads(body.split("\n", 1)[0])
+
+
+def _plan_tool(args: dict) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": "PlanProposal", "args": args, "id": "call_p"}])
+
+
+def good_plan(prompt: str) -> AIMessage:
+    return _plan_tool(_draft_plan(prompt))
+
+
+def _absurd_function(prompt: str) -> AIMessage:
+    draft = _draft_plan(prompt)
+    for turn in draft["turns"]:
+        for call in turn:
+            call["name"] = "__import__"
+    return _plan_tool(draft)
+
+
+def _absurd_arguments(prompt: str) -> AIMessage:
+    draft = _draft_plan(prompt)
+    for turn in draft["turns"]:
+        for call in turn:
+            call["arguments"] = {"cmd": "os.system('rm -rf /')"}
+    return _plan_tool(draft)
+
+
+def _wrong_shape(prompt: str) -> AIMessage:
+    draft = _draft_plan(prompt)
+    return _plan_tool({"turns": draft["turns"] + [[]], "renames": {}})
+
+
+def _bogus_rename(prompt: str) -> AIMessage:
+    draft = _draft_plan(prompt)
+    return _plan_tool({"turns": draft["turns"], "renames": {"not-in-the-config-at-all": "x"}})
+
+
+BAD_PLANS: dict[str, Callable[[str], AIMessage]] = {
+    "malformed_json": lambda p: AIMessage(content='{"turns": [[', tool_calls=[]),
+    "wrong_schema": lambda p: _plan_tool({"calls": "ls"}),
+    "empty": lambda p: AIMessage(content=""),
+    "absurd_function": _absurd_function,
+    "absurd_arguments": _absurd_arguments,
+    "wrong_shape": _wrong_shape,
+    "bogus_rename": _bogus_rename,
+}
+
+
+def _run_plan(script: Callable[[str], AIMessage], n_seeds: int = 3) -> tuple[Any, ScriptedChatModel]:
+    model = ScriptedChatModel(messages=iter([]), script=script)
+    ctx = SynthesisContext(seed=0, variants_per_seed=1, backbone="llm", llm_stages=["plan"], chat_models=[model],
+                           models=["scripted"], llm_retries=2, max_llm_calls_per_sample=6)
+    return synthesize(select_seeds("train", n_seeds, seed=1), ctx), model
+
+
+def test_valid_llm_plans_are_validated_executed_and_accepted():
+    result, model = _run_plan(good_plan)
+    assert result.accepted
+    assert model.calls >= len(result.accepted)
+    assert result.report["llm_calls"] == model.calls
+    for task in result.accepted:
+        assert task.provenance["llm_calls"] >= 1 and {"source": "llm"} in task.provenance["substitutions"]
+        assert task.provenance["llm_stages"] == ["plan"]
+        assert "__probe" not in task.id
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_PLANS))
+def test_invalid_llm_plans_are_retried_then_rejected_never_crash(kind):
+    result, model = _run_plan(BAD_PLANS[kind], n_seeds=2)
+    assert not result.accepted
+    assert result.rejected and all(r["reasons"] == ["llm_invalid_output"] for r in result.rejected)
+    for r in result.rejected:
+        assert r["llm_calls"] == 3 and r["detail"]["stage"] == "plan" and len(r["detail"]["llm_errors"]) == 3
+    assert model.calls == 3 * len(result.rejected)
+
+
+def test_plan_validation_refuses_held_out_functions_before_their_reveal():
+    from envs.dataset import load_split
+    from rods_agents.llm_backbone import _plan_json, validate_plan
+    from rods_agents.plan_sampling import Plan
+
+    seed = next(t for t in load_split("train") if t.category == "miss_func" and min(t.missed_function) > 0)
+    reveal = min(seed.missed_function)
+    held = seed.missed_function[reveal][0]
+    turns = _plan_json(seed.ground_truth)
+    early = next(t for t in range(reveal) if turns[t])
+    turns[early][0] = {"name": held, "arguments": {}}
+    draft = Plan(ground_truth=seed.ground_truth, initial_config=seed.initial_config)
+    with pytest.raises(ValueError):
+        validate_plan({"turns": turns, "renames": {}}, seed, draft)

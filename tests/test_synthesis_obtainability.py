@@ -1,0 +1,116 @@
+"""Every literal argument of an accepted variant is obtainable, and the offline turns read well."""
+
+from __future__ import annotations
+
+import re
+
+from envs.dataset import load_split, load_tasks
+from envs.task import Message
+from rods_agents.coherence_rewrite import build_variant, rewrite_plan
+from rods_agents.obtainability import recipe, state_hints
+from rods_agents.plan_sampling import sample_variant_plan
+from rods_agents.profile_extraction import profile_task
+from rods_agents.runtime_utils import rng_for
+from rods_agents.tracing import CallRecord, trace_task
+from rods_agents.value_sources import _dates, _numbers
+from rods_agents.verdict import judge
+
+
+def _variant(seed_id: str, variant: int = 0):
+    seed = load_tasks(ids=[seed_id])[0]
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, variant, 0))
+    task = build_variant(seed, rewrite_plan(seed, profile, plan, rng_for(1, seed.id, variant)), plan, variant, 0)
+    return seed, profile, task
+
+
+def _with_turn_text(task, turn: int, text: str):
+    task = task.model_copy(deep=True)
+    task.turns[turn] = [Message(role="user", content=text)]
+    return task
+
+
+def test_numbers_and_dates_are_read_as_a_person_writes_them():
+    assert {10000.0, 2000.0, 15.0, 0.15, 50.0, 1500.5} <= _numbers("Put $10,000 in, 2k out, 15% fee, fifty, $1,500.50")
+    assert 3000.0 in _numbers("three thousand dollars")
+    assert {"2026-11-10", "12/2025"} <= _dates("on November 10th, 2026 with a card expiring 12/25")
+    assert "2026-12-24" in _dates("We start off on the 24th of December 2026")
+
+
+def test_seed_amount_in_dollars_is_stated_not_composed():
+    seed = load_tasks(ids=["multi_turn_base_116"])[0]
+    fund = [a for a in profile_task(seed).arg_sources if a.method == "fund_account"]
+    assert fund and all(a.source == "user" for a in fund)  # "$10,000" states 10000
+
+
+def test_vague_amount_with_no_recipe_is_rejected_as_unobtainable():
+    seed, profile, task = _variant("multi_turn_base_116")
+    turn = next(t for t, calls in enumerate(task.ground_truth) if any(c.startswith("fund_account") for c in calls))
+    vague = _with_turn_text(task, turn, "Next: put the amount you can work out from what we have so far into my "
+                                        "trading account.")
+    reasons, detail = judge(vague, seed, profile, trace_task(vague))
+    assert "unobtainable_value" in reasons, (reasons, detail)
+    assert any("fund_account.amount" in u for u in detail["unobtainable"])
+
+
+def test_file_found_by_exploring_needs_a_unique_hint_in_the_text():
+    seed, profile, task = _variant("multi_turn_base_17")
+    trace = trace_task(task)
+    reasons, _ = judge(task, seed, profile, trace)
+    assert "unobtainable_value" not in reasons
+    cat = next(r for r in trace.calls if r.name == "cat")
+    text = task.turns[cat.turn][0].content
+    hints = state_hints(cat.args["file_name"], cat, {}, "file")
+    assert hints and any(h.phrase.lower() in text.lower() for h in hints), text  # the hint is in the turn
+    vague = _with_turn_text(task, cat.turn, "Then go into the project folder and show me what is inside the right "
+                                            "file (check what is there).")
+    reasons, detail = judge(vague, seed, profile, trace_task(vague))
+    assert "unobtainable_value" in reasons, (reasons, detail)
+
+
+def test_fs_hints_are_unique_among_siblings():
+    rec = CallRecord(turn=0, index=0, call="cat(file_name='a_report.pdf')", name="cat", cls="GorillaFileSystem",
+                     siblings={"a_report.pdf": "file", "b_report.txt": "file", "notes": "directory"})
+    hints = state_hints("a_report.pdf", rec, {}, "file")
+    kinds = {h.kind: h.phrase for h in hints}
+    assert kinds.get("extension") == ".pdf"
+    assert "report" not in kinds.values()  # 'report' also names b_report.txt: not a hint
+    rec2 = rec.model_copy(update={"siblings": {"a_report.pdf": "file", "b_report.pdf": "file"}})
+    assert all(h.kind != "extension" for h in state_hints("a_report.pdf", rec2, {}, "file"))
+
+
+def test_composed_values_need_obtainable_pieces():
+    assert recipe("Kelly Total Score: 96", "send Kelly her total score", ['{"content": "Score: 96"}'], {}, "send_message")
+    assert recipe("Kelly Total Score: 96", "send Kelly her total score", ['{"content": "nothing"}'], {},
+                  "send_message") is None
+    r = recipe(40.0, "fill it up", ['{"fuelLevel": 10.0}'], {}, "fillFuelTank")  # 50 (tool doc) - 10 (result)
+    assert r is not None and r.kind == "arithmetic"
+    assert recipe("2026-11-10", "some day", [], {}, "book_flight") is None
+
+
+_BAD = [re.compile(p, re.I) for p in (r"\b(\w+) \1\b", r"\ba the\b", r"\ban the\b", r"\{\w*\}", r"[{}]",
+                                       r"check what is there", r"work out from what we have so far")]
+
+
+def test_rendered_turns_read_well_for_every_train_seed():
+    bad: list[str] = []
+    for seed in load_split("train"):
+        trace = trace_task(seed)
+        profile = profile_task(seed, trace)
+        plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, 0, 0))
+        turns = rewrite_plan(seed, profile, plan, rng_for(1, seed.id, 0))
+        texts = [m.content for turn in turns for m in turn]
+        topic = re.search(r"the (\w+) work", " ".join(texts[1:])) if len(texts) > 1 else None
+        for text in texts:
+            # doubled numbers ('1 1') and quoted values may repeat legitimately; words may not
+            scrubbed = re.sub(r"'[^']*'", "'v'", text)
+            for pat in _BAD:
+                m = pat.search(scrubbed)
+                if m and not m.group(0).isdigit() and not re.fullmatch(r"(\d+) \1", m.group(0)):
+                    bad.append(f"{seed.id}: {m.group(0)!r} in {text!r}")
+        if topic:  # every turn is anchored to the goal stated in the first
+            assert topic.group(1) in texts[0], (seed.id, texts[0])
+            for text in texts[1:]:
+                assert f"{topic.group(1)} work" in text, (seed.id, text)
+    assert not bad, bad[:10]
