@@ -7,7 +7,7 @@ Nothing is copied into this repository: every file is read from the wheel throug
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -48,19 +48,19 @@ def _read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-@lru_cache(maxsize=None)
+@cache
 def raw_entries(category: str) -> tuple[dict, ...]:
     """Prompt entries of one category, in file order (ids ``multi_turn_<category>_<n>``)."""
     return tuple(_read_jsonl(data_dir() / f"BFCL_v4_multi_turn_{category}.json"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def raw_answers(category: str) -> tuple[dict, ...]:
     """Ground-truth entries of one category, aligned one to one with :func:`raw_entries`."""
     return tuple(_read_jsonl(data_dir() / "possible_answer" / f"BFCL_v4_multi_turn_{category}.json"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def function_docs(class_name: str) -> tuple[dict, ...]:
     """Function docs (Gorilla format) of one environment class, in file order."""
     _, doc_file = CLASS_MODULES[class_name]

@@ -12,7 +12,7 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -23,7 +23,7 @@ MANIFEST = Path(__file__).with_name("split_manifest.json")
 Split = Literal["train", "test", "all"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _category_tasks(category: str) -> tuple[Task, ...]:
     entries, answers = raw_entries(category), raw_answers(category)
     tasks = []

@@ -18,7 +18,7 @@ import inspect
 import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from envs.bfcl_data import STATELESS_CLASSES, env_class
@@ -129,14 +129,14 @@ def serialize_result(result: Any) -> str:
     return str(result)
 
 
-@lru_cache(maxsize=None)
+@cache
 def public_methods(class_name: str) -> tuple[str, ...]:
     """Public method names of an environment class (what BFCL's executor can reach)."""
     cls = env_class(class_name)
     return tuple(n for n, m in inspect.getmembers(cls, predicate=inspect.isfunction) if not n.startswith("_"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _mutable_defaults(class_name: str, method: str) -> tuple[tuple[str, Any], ...]:
     sig = inspect.signature(getattr(env_class(class_name), method))
     return tuple(
@@ -223,7 +223,7 @@ class Environment:
 _MISSING = object()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _param_index(class_name: str, method: str) -> dict[str, int]:
     params = list(inspect.signature(getattr(env_class(class_name), method)).parameters)
     return {name: i - 1 for i, name in enumerate(params) if name != "self"}

@@ -8,7 +8,7 @@ every other description gets BFCL's Python hint; then ``convert_to_tool(..., GOR
 from __future__ import annotations
 
 import copy
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from envs.bfcl_data import function_docs
 from envs.task import Task
@@ -46,7 +46,7 @@ def _cast(properties: dict) -> dict:
     return properties
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tool(class_name: str, function_name: str, hint: bool = True) -> dict:
     doc = next(d for d in function_docs(class_name) if d["name"] == function_name)
     item = copy.deepcopy(doc)
