@@ -149,8 +149,8 @@ class Environment:
 
     Two BFCL aliasing bugs are contained here so they cannot leak between episodes: mutable
     default arguments (``TwitterAPI.post_tweet(tags=[], mentions=[])``) get a fresh copy per
-    call, and long-context instances, which share module-level filler dicts, are deep-copied
-    after loading.
+    call, and long-context TravelAPI instances, which share module-level filler dicts, are
+    deep-copied after loading.
     """
 
     def __init__(self, involved_classes: Collection[str], initial_config: Mapping[str, Any], long_context: bool = False):
@@ -160,7 +160,7 @@ class Environment:
             instance = env_class(class_name)()
             if class_name not in STATELESS_CLASSES:
                 instance._load_scenario(copy.deepcopy(initial_config.get(class_name, {})), long_context=long_context)
-                if long_context:
+                if long_context and class_name in _SHARES_FILLER_STATE:
                     instance.__dict__ = copy.deepcopy(instance.__dict__)
             self.instances[class_name] = instance
             for method in public_methods(class_name):
@@ -221,6 +221,11 @@ class Environment:
 
 
 _MISSING = object()
+
+# Classes whose long-context ``_load_scenario`` puts module-level objects into instance state
+# (TravelAPI's extension cards and bookings). tests/test_executor_aliasing.py checks that no
+# other class shares mutable state between two fresh instances.
+_SHARES_FILLER_STATE = frozenset({"TravelAPI"})
 
 
 @cache

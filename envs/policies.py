@@ -12,6 +12,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,13 @@ def keyword_arguments(task: Task, call: str) -> tuple[str, dict[str, Any]]:
     owner = next((c for c in task.involved_classes if parsed.name in public_methods(c)), None)
     if owner is None:
         raise CallError(f"{parsed.name!r} is not a method of {task.involved_classes}")
-    sig = inspect.signature(getattr(env_class(owner), parsed.name))
-    bound = sig.bind(None, *parsed.args, **parsed.kwargs)  # None stands for self
+    bound = _signature(owner, parsed.name).bind(None, *parsed.args, **parsed.kwargs)  # None stands for self
     return parsed.name, {k: v for k, v in list(bound.arguments.items())[1:]}
+
+
+@cache
+def _signature(class_name: str, method: str) -> inspect.Signature:
+    return inspect.signature(getattr(env_class(class_name), method))
 
 
 class ScriptedPolicy:
