@@ -11,7 +11,8 @@ What the trainer does, per size N of the active pool (half human seeds, half gen
 Tasks are lightweight stand-ins (a pydantic model with only an ``id``): the buffer never looks
 inside a task, and 10^6 full BFCL tasks would measure task construction, not the curriculum.
 
-The step time is ``--step-seconds`` if given; otherwise it is measured in this run as the forward +
+The step time is the mean step of a real run with ``--run-dir`` (``rods train`` writes it), or
+``--step-seconds``; otherwise it is measured in this run as the forward +
 backward of a tiny Qwen2 (hidden 64, 2 layers, vocab 522: the tiny-cpu model) on 8 x 256 tokens. A
 real GRPO step also generates the rollouts, so that is a lower bound on a step and the fractions
 here are upper bounds. ``per step`` amortizes the boundary over the epoch's steps (N / G).
@@ -136,13 +137,20 @@ def main() -> None:
     ap.add_argument("--groups-per-batch", type=int, default=32, help="tasks per generation batch (paper: 32)")
     ap.add_argument("--seeds", type=int, default=64, help="seeds selected per boundary")
     ap.add_argument("--step-seconds", type=float, default=None, help="training step time; measured if omitted")
+    ap.add_argument("--run-dir", type=Path, default=None,
+                    help="a `rods train` output_dir: use its measured mean step time (rods_summary.json)")
     args = ap.parse_args()
     console = Console(width=180)
 
+    if args.run_dir is not None:
+        summary = json.loads((args.run_dir / "rods_summary.json").read_text())
+        args.step_seconds = float(summary["step_seconds_mean"])
+        step_src = f"mean GRPO step of {args.run_dir} (rods_summary.json: rollouts + update)"
     if args.step_seconds is None:
         step_s, step_src = tiny_step_seconds(), "measured in this run: tiny Qwen2 (hidden 64, 2 layers) fwd+bwd, 8 x 256 tokens, fastest of 7"
     else:
-        step_s, step_src = args.step_seconds, "given by --step-seconds"
+        step_s = args.step_seconds
+        step_src = step_src if args.run_dir is not None else "given by --step-seconds"
     console.print(f"step time {step_s * 1e3:.1f} ms ({step_src})")
 
     rng = random.Random(0)
