@@ -114,17 +114,12 @@ def trace_task(task: Task, stop_on_error: bool = False) -> Trace:
             record = CallRecord(turn=turn, index=index, call=call, name="?")
             try:
                 parsed = parse_call(call)
+                record.name = parsed.name
+                cls_name = record.cls = env.owner(parsed.name)
+                if cls_name is None:
+                    raise CallError(f"name '{parsed.name}' is not defined")
             except CallError as exc:
-                record.error = f"unparsable call: {exc}"
-                trace.calls.append(record)
-                if stop_on_error:
-                    return trace
-                continue
-            record.name = parsed.name
-            cls_name = env.owner(parsed.name)
-            record.cls = cls_name
-            if cls_name is None:
-                record.error = f"name '{parsed.name}' is not defined"
+                record.error = str(exc) if record.name != "?" else f"unparsable call: {exc}"
                 trace.calls.append(record)
                 if stop_on_error:
                     return trace

@@ -203,15 +203,21 @@ def tiny_model_path() -> Path:
     return ensure_tiny_model()
 
 
-@pytest.fixture(scope="session")
-def vllm_server(tiny_model_path: Path) -> Iterator[VLLMServer]:
-    """The session's vLLM server on the tiny model (skipped without the tier unless RODS_REQUIRE_VLLM=1)."""
+def require_vllm_python() -> Path:
+    """The interpreter with vLLM; skip without the tier, or fail when RODS_REQUIRE_VLLM=1 (CI)."""
     python = vllm_python()
     if python is None:
         reason = "vLLM tier not installed: run scripts/install-vllm-tier.sh (creates .venv-vllm)"
         if os.environ.get("RODS_REQUIRE_VLLM") == "1":
             pytest.fail(reason + " [RODS_REQUIRE_VLLM=1]")
         pytest.skip(reason)
+    return python
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tiny_model_path: Path) -> Iterator[VLLMServer]:
+    """The session's vLLM server on the tiny model (skipped without the tier unless RODS_REQUIRE_VLLM=1)."""
+    python = require_vllm_python()
     try:
         with run_vllm_server(tiny_model_path, python, extra_args=SESSION_SERVER_ARGS) as server:
             yield server

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.vllm.conftest import vllm_python
+from tests.vllm.conftest import require_vllm_python
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -35,12 +35,7 @@ def test_recipe_asks_for_vllm_colocate_without_sleep_mode():
 
 
 def test_tiny_cpu_vllm_recipe_trains_two_steps_with_colocated_vllm(workdir):
-    python = vllm_python()
-    if python is None:
-        reason = "vLLM tier not installed: run scripts/install-vllm-tier.sh (creates .venv-vllm)"
-        if os.environ.get("RODS_REQUIRE_VLLM") == "1":
-            pytest.fail(reason + " [RODS_REQUIRE_VLLM=1]")
-        pytest.skip(reason)
+    python = require_vllm_python()
     out, tmp, cache = workdir / "run", workdir / "tmp", workdir / "cache"
     tmp.mkdir()
     cache.mkdir()
