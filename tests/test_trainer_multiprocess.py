@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -52,8 +53,15 @@ def test_two_cpu_processes_make_the_same_pool_decisions(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
-    cmd = [torchrun, "--nproc_per_node", "2", "--master_port", "29531", str(script), str(ROOT / "recipes/tiny-cpu.yaml"),
+    scratch = tmp_path / "tmp"  # torchrun's rendezvous files go here, not into the shared temp folder
+    scratch.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1",
+           "TMPDIR": str(scratch)}
+    with socket.socket() as sock:  # a free loopback port for the gloo rendezvous
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cmd = [torchrun, "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", str(port),
+           str(script), str(ROOT / "recipes/tiny-cpu.yaml"),
            "--output_dir", str(out), "--per_device_train_batch_size", "4", "--task_ids", *SEEDS,
            "--reward_shaping", "synthetic_boundary", "--num_train_epochs", "1", "--save_strategy", "no"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
