@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from envs.bfcl_data import CATEGORIES, raw_answers, raw_entries
-from envs.task import Task, TaskFileError, read_tasks
+from envs.task import InputError, Task, TaskFileError, read_tasks
 
 MANIFEST = Path(__file__).with_name("split_manifest.json")
 Split = Literal["train", "test", "all"]
@@ -89,7 +89,7 @@ def load_tasks(split: Split = "all", categories: Iterable[str] | None = None, ta
     cats = tuple(categories) if categories else CATEGORIES
     bad = [c for c in cats if c not in CATEGORIES]
     if bad:
-        raise ValueError(f"unknown categories {bad}; choose from {list(CATEGORIES)}")
+        raise InputError(f"unknown categories {bad}; choose from {list(CATEGORIES)}")
     tasks = read_tasks(tasks_file) if tasks_file else load_split(split, cats)
     if tasks_file:
         tasks = [t for t in tasks if t.category in cats]
@@ -98,6 +98,6 @@ def load_tasks(split: Split = "all", categories: Iterable[str] | None = None, ta
         by_id = {t.id: t for t in tasks}
         unknown = [i for i in wanted if i not in by_id]
         if unknown:
-            raise KeyError(f"unknown task id(s): {', '.join(unknown[:5])}")
+            raise InputError(f"unknown task id(s): {', '.join(unknown[:5])}")
         tasks = [by_id[i] for i in wanted]
     return tasks

@@ -19,7 +19,7 @@ from typing import Any
 from envs.bfcl_data import env_class
 from envs.executor import CallError, parse_call, public_methods
 from envs.runner import AssistantMessage, StepContext, ToolCall
-from envs.task import Task, TaskFileError, iter_jsonl
+from envs.task import InputError, Task, TaskFileError, iter_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -222,11 +222,11 @@ def make_policy(spec: str, *, model: str | None = None, base_url: str | None = N
         return replay_policy(spec.split(":", 1)[1])
     if spec == "openai":
         if not model:
-            raise ValueError("--policy openai needs --model")
+            raise InputError("--policy openai needs --model")
         return OpenAIPolicy(model, base_url, concurrency=concurrency, timeout=timeout, max_retries=max_retries)
     if spec.startswith("hf:"):
         path = spec.split(":", 1)[1]
         if not Path(path).exists():
             raise FileNotFoundError(f"{path}: no such model folder")
         return HFPolicy(path)
-    raise ValueError(f"unknown policy {spec!r}; use oracle, replay:PATH, openai or hf:PATH")
+    raise InputError(f"unknown policy {spec!r}; use oracle, replay:PATH, openai or hf:PATH")

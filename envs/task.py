@@ -121,7 +121,11 @@ class Task(BaseModel):
         return out
 
 
-class TaskFileError(ValueError):
+class InputError(ValueError):
+    """Bad input from the user (a file, an id, a flag): reported as one clear line, never a traceback."""
+
+
+class TaskFileError(InputError):
     """A task file could not be read; the message names the file and line."""
 
 
@@ -187,6 +191,7 @@ def category_of(task_id: str) -> str | None:
 __all__ = [
     "CATEGORIES",
     "Category",
+    "InputError",
     "Message",
     "REVEAL_MESSAGE",
     "Task",

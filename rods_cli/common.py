@@ -9,20 +9,20 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from envs.task import TaskFileError
+from envs.task import InputError
 
 console = Console()
 err_console = Console(stderr=True)
 
-USER_ERRORS = (TaskFileError, FileNotFoundError, KeyError, ValueError, ConnectionError, ValidationError)
+# Only failures caused by the user's input; anything else is a bug and keeps its traceback.
+USER_ERRORS = (InputError, FileNotFoundError, ConnectionError, ValidationError)
 
 
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn expected failures (bad files, unknown ids, unreachable endpoints) into exit code 2."""
+    """Turn expected failures (bad files, unknown ids, unreachable endpoints) into one line and exit code 2."""
     try:
         yield
     except USER_ERRORS as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        err_console.print(f"[bold red]error:[/] {msg}", soft_wrap=True, highlight=False)
+        err_console.print(f"[bold red]error:[/] {exc}", soft_wrap=True, highlight=False)
         raise typer.Exit(2) from None

@@ -14,7 +14,7 @@ from envs.bfcl_data import CATEGORIES
 from envs.dataset import load_tasks
 from envs.evaluate import Report, evaluate_async
 from envs.policies import make_policy
-from envs.task import atomic_write_text
+from envs.task import InputError, atomic_write_text
 from rods_cli.common import console, user_errors
 
 SPLITS = ["train", "test", "all"]
@@ -56,7 +56,7 @@ def eval_command(
         if limit:
             tasks = tasks[:limit]
         if not tasks:
-            raise ValueError("no tasks selected")
+            raise InputError("no tasks selected")
         pol = make_policy(policy, model=model, base_url=base_url, concurrency=concurrency, timeout=timeout)
         report = asyncio.run(_run(tasks, pol, policy, repeats, concurrency, strict_tools))
     console.print(_report_table(report))
