@@ -168,9 +168,11 @@ class Environment:
 
     @property
     def method_names(self) -> frozenset[str]:
+        """Every public method of the involved classes: all a call may reach."""
         return frozenset(self._owner)
 
     def owner(self, method: str) -> str | None:
+        """The involved class that defines ``method`` (no name appears in two classes)."""
         return self._owner.get(method)
 
     def call(self, parsed: ParsedCall) -> Any:
@@ -199,6 +201,7 @@ class Environment:
             return f"{ERROR_PREFIX}{exc}"
 
     def run(self, calls: list[str], allowed: Collection[str] | None = None) -> list[str]:
+        """Execute calls in order (no rollback, as in BFCL) and return one result string each."""
         return [self.execute(c, allowed) for c in calls]
 
     def state(self) -> dict[str, dict[str, Any]]:

@@ -78,6 +78,17 @@ class OraclePolicy(ScriptedPolicy):
         return await super().respond(messages, tools, ctx)
 
 
+def check_script_covers(policy: Any, tasks: list[Task]) -> None:
+    """A replay file that misses the selected tasks is a user error, not a silent 0/N score."""
+    script = getattr(policy, "script", None)
+    if not isinstance(policy, ScriptedPolicy) or isinstance(policy, OraclePolicy) or script is None:
+        return
+    missing = [t.id for t in tasks if t.id not in script]
+    if missing:
+        raise InputError(f"{policy.name}: no trajectory for {len(missing)} of {len(tasks)} selected task(s), "
+                         f"e.g. {', '.join(missing[:3])}")
+
+
 def replay_policy(path: str | Path) -> ScriptedPolicy:
     """Load ``{"id": ..., "turns": [[call, ...], ...]}`` lines (decoded calls per turn)."""
     script: dict[str, list[list[str]]] = {}
@@ -185,7 +196,7 @@ def _maybe_json(text: Any) -> Any:
         return text
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return text
 
 
@@ -204,10 +215,10 @@ def parse_hermes(text: str, eos: str | None = None) -> AssistantMessage:
         try:
             obj = json.loads(block.strip())
             name, args = str(obj.get("name", "")), obj.get("arguments", {})
-        except (json.JSONDecodeError, AttributeError):
+        except (ValueError, RecursionError, AttributeError):  # malformed, absurdly nested, or not an object
             name, args = "", block.strip() or "<empty>"
         if not isinstance(args, dict):
-            args = json.dumps(args) if not isinstance(args, str) else args
+            args = args if isinstance(args, str) else "<not an object>"
         calls.append(ToolCall(id=f"call_{i}", name=name, arguments=args))
     content = re.sub(r"<tool_call>.*?(?:</tool_call>|$)", "", text, flags=re.S).strip()
     return AssistantMessage(content=content or None, tool_calls=calls)

@@ -82,7 +82,7 @@ def decode(calls: Sequence[ToolCall]) -> list[str] | None:
         if isinstance(args, str):
             try:
                 args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # malformed or absurdly nested JSON from a model
                 return None
         if not isinstance(args, dict):
             return None

@@ -13,7 +13,7 @@ from rich.table import Table
 from envs.bfcl_data import CATEGORIES
 from envs.dataset import load_tasks
 from envs.evaluate import Report, evaluate_async
-from envs.policies import make_policy
+from envs.policies import check_script_covers, make_policy
 from envs.task import InputError, atomic_write_text
 from rods_cli.common import console, user_errors
 
@@ -58,6 +58,7 @@ def eval_command(
         if not tasks:
             raise InputError("no tasks selected")
         pol = make_policy(policy, model=model, base_url=base_url, concurrency=concurrency, timeout=timeout)
+        check_script_covers(pol, tasks)
         report = asyncio.run(_run(tasks, pol, policy, repeats, concurrency, strict_tools))
     console.print(_report_table(report))
     if report.malformed_calls:

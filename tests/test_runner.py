@@ -173,3 +173,30 @@ def test_strict_tools_also_applies_when_scoring(tasks):
     strict = evaluate([task], policy, strict_tools=True)
     assert lax.entries[0].passed
     assert not strict.entries[0].passed
+
+
+def test_absurdly_nested_arguments_are_malformed_not_a_crash(tasks):
+    """A garbage model can emit JSON nested thousands deep; it must not kill the evaluation."""
+    nested = "[" * 5000 + "]" * 5000
+
+    class Nested:
+        async def respond(self, messages, tools, ctx):
+            if ctx.step == 0:
+                return AssistantMessage(tool_calls=[ToolCall(id="n", name="ls", arguments='{"a": ' + nested + "}")])
+            return AssistantMessage(content="ok")
+
+    episode = asyncio.run(run_episode(tasks["multi_turn_base_1"], Nested()))
+    assert episode.error is None and episode.malformed_calls == len(tasks["multi_turn_base_1"].turns)
+    msg = parse_hermes('<tool_call>{"name": "ls", "arguments": ' + nested + "}</tool_call>")
+    assert isinstance(msg.tool_calls[0].arguments, str)
+
+
+def test_replay_file_missing_selected_tasks_is_an_error(tmp_path):
+    from typer.testing import CliRunner
+
+    from rods_cli.main import app
+
+    path = tmp_path / "traj.jsonl"
+    path.write_text(json.dumps({"id": "multi_turn_base_999", "turns": [["ls()"]]}) + "\n")
+    result = CliRunner().invoke(app, ["eval", "--policy", f"replay:{path}", "--split", "test", "-c", "base", "--limit", "2"])
+    assert result.exit_code == 2 and "no trajectory for 2 of 2 selected task(s)" in result.output
