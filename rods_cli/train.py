@@ -40,7 +40,9 @@ def train_command(
     ctx: typer.Context,
     config: Path = typer.Option(..., "--config", "-c", help="Recipe YAML (recipes/tiny-cpu.yaml, recipes/qwen3-4b-rods.yaml)."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint in output_dir (model, "
-                                                        "optimizer, pool, queue and detector statistics)."),
+                                                        "optimizer, pool, queue and detector statistics). The "
+                                                        "recipe and overrides given now win over the checkpoint's "
+                                                        "settings; each changed value is logged as a warning."),
 ) -> None:
     """Closed-loop GRPO training with RODS. Any recipe field can be overridden: --key value."""
     with user_errors():

@@ -157,9 +157,68 @@ def test_no_retirement_mode_keeps_everything_and_stops_at_p_max():
 def test_report_metrics_names():
     buf, det = ReplayBuffer(seeds(5)), BoundaryDetector()
     m = buf.on_epoch_boundary(1, det).metrics()
-    assert set(m) == {"rods/injected", "rods/pool_size", "rods/pool_seeds", "rods/pool_generated", "rods/queue"} | {
-        f"rods/retired/{r}" for r in RETIRE_REASONS}
+    assert set(m) == {"rods/injected", "rods/pool_size", "rods/pool_seeds", "rods/pool_generated", "rods/queue",
+                      "rods/kept_by_floor"} | {f"rods/retired/{r}" for r in RETIRE_REASONS}
     assert m["rods/pool_size"] == 5
+
+
+@pytest.mark.parametrize("n_seeds, beta, expected", [(1, 0.2, 1), (4, 0.2, 1), (4, 0.5, 2), (10, 0.2, 2), (4, 0.0, 0)])
+def test_small_pools_still_inject_at_least_one(n_seeds, beta, expected):
+    buf, det = ReplayBuffer(seeds(n_seeds), BufferConfig(beta=beta)), BoundaryDetector()
+    buf.enqueue(variants("s", 3))
+    assert len(buf.on_epoch_boundary(1, det).injected) == expected  # max(1, floor(beta * pool)); beta 0 = off
+
+
+def test_retirement_never_empties_the_pool_and_keeps_the_best_phi():
+    s = seeds(2)
+    buf, det = ReplayBuffer(s, BufferConfig(retire_seeds=True, retire_mastered=0.9)), BoundaryDetector()
+    for epoch in (1, 2):  # both seeds mastered twice: both due to retire; the pool keeps one
+        roll(det, epoch, {s[0].id: 1.0, s[1].id: 0.95})
+        report = buf.on_epoch_boundary(epoch, det)
+    assert [(r.task_id, r.reason) for r in report.retired] == [(s[0].id, "mastered")]  # phi(1.0) = 0 goes first
+    assert report.kept == [s[1].id] and buf.active_ids() == [s[1].id]
+    roll(det, 3, {s[1].id: 1.0})
+    assert buf.on_epoch_boundary(3, det).kept == [s[1].id] and len(buf) == 1  # still the last one: kept again
+
+
+def test_min_pool_size_spares_burn_in_candidates():
+    buf, det = ReplayBuffer(seeds(1), BufferConfig(beta=1.0, min_pool_size=3)), BoundaryDetector()
+    vs = variants("f", 3)
+    buf.enqueue(vs)
+    buf.on_epoch_boundary(1, det)  # pool 1 -> 1 injected (beta 1.0 * 1)
+    buf.on_epoch_boundary(2, det)  # pool 2 -> 2 injected: pool 4
+    roll(det, 3, {vs[0].id: 0.0, vs[1].id: 0.1, vs[2].id: 0.15})  # all three fail burn-in
+    report = buf.on_epoch_boundary(3, det)
+    assert [r.task_id for r in report.retired] == [vs[0].id]  # 4 -> 3: only one may leave, the lowest phi
+    assert sorted(report.kept) == sorted([vs[1].id, vs[2].id]) and len(buf) == 3
+
+
+def test_pruning_never_removes_the_last_task():
+    buf, det = ReplayBuffer([], BufferConfig(p_max=1)), BoundaryDetector()
+    (v,) = variants("z", 1)
+    buf.enqueue([v])
+    assert buf.on_epoch_boundary(1, det).injected == [v.id]  # an empty pool still takes one
+    roll(det, 1, {v.id: 0.5})
+    small = ReplayBuffer([], BufferConfig(p_max=0))  # resumed with a smaller P_max: the cap wins, but not to zero
+    small.load_state_dict(buf.state_dict())
+    assert small.on_epoch_boundary(2, det).retired == [] and small.active_ids() == [v.id]
+
+
+def test_load_keeps_the_current_config_and_warns(caplog):
+    buf, det = ReplayBuffer(seeds(5), BufferConfig(p_max=8, beta=0.5)), BoundaryDetector()
+    buf.enqueue(variants("c", 4))
+    buf.on_epoch_boundary(1, det)
+    state = json.loads(json.dumps(buf.state_dict()))
+    other = ReplayBuffer([], BufferConfig(p_max=3, beta=0.2))
+    with caplog.at_level("WARNING", logger="trainer.buffer"):
+        changes = other.load_state_dict(state)
+    assert changes == {"beta": (0.5, 0.2), "p_max": (8, 3)}
+    assert "beta 0.5 -> 0.2" in caplog.text and "p_max 8 -> 3" in caplog.text
+    assert other.config == BufferConfig(p_max=3, beta=0.2)  # the current run's settings win
+    assert {k: v for k, v in other.state_dict().items() if k != "config"} == {
+        k: v for k, v in buf.state_dict().items() if k != "config"}  # state restored exactly
+    clone = ReplayBuffer([])
+    assert clone.load_state_dict(state, restore_config=True) == {} and clone.state_dict() == buf.state_dict()
 
 
 def test_drift_window_must_fit_detector_history():
@@ -183,21 +242,24 @@ CONFIG = st.builds(
     retire_seeds=st.booleans(),
     no_retirement=st.booleans(),
     max_queue=st.integers(0, 20),
+    min_pool_size=st.integers(1, 7),
 )
 
 
 class Run:
     """Replays one script: each epoch rolls out the pool, queues new variants, then hits a boundary."""
 
-    def __init__(self, cfg: BufferConfig, n_seeds: int = 5):
+    def __init__(self, cfg: BufferConfig, n_seeds: int = 5, reward_choices: tuple[float, ...] = (
+            0.0, 0.1, 0.3, 0.5, 0.8, 0.9, 1.0)):
         self.buf, self.det = ReplayBuffer(seeds(n_seeds), cfg), BoundaryDetector()
         self.n_seeds = n_seeds
         self.counter = 0
+        self.reward_choices = reward_choices
 
     def epoch(self, epoch: int, n_new: int, reward_seed: int):
         rng = random.Random(reward_seed)
         pool_ids = self.buf.active_ids()
-        means = {t: rng.choice([0.0, 0.1, 0.3, 0.5, 0.8, 0.9, 1.0]) for t in pool_ids}
+        means = {t: rng.choice(self.reward_choices) for t in pool_ids}
         ids = [t for t in pool_ids for _ in range(K)]
         self.det.record(epoch, epoch, ids, [means[t] for t in ids], K)
         new = variants(f"e{epoch}_", n_new)
@@ -219,8 +281,8 @@ def test_invariants_over_random_runs(cfg, script):
         report = run.epoch(epoch, n_new, rs)
         # the pool never exceeds seeds + P_max after pruning
         assert run.buf.n_generated <= cfg.p_max and len(run.buf) <= run.n_seeds + cfg.p_max
-        # injection: only from the queue, at most beta of the pool trained on
-        assert len(report.injected) <= int(cfg.beta * pool_before)
+        # injection: only from the queue, at most beta of the pool trained on (at least one if beta > 0)
+        assert len(report.injected) <= (max(1, int(cfg.beta * pool_before)) if cfg.beta > 0 else 0)
         new_ids = {f"multi_turn_base_0__rods_e{epoch}_{i}" for i in range(n_new)}
         assert set(report.injected) <= queued_before | new_ids
         seen_injected |= set(report.injected)
@@ -250,7 +312,7 @@ def test_save_load_round_trips_and_continues_identically(cfg, script, cut, tmp_p
     run.buf.save(path, detector=run.det)
 
     resumed = Run(cfg)
-    resumed.buf, resumed.det = ReplayBuffer([]), BoundaryDetector()
+    resumed.buf, resumed.det = ReplayBuffer([], cfg), BoundaryDetector()
     resumed.buf.load(path, detector=resumed.det)
     assert resumed.buf.state_dict() == run.buf.state_dict()
     assert resumed.det.state_dict() == run.det.state_dict()
@@ -275,3 +337,30 @@ def test_state_dict_is_json_and_restores_tasks(tmp_path):
     with pytest.raises(ValueError, match="no detector state"):
         buf.save(tmp_path / "b.json")
         other.load(tmp_path / "b.json", detector=BoundaryDetector())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cfg=CONFIG, script=SCRIPT, n_seeds=st.integers(1, 6),
+       rewards=st.sampled_from([(0.0, 1.0), (1.0,), (0.0,), (0.0, 0.1, 0.5, 0.99, 1.0)]))
+def test_pool_never_empties_and_small_pools_inject(cfg, script, n_seeds, rewards):
+    """Even when every task is due to retire every epoch (retire_seeds, all mastered or all hard)."""
+    run = Run(cfg, n_seeds=n_seeds, reward_choices=rewards)
+    for epoch, (n_new, rs) in enumerate(script):
+        before = len(run.buf)
+        pool_ids = run.buf.active_ids()
+        rng = random.Random(rs)
+        means = {t: rng.choice(rewards) for t in pool_ids}
+        ids = [t for t in pool_ids for _ in range(K)]
+        run.det.record(epoch, epoch, ids, [means[t] for t in ids], K)
+        run.buf.enqueue(variants(f"e{epoch}_", n_new), epoch=epoch)
+        queue = len(run.buf.queued_ids())
+        unevaluated = sum(1 for g in run.buf._gen if run.det.evaluations(g) == 0)
+        room = cfg.p_max - (run.buf.n_generated if cfg.no_retirement else unevaluated)
+        report = run.buf.on_epoch_boundary(epoch + 1, run.det)
+        assert len(run.buf) >= 1 and report.pool_size == len(run.buf)  # the active pool never empties
+        if cfg.beta > 0 and queue and room > 0:  # injection >= 1 when the queue is non-empty and P_max has room
+            assert len(report.injected) >= 1
+        pruned = sum(r.reason == "pruned" for r in report.retired)
+        # burn-in and drift never take the pool below min_pool_size (only the P_max cap may)
+        assert len(run.buf) + pruned >= min(cfg.min_pool_size, before + len(report.injected))
+        assert not set(report.kept) & {r.task_id for r in report.retired} and set(report.kept) <= set(run.buf.active_ids())

@@ -253,7 +253,7 @@ def test_state_round_trips_exactly(rows):
     det.select_seeds(2, cooldown=1)
     state = det.state_dict()
     other = BoundaryDetector()
-    other.load_state_dict(json.loads(json.dumps(state)))
+    other.load_state_dict(json.loads(json.dumps(state)), restore_config=True)  # an exact clone
     assert other.state_dict() == state and other.config.history_size == 2
     assert other.partition() == det.partition()
     assert other.select_seeds(4, cooldown=1) == det.select_seeds(4, cooldown=1)
@@ -287,3 +287,72 @@ def test_batch_record_columns_for_logging():
     assert (batch.task_ids, batch.means, batch.variances, batch.informative) == (
         ["a", "b"], [0.5, 1.0], [0.25, 0.0], [True, False])
     json.dumps(batch.model_dump())
+
+
+# --------------------------------------------------------------------------- classes inside category quotas
+def test_balance_classes_spreads_a_category_quota_over_class_groups():
+    fs, tw, math_ = ["GorillaFileSystem"], ["TwitterAPI"], ["MathAPI"]
+    classes = {tid("base", i): fs for i in range(4)} | {tid("base", 10): tw, tid("base", 11): tw,
+                                                        tid("base", 20): math_, tid("miss_func", 0): fs}
+    det = BoundaryDetector(classes=classes)
+    record_means(det, {tid("base", 0): 0.5, tid("base", 1): 0.5, tid("base", 2): 0.5, tid("base", 3): 0.45,
+                       tid("base", 10): 0.3, tid("base", 11): 0.25, tid("base", 20): 0.8, tid("miss_func", 0): 0.5})
+    plain = det.select_seeds(4, {"base": 4}, epoch=0)  # rank only: the file-system tasks crowd out the rest
+    assert plain.task_ids == [tid("base", i) for i in range(4)]
+    sel = det.select_seeds(5, {"base": 4, "miss_func": 1}, balance_classes=True, epoch=1)
+    base = [s for s in sel.seeds if s.type == "base"]
+    # round 1: best of each group (fs 0, tw 10, math 20); round 2: the best remaining of fs and tw -> fs 1
+    assert sorted(s.task_id for s in base) == sorted([tid("base", 0), tid("base", 1), tid("base", 10), tid("base", 20)])
+    assert {s.group for s in base} == {"GorillaFileSystem", "TwitterAPI", "MathAPI"}
+    assert sel.per_type == {"base": 4, "miss_func": 1} and sel.balance_classes and sel.reason is None
+
+
+def test_class_selection_needs_a_classes_lookup():
+    det = BoundaryDetector()
+    record_means(det, {tid("base", 0): 0.5})
+    for kwargs in ({"by": "classes"}, {"balance_classes": True}):
+        with pytest.raises(ValueError, match="classes"):
+            det.select_seeds(1, **kwargs)
+    with pytest.raises(ValueError, match="by='category'"):
+        BoundaryDetector(classes={}).select_seeds(1, by="classes", balance_classes=True)
+
+
+@settings(max_examples=60)
+@given(
+    tasks=st.dictionaries(st.tuples(st.sampled_from(CATS), st.integers(0, 30)),
+                          st.tuples(st.sampled_from(["A", "B", "C", "A+B"]),
+                                    st.sampled_from([0.0, 0.2, 0.3, 0.5, 0.6, 0.85, 1.0])), max_size=40),
+    quotas=st.dictionaries(st.sampled_from(CATS), st.integers(0, 6)),
+)
+def test_balanced_quotas_hold_and_groups_stay_even(tasks, quotas):
+    classes = {tid(c, i): g.split("+") for (c, i), (g, _) in tasks.items()}
+    det = BoundaryDetector(classes=classes)
+    if tasks:
+        record_means(det, {tid(c, i): m for (c, i), (_, m) in tasks.items()})
+    sel = det.select_seeds(sum(quotas.values()), quotas, balance_classes=True)
+    for c in CATS:
+        eligible = {(g, i) for (cc, i), (g, m) in tasks.items() if cc == c and 0.2 <= m <= 0.85}
+        chosen = [s for s in sel.seeds if s.type == c]
+        assert len(chosen) == min(quotas.get(c, 0), len(eligible))  # the category quota, or all there is
+        got = {g: sum(1 for s in chosen if s.group == g) for g, _ in eligible}
+        avail = {g: sum(1 for gg, _ in eligible if gg == g) for g, _ in eligible}
+        for g in got:  # two groups differ by more than one only if the smaller one ran out
+            for h in got:
+                assert got[g] <= got[h] + 1 or got[h] == avail[h]
+
+
+# --------------------------------------------------------------------------- resume settings
+def test_load_keeps_current_thresholds_and_warns(caplog):
+    det = BoundaryDetector(config=DetectorConfig(alpha_minus=0.2, history_size=4))
+    for epoch in range(4):
+        record_means(det, {"a": 0.3, "b": 0.1}, epoch=epoch)
+    state = json.loads(json.dumps(det.state_dict()))
+    other = BoundaryDetector(config=DetectorConfig(alpha_minus=0.35, history_size=2))
+    with caplog.at_level("WARNING", logger="trainer.detection"):
+        changes = other.load_state_dict(state)
+    assert changes == {"alpha_minus": (0.2, 0.35), "history_size": (4, 2)}
+    assert "alpha_minus 0.2 -> 0.35" in caplog.text
+    assert other.config.alpha_minus == 0.35 and other.partition().hard == ["a", "b"]  # 0.3 < 0.35 now
+    assert other.latest_means("a", 8) == [0.3, 0.3]  # histories trimmed to the current size
+    clone = BoundaryDetector()
+    assert clone.load_state_dict(state, restore_config=True) == {} and clone.state_dict() == state

@@ -103,7 +103,7 @@ def test_boundary_round_synthesizes_queues_and_injects_at_the_boundary(seeds, ar
     before = {r["task_id"] for r in cur.epoch_rows(2)}
     rep = cur.end_epoch(step=2)
     assert sorted(rep.seeds) == sorted([a, b]) and synth.calls == [(rep.seeds, 0)]
-    assert rep.synthesized and rep.injected == rep.synthesized[: int(args.injection_cap * 4)]
+    assert rep.synthesized and rep.injected == rep.synthesized[: max(1, int(args.injection_cap * 4))]
     after = {r["task_id"] for r in cur.epoch_rows(2)}
     assert not before & set(rep.injected) and set(rep.injected) <= after
     assert rep.metrics()["rods/injected"] == len(rep.injected)
@@ -168,3 +168,89 @@ def test_plot_writes_both_figures(seeds, args, tmp_path):
     paths = plot_run(tmp_path)
     assert [p.name for p in paths] == ["pool_dynamics.png", "reward_distributions.png"]
     assert all(p.stat().st_size > 1000 for p in paths)
+
+
+# --------------------------------------------------------------------------- review fixes
+def test_quota_by_class_spreads_category_quota_over_classes(args):
+    base = load_split("train", ["base"])
+    fs = [t for t in base if t.involved_classes == ["GorillaFileSystem"]][:3]
+    tb = [t for t in base if t.involved_classes == ["TradingBot"]][:1]
+    args.quota_by_class, args.seed_quotas, args.seeds_per_epoch = True, {"base": 2}, 2
+    synth = FakeSynth()
+    cur = Curriculum(fs + tb, args, synth)
+    # the three file-system tasks rank best (0.5); the trading task (0.25) is the only one of its class group
+    _record_epoch(cur, {fs[0].id: [0, 1, 0, 1], fs[1].id: [0, 1, 0, 1], fs[2].id: [0, 1, 0, 1], tb[0].id: [0, 0, 0, 1]})
+    rep = cur.end_epoch(step=1)
+    best_fs = sorted(t.id for t in fs)  # equal means and variances: id order
+    assert sorted(rep.seeds) == sorted([best_fs[0], tb[0].id])  # one per class group, not the two best fs tasks
+    # classes of injected variants are known to the detector (the lookup follows the live task table)
+    (v,) = rep.injected
+    _record_epoch(cur, {t.id: [0, 1, 0, 1] for t in cur.active_tasks()})
+    assert cur.detector.stats(v).classes == sorted(cur.task(v).involved_classes) != []
+    args.quota_by_class = False  # plain category quota: rank only
+    plain = Curriculum(fs + tb, args, FakeSynth())
+    _record_epoch(plain, {fs[0].id: [0, 1, 0, 1], fs[1].id: [0, 1, 0, 1], fs[2].id: [0, 1, 0, 1], tb[0].id: [0, 0, 0, 1]})
+    assert sorted(plain.end_epoch(step=1).seeds) == best_fs[:2]
+
+
+def test_resume_keeps_the_runs_current_settings_and_warns(seeds, args, tmp_path, caplog):
+    cur = Curriculum(seeds, args, FakeSynth())
+    a, b, c, d = (t.id for t in seeds)
+    _record_epoch(cur, {a: [0, 1, 0, 1], b: [0, 1, 1, 1], c: [1] * 4, d: [0] * 4})
+    cur.end_epoch(step=2)
+    cur.save(tmp_path / "state.json")
+    new_args = parse_recipe(RECIPES / "tiny-cpu.yaml", ["--output_dir", str(tmp_path), "--p_max", "3",
+                                                        "--alpha_minus", "0.3", "--seeds_per_epoch", "1"])
+    resumed = Curriculum(seeds, new_args, FakeSynth())
+    with caplog.at_level("WARNING", logger="trainer.curriculum"):
+        resumed.load(tmp_path / "state.json", unique_per_batch=2)
+    assert resumed.resume_changes == {"p_max": (8, 3), "detector.alpha_minus": (0.2, 0.3), "seeds_per_epoch": (2, 1)}
+    assert "p_max 8 -> 3" in caplog.text and "detector.alpha_minus 0.2 -> 0.3" in caplog.text
+    assert resumed.buffer.config.p_max == 3 and resumed.detector.config.alpha_minus == 0.3
+    saved, now = cur.state_dict(), resumed.state_dict()
+    assert now["buffer"]["pool"] == saved["buffer"]["pool"] and now["buffer"]["queue"] == saved["buffer"]["queue"]
+    assert now["detector"]["tracks"] == saved["detector"]["tracks"] and now["known"] == saved["known"]
+    _record_epoch(resumed, {t.id: [0, 1, 0, 1] for t in resumed.active_tasks()})
+    assert resumed.end_epoch(step=3).alpha_minus == 0.3  # the report shows the settings actually used
+
+
+def test_pool_never_empties_with_retire_seeds(seeds, args):
+    args.retire_seeds, args.mode = True, "static"
+    cur = Curriculum(seeds, args)
+    for epoch in range(3):  # every seed mastered every epoch
+        _record_epoch(cur, {t.id: [1.0] * 4 for t in cur.active_tasks()})
+        rep = cur.end_epoch(step=epoch)
+    assert len(cur.buffer) == 1 and rep.kept == cur.buffer.active_ids() and rep.metrics()["rods/kept_by_floor"] == 1
+    assert len(cur.epoch_rows(2)) == 2  # the next epoch still has rows
+
+
+def test_graph_context_passes_the_llm_stages(args):
+    from trainer.synthesis_bridge import graph_context
+
+    assert graph_context(args, 0).backbone == "offline"
+    args.synthesis_backbone, args.synthesis_model = "openai", "m"
+    ctx = graph_context(args, 0)
+    assert ctx.backbone == "llm" and ctx.llm_stages == ["plan", "rewrite", "patch"] and ctx.concurrency == 8
+    parsed = parse_recipe(RECIPES / "tiny-cpu.yaml", ["--output_dir", str(args.output_dir), "--synthesis_backbone",
+                                                      "openai", "--synthesis_model", "m", "--synthesis_llm_stages",
+                                                      "plan,patch"])
+    assert graph_context(parsed, 0).llm_stages == ["plan", "patch"]
+    with pytest.raises(ValueError, match="unknown stage"):
+        RODSConfig(output_dir=str(args.output_dir), use_cpu=True, bf16=False, synthesis_llm_stages=["critique"])
+
+
+def test_epoch_stream_registry_does_not_keep_the_curriculum_alive(seeds, args):
+    import gc
+    import pickle
+
+    from trainer.grpo import _STREAMS, _EpochStream
+
+    cur = Curriculum(seeds, args)
+    stream = _EpochStream(cur, 2)
+    copy = pickle.loads(pickle.dumps(stream))
+    assert [r["task_id"] for r in copy()] == [r["task_id"] for r in cur.epoch_rows(2)]
+    del cur
+    gc.collect()
+    assert stream.key not in _STREAMS
+    with pytest.raises(RuntimeError, match="freed"):
+        list(stream())

@@ -5,7 +5,9 @@ the paper as read by [CN]/[TW] (see ``docs/rods-paper-notes.md`` §5 and §8):
 
 * **Staged injection.** :meth:`ReplayBuffer.enqueue` only queues; variants enter the pool at
   :meth:`ReplayBuffer.on_epoch_boundary`, at most ``beta`` (20%) of the pool trained on in the
-  epoch that just ended, first in first out. Leftovers wait for later boundaries.
+  epoch that just ended, first in first out, but at least one while the queue holds any and
+  P_max leaves room (``floor(0.2 * pool)`` is 0 for pools under 5; ``beta = 0`` turns injection
+  off). Leftovers wait for later boundaries.
 * **P_max** (400) caps the *generated* part of the pool. Injection never lets the not-yet-evaluated
   generated items exceed P_max, so pruning can always restore the cap; in ``no_retirement`` mode
   injection stops at P_max (nothing ever leaves).
@@ -20,6 +22,11 @@ the paper as read by [CN]/[TW] (see ``docs/rods-paper-notes.md`` §5 and §8):
      φ = 4 m (1 - m) (latest epoch mean; the Bernoulli-variance bound) goes first; ties by older
      injection, then id. Items not evaluated yet are never pruned: they have had no burn-in.
 
+* **The pool never empties.** Burn-in and drift never take the active pool below
+  ``min_pool_size`` (at least 1): when they would, the candidates with the highest φ stay (the
+  most informative), are reported as ``kept`` and logged, and are checked again at the next
+  boundary. P_max pruning is a hard cap and wins over ``min_pool_size``, but never removes the
+  last task of the pool.
 * **Human seeds are the anchor.** They are never burned in, pruned or evicted as hard, so every
   skill of the original data stays in the curriculum and a hard seed can come back into reach as
   the policy improves. ``retire_seeds=True`` lets *mastered* seeds retire by drift as well (the
@@ -29,11 +36,14 @@ the paper as read by [CN]/[TW] (see ``docs/rods-paper-notes.md`` §5 and §8):
 The buffer is deterministic (no random numbers): every rank that sees the same gathered rewards
 makes the same decisions. ``state_dict()``/``save()`` capture pool, queue, per-item lifecycle,
 retired ids and the event log exactly; ``save(path, detector=...)`` writes both in one atomic file.
+On load the buffer's *current* config wins (thresholds, capacities), with a logged warning for
+every value that differs from the saved one; ``restore_config=True`` adopts the saved config.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -42,7 +52,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from envs.task import Task, atomic_write_text
-from trainer.detection import BoundaryDetector, phi
+from trainer.detection import BoundaryDetector, config_changes, format_changes, phi
+
+log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
 RetireReason = Literal["burn_in", "mastered", "hard", "pruned"]
@@ -62,6 +74,7 @@ class BufferConfig(BaseModel):
     drift_window: int = Field(2, ge=1, description="W: consecutive epoch evaluations needed for drift eviction.")
     retire_seeds: bool = Field(False, description="Let mastered human seeds retire by drift too.")
     no_retirement: bool = Field(False, description="Ablation: nothing ever leaves; injection stops at P_max.")
+    min_pool_size: int = Field(1, ge=1, description="Burn-in and drift never shrink the active pool below this.")
     max_queue: int = Field(4000, ge=0, description="Queue capacity; the oldest candidates are dropped beyond it.")
     event_log_size: int = Field(100_000, ge=0, description="Events kept in the log (oldest dropped).")
 
@@ -115,6 +128,8 @@ class BoundaryReport(BaseModel):
     pool_before: int
     injected: list[str]
     retired: list[Retired]
+    kept: list[str] = Field(default_factory=list,
+                            description="Due to retire (burn-in/drift) but kept so the pool stays >= min_pool_size.")
     pool_size: int
     seeds: int
     generated: int
@@ -133,6 +148,7 @@ class BoundaryReport(BaseModel):
             f"{prefix}pool_seeds": float(self.seeds),
             f"{prefix}pool_generated": float(self.generated),
             f"{prefix}queue": float(self.queue),
+            f"{prefix}kept_by_floor": float(len(self.kept)),
         }
         out.update({f"{prefix}retired/{k}": float(v) for k, v in self.retired_by_reason().items()})
         return out
@@ -183,31 +199,39 @@ class ReplayBuffer:
         return list(self._pool.values())
 
     def active_ids(self) -> list[str]:
+        """Ids of the training pool, in :meth:`active_tasks` order (a copy)."""
         return list(self._pool)
 
     def queued_ids(self) -> list[str]:
+        """Ids waiting in the candidate queue, oldest (next to inject) first (a copy)."""
         return list(self._queue)
 
     @property
     def seed_ids(self) -> frozenset[str]:
+        """Human seeds still in the pool (a seed leaves only by mastered drift with ``retire_seeds``)."""
         return frozenset(self._seed_ids)
 
     @property
     def retired_ids(self) -> frozenset[str]:
+        """Every id ever retired; :meth:`enqueue` refuses them (``previously_retired``)."""
         return frozenset(self._retired)
 
     @property
     def events(self) -> list[Queued | Rejected | Dropped | Injected | Retired]:
+        """The event log, oldest first (bounded by ``event_log_size``)."""
         return list(self._events)
 
     def __len__(self) -> int:
+        """Size of the active pool (seeds + generated)."""
         return len(self._pool)
 
     def __contains__(self, task_id: str) -> bool:
+        """Whether ``task_id`` is in the active pool (queued items are not)."""
         return task_id in self._pool
 
     @property
     def n_generated(self) -> int:
+        """Generated (non-seed) items in the active pool; P_max caps this number."""
         return len(self._gen)
 
     # ------------------------------------------------------------------ queue
@@ -248,12 +272,14 @@ class ReplayBuffer:
         pool_before = len(self._pool)
         events: list[Injected | Retired] = []
 
-        # 1. staged injection: beta of the pool trained on; unevaluated generated items <= P_max
+        # 1. staged injection: beta of the pool trained on (at least one if beta > 0: floor(0.2 * pool)
+        #    is 0 for pools under 5, which would starve small pools); unevaluated generated items <= P_max
         if cfg.no_retirement:
             room = cfg.p_max - len(self._gen)
         else:
             room = cfg.p_max - sum(1 for g in self._gen if detector.evaluations(g) == 0)
-        n_inject = max(0, min(len(self._queue), int(cfg.beta * pool_before), room))
+        cap = max(1, int(cfg.beta * pool_before)) if cfg.beta > 0 else 0
+        n_inject = max(0, min(len(self._queue), cap, room))
         injected: list[str] = []
         for _ in range(n_inject):
             tid, task = self._queue.popitem(last=False)
@@ -264,17 +290,21 @@ class ReplayBuffer:
             events.append(Injected.model_construct(task_id=tid, epoch=epoch, kind="injected"))
 
         retired: list[Retired] = []
+        kept: list[str] = []
         if not cfg.no_retirement:
             # 2. burn-in: first evaluation of a generated item
+            burn: list[Retired] = []
             for tid, item in self._gen.items():
                 if item.burned_in or detector.evaluations(tid) == 0:
                     continue
                 first = detector.latest_means(tid, detector.config.history_size)[0]
                 if first < cfg.burn_in_threshold:
-                    retired.append(self._retired_event(tid, "burn_in", epoch, detector))
+                    burn.append(self._retired_event(tid, "burn_in", epoch, detector))
                 else:
                     item.burned_in = True
-            self._remove(r.task_id for r in retired)
+            burn = self._above_floor(burn, kept)
+            self._remove(r.task_id for r in burn)
+            retired.extend(burn)
 
             # 3. boundary drift: last W means all mastered or all hard
             drift: list[Retired] = []
@@ -290,11 +320,12 @@ class ReplayBuffer:
                     drift.append(self._retired_event(tid, "mastered", epoch, detector))
                 elif not is_seed and all(m < cfg.retire_hard for m in means):
                     drift.append(self._retired_event(tid, "hard", epoch, detector))
+            drift = self._above_floor(drift, kept)
             self._remove(r.task_id for r in drift)
             retired.extend(drift)
 
             # 4. variance-prioritised pruning of evaluated generated items beyond P_max
-            excess = len(self._gen) - cfg.p_max
+            excess = min(len(self._gen) - cfg.p_max, len(self._pool) - 1)  # never the last task (P_max 0 after a resume)
             if excess > 0:
                 ranked = []
                 for tid, item in self._gen.items():
@@ -306,14 +337,32 @@ class ReplayBuffer:
                 self._remove(r.task_id for r in pruned)
                 retired.extend(pruned)
 
+        kept = [t for t in kept if t in self._pool]  # spared by the floor, then pruned by the P_max cap: not kept
         events.extend(retired)
         self._events.extend(events)
         detector.forget(r.task_id for r in retired)
         self.last_epoch = epoch
+        if kept:
+            log.warning("epoch %d: kept %d task(s) due to retire so the pool stays >= %d (min_pool_size): %s",
+                        epoch, len(kept), max(1, cfg.min_pool_size), kept)
         return BoundaryReport(
-            epoch=epoch, pool_before=pool_before, injected=injected, retired=retired, pool_size=len(self._pool),
+            epoch=epoch, pool_before=pool_before, injected=injected, retired=retired, kept=kept,
+            pool_size=len(self._pool),
             seeds=len(self._pool) - len(self._gen), generated=len(self._gen), queue=len(self._queue),
         )
+
+    def _above_floor(self, due: list[Retired], kept: list[str]) -> list[Retired]:
+        """The part of ``due`` that can leave without the pool dropping below ``min_pool_size``.
+
+        When not all can, the lowest-φ ones leave (ties by id) and the rest stay, appended to ``kept``.
+        """
+        allowed = max(0, len(self._pool) - max(1, self.config.min_pool_size))
+        if len(due) <= allowed:
+            return due
+        ranked = sorted(due, key=lambda r: (r.phi if r.phi is not None else 0.0, r.task_id))
+        kept.extend(r.task_id for r in ranked[allowed:])
+        leave = {r.task_id for r in ranked[:allowed]}
+        return [r for r in due if r.task_id in leave]
 
     def _retired_event(self, tid: str, reason: RetireReason, epoch: int, detector: BoundaryDetector) -> Retired:
         m = detector.latest_mean(tid)
@@ -345,10 +394,23 @@ class ReplayBuffer:
             "events": _EVENTS.dump_python(list(self._events), mode="json"),
         }
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any], *, restore_config: bool = False) -> dict[str, tuple[Any, Any]]:
+        """Restore a :meth:`state_dict`: pool, seeds, lifecycle, queue, retired ids and events exactly.
+
+        The buffer's *current* config wins (a resumed run keeps the ``--p_max``, ``--injection_cap``
+        ... it was started with); each value that differs from the saved config is logged as a
+        warning and returned as ``{name: (saved, current)}``. New capacities take effect at the
+        next boundary (P_max pruning) or enqueue (``max_queue``); ``event_log_size`` at once.
+        ``restore_config=True`` adopts the saved config instead (an exact clone).
+        """
         if state.get("version") != STATE_VERSION:
             raise ValueError(f"unsupported buffer state version {state.get('version')!r}")
-        self.config = BufferConfig.model_validate(state["config"])
+        saved = BufferConfig.model_validate(state["config"])
+        changes = config_changes(saved, self.config)
+        if restore_config:
+            self.config, changes = saved, {}
+        elif changes:
+            log.warning("buffer state loaded with the current settings, not the saved ones: %s", format_changes(changes))
         self.last_epoch = state["last_epoch"]
         self._counter = state["counter"]
         model = self.task_model
@@ -366,6 +428,7 @@ class ReplayBuffer:
             self._queue[t.id] = t
         self._retired = set(state["retired"])
         self._events = deque(_EVENTS.validate_python(state["events"]), maxlen=self.config.event_log_size)
+        return changes
 
     def save(self, path: str | Path, detector: BoundaryDetector | None = None) -> None:
         """Write the state (and the detector's, if given) to one JSON file, atomically."""
@@ -374,14 +437,17 @@ class ReplayBuffer:
             state["detector"] = detector.state_dict()
         atomic_write_text(path, json.dumps(state))
 
-    def load(self, path: str | Path, detector: BoundaryDetector | None = None) -> None:
-        """Restore :meth:`save`'s file; restores ``detector`` too when given (it must have been saved)."""
+    def load(self, path: str | Path, detector: BoundaryDetector | None = None, *, restore_config: bool = False) -> None:
+        """Restore :meth:`save`'s file; restores ``detector`` too when given (it must have been saved).
+
+        ``restore_config`` as in :meth:`load_state_dict` (default: the current configs win).
+        """
         state = json.loads(Path(path).read_text(encoding="utf-8"))
         if detector is not None:
             if "detector" not in state:
                 raise ValueError(f"{path} holds no detector state")
-            detector.load_state_dict(state["detector"])
-        self.load_state_dict(state["buffer"])
+            detector.load_state_dict(state["detector"], restore_config=restore_config)
+        self.load_state_dict(state["buffer"], restore_config=restore_config)
 
 
 __all__ = [

@@ -24,6 +24,7 @@ from typing import Literal
 from trl import GRPOConfig
 
 MODES = ("rods", "static", "random-seeds", "no-retirement")
+LLM_STAGES = ("plan", "rewrite", "patch")
 Mode = Literal["rods", "static", "random-seeds", "no-retirement"]
 
 
@@ -111,7 +112,10 @@ class RODSConfig(GRPOConfig):
         metadata={"help": "Per-category seed quotas M_tau, e.g. {base: 8, miss_func: 8}; None = M split evenly."},
     )
     quota_by_class: bool = field(
-        default=False, metadata={"help": "Also balance seeds over involved classes inside each category quota."}
+        default=False,
+        metadata={"help": "Spread each category's quota over the involved-class groups (sorted class sets) of its "
+                          "boundary tasks: one seed per group per round, best-ranked first, so no class group "
+                          "crowds out another (category quotas still decide how many seeds each category gets)."},
     )
     variants_per_seed: int = field(
         default=2, metadata={"help": "Variants the synthesis graph is asked for per seed (not published)."}
@@ -120,7 +124,9 @@ class RODSConfig(GRPOConfig):
         default=400, metadata={"help": "Most synthesized tasks active at once, P_max (paper: 400)."}
     )
     injection_cap: float = field(
-        default=0.20, metadata={"help": "beta: at most this fraction of the active pool is injected per epoch (paper: 0.2)."}
+        default=0.20,
+        metadata={"help": "beta: at most this fraction of the active pool is injected per epoch (paper: 0.2), but at "
+                          "least one task while the queue holds any and P_max leaves room; 0 turns injection off."},
     )
     retire_mastered: float = field(
         default=0.95, metadata={"help": "Retire a synthesized task whose recent mean exceeds this (paper: 0.95)."}
@@ -139,7 +145,9 @@ class RODSConfig(GRPOConfig):
         metadata={"help": "Let human seed tasks retire too (default: seeds are the curriculum's anchor and stay)."},
     )
     min_pool_size: int = field(
-        default=1, metadata={"help": "Never shrink the active pool below this many tasks."}
+        default=1,
+        metadata={"help": "Burn-in and drift retirement never shrink the active pool below this many tasks (at least "
+                          "1): the highest-phi candidates stay and are logged as kept. P_max pruning still applies."},
     )
 
     # ------------------------------------------------------------------ synthesis
@@ -157,7 +165,16 @@ class RODSConfig(GRPOConfig):
     synthesis_temperature: float = field(
         default=1.0, metadata={"help": "Sampling temperature of the synthesis agents (paper App. J: 1.0)."}
     )
-    synthesis_concurrency: int = field(default=8, metadata={"help": "Seeds synthesized concurrently."})
+    synthesis_llm_stages: list[str] = field(
+        default_factory=lambda: ["plan", "rewrite", "patch"],
+        metadata={"help": "Synthesis stages the LLM takes over with synthesis_backbone=openai (any of plan, rewrite, "
+                          "patch; the others stay offline). Default: all three, as in the paper, where every "
+                          "synthesis agent is the LLM. Ignored with the offline backbone."},
+    )
+    synthesis_concurrency: int = field(
+        default=8,
+        metadata={"help": "Synthesis samples (seed x variant pairs) in flight at once (the graph's max_concurrency)."},
+    )
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -170,6 +187,15 @@ class RODSConfig(GRPOConfig):
             self.synthesis_backbone = "openai"
         if self.synthesis_backbone not in ("offline", "openai"):
             raise ValueError("synthesis_backbone must be 'offline' or 'openai' (alias: llm)")
+        stages = [p.strip() for s in (self.synthesis_llm_stages or []) for p in str(s).split(",") if p.strip()]
+        if set(stages) - set(LLM_STAGES):
+            raise ValueError(f"synthesis_llm_stages: unknown stage(s) {sorted(set(stages) - set(LLM_STAGES))}; "
+                             f"choose from {list(LLM_STAGES)}")
+        if self.synthesis_backbone == "openai" and not stages:
+            raise ValueError("synthesis_backbone=openai needs at least one of synthesis_llm_stages")
+        self.synthesis_llm_stages = list(dict.fromkeys(stages))
+        if self.min_pool_size < 1:
+            raise ValueError("min_pool_size must be >= 1 (the active pool never empties)")
         if isinstance(self.seed_quotas, str):  # from the command line: JSON text
             import json
 

@@ -6,8 +6,9 @@ generation batch (:meth:`record`), serves the task pool of the current epoch
 
 1. partitions the active pool into mastered / boundary / hard from the epoch's rollouts;
 2. picks synthesis seeds: boundary tasks nearest 0.5 under per-category quotas (``rods``,
-   ``no-retirement``), uniformly at random among the pool (``random-seeds``), or none (``static``).
-   No boundary task is not an error: the round is skipped, logged, and training carries on;
+   ``no-retirement``; with ``quota_by_class`` each category's quota is spread over the involved-class
+   groups of its boundary tasks), uniformly at random among the pool (``random-seeds``), or none
+   (``static``). No boundary task is not an error: the round is skipped, logged, and training carries on;
 3. runs the synthesis graph in process on those seeds and queues the accepted variants;
 4. lets the buffer inject queued variants (at most beta of the pool) and retire (burn-in,
    drift, P_max pruning; never in ``no-retirement``). Queued variants therefore first train in
@@ -16,6 +17,11 @@ generation batch (:meth:`record`), serves the task pool of the current epoch
 
 Every decision is a deterministic function of the gathered rewards and the seed, so all ranks
 keep identical pools (each rank runs its own copy; only rank 0 writes files).
+
+**Resume.** :meth:`Curriculum.load_state_dict` restores pool, queue, statistics and the stream
+position exactly, but the run's *current* settings (``rods train --resume --p_max ...``) win over
+the checkpoint's: every changed value is logged as a warning and kept in ``resume_changes``, and the
+epoch reports written after the resume show the settings actually used.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +39,14 @@ from pydantic import BaseModel, Field
 
 from envs.task import Task, atomic_write_text
 from trainer.buffer import BoundaryReport, BufferConfig, ReplayBuffer
-from trainer.detection import BoundaryDetector, DetectorConfig
+from trainer.detection import BoundaryDetector, DetectorConfig, format_changes
 from trainer.synthesis_bridge import SynthesisOutcome, Synthesizer
 
 log = logging.getLogger(__name__)
 STATE_FILE = "rods_curriculum.json"
+SETTINGS = ("mode", "seeds_per_epoch", "seed_quotas", "quota_by_class", "variants_per_seed", "seed",
+            "synthesis_backbone")
+"""Curriculum settings outside the detector and buffer configs, compared on resume (the current ones win)."""
 LOG_FILE = "curriculum.jsonl"
 
 
@@ -69,6 +78,7 @@ class EpochReport(BaseModel):
     synthesis_error: str | None = None
     injected: list[str]
     retired: dict[str, list[str]] = Field(description="Retired ids by reason.")
+    kept: list[str] = Field(default_factory=list, description="Due to retire, kept to hold min_pool_size.")
     group_means: list[float] = Field(description="Mean reward of every group of the epoch (for plots).")
     rewards: list[float] = Field(description="Every rollout reward of the epoch (for plots).")
     boundary_seconds: float = 0.0
@@ -82,6 +92,7 @@ class EpochReport(BaseModel):
             "rods/injected": len(self.injected), "rods/synthesized": len(self.synthesized),
             "rods/synthesis_acceptance": self.synthesis_acceptance, "rods/synthesis_s": self.synthesis_seconds,
             "rods/boundary_s": self.boundary_seconds, "rods/epoch": self.epoch,
+            "rods/kept_by_floor": len(self.kept),
         }
         out.update({f"rods/retired/{k}": len(v) for k, v in self.retired.items()})
         return {k: float(v) for k, v in out.items()}
@@ -98,15 +109,19 @@ class Curriculum:
         self.mode = args.mode
         self.synthesizer = synthesizer
         self.run_dir = Path(run_dir) if run_dir else None
-        self.detector = BoundaryDetector(config=DetectorConfig(
+        self._known: dict[str, Task] = {t.id: t for t in seeds}
+        # classes come from the live task table (seeds, queued and injected variants), read at record time
+        self.detector = BoundaryDetector(classes=self._classes_of, config=DetectorConfig(
             alpha_minus=args.alpha_minus, alpha_plus=args.alpha_plus, history_size=max(8, args.drift_window),
         ))
         self.buffer = ReplayBuffer(seeds, BufferConfig(
             beta=args.injection_cap, p_max=args.p_max, burn_in_threshold=args.burn_in_threshold,
             retire_mastered=args.retire_mastered, retire_hard=args.retire_hard, drift_window=args.drift_window,
             retire_seeds=args.retire_seeds, no_retirement=args.mode == "no-retirement",
+            min_pool_size=max(1, getattr(args, "min_pool_size", 1)),
         ))
-        self._known: dict[str, Task] = {t.id: t for t in seeds}
+        self.resume_changes: dict[str, tuple[Any, Any]] = {}
+        """Settings that differ from the loaded checkpoint's: ``{name: (saved, current)}`` (current wins)."""
         self.epoch = 0
         self.generations_in_epoch = 0
         self.epoch_generations = 0
@@ -118,9 +133,15 @@ class Curriculum:
 
     # ------------------------------------------------------------------ views
     def task(self, task_id: str) -> Task:
+        """A task of the pool or the queue by id (the rollout function's lookup)."""
         return self._known[task_id]
 
+    def _classes_of(self, task_id: str) -> list[str] | None:
+        t = self._known.get(task_id)
+        return None if t is None else list(t.involved_classes)
+
     def active_tasks(self) -> list[Task]:
+        """The active pool (seeds first, then injected variants oldest first)."""
         return list(self.buffer.active_tasks())  # type: ignore[arg-type]
 
     def epoch_rows(self, unique_per_batch: int) -> list[dict]:
@@ -177,7 +198,7 @@ class Curriculum:
             groups=part.groups, informative_frac=part.informative_fraction, seeds=seed_ids, seed_reason=reason,
             synthesized=queued, synthesis_attempted=outcome.attempted, synthesis_acceptance=outcome.acceptance,
             synthesis_seconds=outcome.seconds, synthesis_error=outcome.error, injected=rep.injected,
-            retired={k: retired.get(k, []) for k in ("burn_in", "mastered", "hard", "pruned")},
+            kept=rep.kept, retired={k: retired.get(k, []) for k in ("burn_in", "mastered", "hard", "pruned")},
             group_means=self._epoch_group_means, rewards=self._epoch_rewards,
             boundary_seconds=time.perf_counter() - start,
         )
@@ -201,15 +222,20 @@ class Curriculum:
         if quotas is not None:
             quotas = {k: int(v) for k, v in quotas.items()}
         sel = self.detector.select_seeds(
-            n=max(n, sum(quotas.values())) if quotas else n, quotas=quotas,
-            by="classes" if args.quota_by_class else "category", task_ids=active, epoch=self.epoch,
+            n=max(n, sum(quotas.values())) if quotas else n, quotas=quotas, by="category",
+            balance_classes=bool(args.quota_by_class), task_ids=active, epoch=self.epoch,
         )
         return sel.task_ids, sel.reason
 
     # ------------------------------------------------------------------ state
+    def _settings(self) -> dict[str, Any]:
+        return {k: getattr(self.args, k, None) for k in SETTINGS}
+
     def state_dict(self) -> dict[str, Any]:
+        """JSON-serializable state: buffer, detector, task table, reports, stream position, settings."""
         return {
             "version": 1,
+            "settings": self._settings(),
             "epoch": self.epoch,
             "generations_in_epoch": self.generations_in_epoch,
             "buffer": self.buffer.state_dict(),
@@ -221,11 +247,20 @@ class Curriculum:
         }
 
     def load_state_dict(self, state: dict[str, Any], unique_per_batch: int) -> None:
-        """Restore a saved state; the next epoch stream skips the rows already generated on."""
+        """Restore a saved state; the next epoch stream skips the rows already generated on.
+
+        State is restored exactly; settings (thresholds, capacities, quotas, mode) stay the current
+        run's, and each one that differs from the checkpoint's is logged (module docstring).
+        """
         if state.get("version") != 1:
             raise ValueError(f"unsupported curriculum state version {state.get('version')!r}")
-        self.buffer.load_state_dict(state["buffer"])
-        self.detector.load_state_dict(state["detector"])
+        changes = dict(self.buffer.load_state_dict(state["buffer"]))
+        changes.update({f"detector.{k}": v for k, v in self.detector.load_state_dict(state["detector"]).items()})
+        saved = state.get("settings") or {}
+        changes.update({k: (saved[k], v) for k, v in self._settings().items() if k in saved and saved[k] != v})
+        self.resume_changes = changes
+        if changes:
+            log.warning("resume: the run's current settings win over the checkpoint's: %s", format_changes(changes))
         self._known = {d["id"]: Task.model_validate(d) for d in state["known"]}
         for t in self.buffer.active_tasks():
             self._known.setdefault(t.id, t)  # type: ignore[arg-type]
@@ -237,9 +272,11 @@ class Curriculum:
         self._epoch_group_means = list(state["epoch_group_means"])
 
     def save(self, path: str | Path) -> None:
+        """Write :meth:`state_dict` to ``path`` as JSON, atomically (the checkpoint's ``rods_curriculum.json``)."""
         atomic_write_text(path, json.dumps(self.state_dict()))
 
     def load(self, path: str | Path, unique_per_batch: int) -> None:
+        """Restore :meth:`save`'s file (see :meth:`load_state_dict`)."""
         self.load_state_dict(json.loads(Path(path).read_text(encoding="utf-8")), unique_per_batch)
 
     def append_log(self, report: EpochReport) -> None:
@@ -252,6 +289,3 @@ class Curriculum:
         lines.append(report.model_dump_json())
         atomic_write_text(path, "\n".join(lines) + "\n")
 
-
-def task_lookup(curriculum: Curriculum) -> Callable[[str], Task]:
-    return curriculum.task

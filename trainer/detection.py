@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -36,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from envs.task import CATEGORIES, atomic_write_text, category_of
 
+log = logging.getLogger(__name__)
 Zone = Literal["mastered", "boundary", "hard"]
 SeedType = Literal["category", "classes"]
 STATE_VERSION = 1
@@ -165,6 +167,8 @@ class Partition(BaseModel):
 class Seed(BaseModel):
     task_id: str
     type: str = Field(description="Quota bucket (category, or the sorted involved classes joined by '+').")
+    group: str | None = Field(None, description="Involved-class group inside the category when classes are "
+                                                "balanced (``balance_classes=True``), else None.")
     mean: float
     var: float
     phi: float = Field(description="4 m (1 - m): the Bernoulli-variance bound RODS ranks by.")
@@ -176,6 +180,7 @@ class SeedSelection(BaseModel):
     epoch: int | None
     n: int
     by: SeedType
+    balance_classes: bool = False
     quotas: dict[str, int]
     redistribute: bool
     cooldown: int
@@ -338,12 +343,15 @@ class BoundaryDetector:
 
     # ------------------------------------------------------------------ queries
     def __contains__(self, task_id: str) -> bool:
+        """Whether ``task_id`` has statistics (recorded and not forgotten)."""
         return task_id in self._tracks
 
     def __len__(self) -> int:
+        """Tasks with statistics."""
         return len(self._tracks)
 
     def latest(self, task_id: str) -> EpochObservation | None:
+        """The latest epoch observation of ``task_id`` (None if never observed)."""
         tr = self._tracks.get(task_id)
         if tr is None or not tr.hist:
             return None
@@ -368,6 +376,7 @@ class BoundaryDetector:
         return len(tr.hist) if tr else 0
 
     def stats(self, task_id: str) -> TaskStats | None:
+        """All statistics of ``task_id`` as a model (None if never observed)."""
         tr = self._tracks.get(task_id)
         if tr is None:
             return None
@@ -377,6 +386,7 @@ class BoundaryDetector:
         )
 
     def zone(self, mean: float) -> Zone:
+        """The zone of a mean under the current thresholds (boundary edges inclusive)."""
         if mean > self.config.alpha_plus:
             return "mastered"
         if mean < self.config.alpha_minus:
@@ -428,6 +438,7 @@ class BoundaryDetector:
         quotas: Mapping[str, int] | None = None,
         *,
         by: SeedType = "category",
+        balance_classes: bool = False,
         cooldown: int = 0,
         redistribute: bool = False,
         task_ids: Iterable[str] | None = None,
@@ -447,11 +458,22 @@ class BoundaryDetector:
         ``sum(quotas) > n`` is an error. A task chosen at epoch ``e`` is not chosen again before
         epoch ``e + cooldown + 1``. Chosen seeds are remembered (the cooldown is part of the state).
         Never raises for lack of boundary tasks: returns an empty selection with a ``reason``.
+
+        ``balance_classes=True`` (only with ``by="category"``) spreads each category's quota over the
+        involved-class groups of its eligible tasks: rounds of one task per group (each group's best
+        remaining), a round's picks taken in rank order until the quota is filled. So within a
+        category, no class group gets more than one seed over another group unless that other group
+        ran out of eligible tasks. Both ``by="classes"`` and ``balance_classes`` need the ``classes``
+        lookup given at construction (a ``ValueError`` otherwise: every task would be "unknown").
         """
         if cooldown < 0:
             raise ValueError(f"cooldown must be >= 0, got {cooldown}")
         if by not in ("category", "classes"):
             raise ValueError(f"by must be 'category' or 'classes', got {by!r}")
+        if balance_classes and by != "category":
+            raise ValueError("balance_classes spreads category quotas over classes: use it with by='category'")
+        if (by == "classes" or balance_classes) and self._classes is None:
+            raise ValueError("seed selection by involved classes needs the detector's `classes` lookup")
         if n is None and quotas is None:
             raise ValueError("give n, quotas, or both")
         if n is not None and n < 0:
@@ -481,7 +503,7 @@ class BoundaryDetector:
                 cooling += 1
                 continue
             var = e[4] / e[2]
-            typ = tr.category if by == "category" else ("+".join(tr.classes) or "unknown")
+            typ = tr.category if by == "category" else _class_group(tr)
             buckets.setdefault(typ, []).append((abs(m - 0.5), -var, tid, m, var))
 
         if quotas is None:
@@ -499,7 +521,11 @@ class BoundaryDetector:
         for typ in sorted(buckets):
             cand = buckets[typ]
             q = quotas.get(typ, 0)
-            if redistribute:
+            if balance_classes:
+                take, rest = _spread_over_classes(cand, q, self._tracks)
+                if redistribute:
+                    leftovers.extend((*c, typ) for c in rest)
+            elif redistribute:
                 cand.sort()
                 take, rest = cand[:q], cand[q:]
                 leftovers.extend((*c, typ) for c in rest)
@@ -514,7 +540,9 @@ class BoundaryDetector:
                 per_type[c[5]] = per_type.get(c[5], 0) + 1
         chosen.sort()
 
-        seeds = [Seed.model_construct(task_id=c[2], type=c[5], mean=c[3], var=c[4], phi=phi(c[3])) for c in chosen]
+        seeds = [Seed.model_construct(task_id=c[2], type=c[5], mean=c[3], var=c[4], phi=phi(c[3]),
+                                      group=_class_group(self._tracks[c[2]]) if balance_classes else None)
+                 for c in chosen]
         for s in seeds:
             self._last_emitted[s.task_id] = now
         reason = None
@@ -527,7 +555,8 @@ class BoundaryDetector:
                 short = {t: q for t, q in quotas.items() if per_type.get(t, 0) < q}
                 reason = f"too few eligible boundary tasks for quotas {short} ({cooling} in cooldown)"
         return SeedSelection.model_construct(
-            epoch=epoch, n=n, by=by, quotas=quotas, redistribute=redistribute, cooldown=cooldown, seeds=seeds,
+            epoch=epoch, n=n, by=by, balance_classes=balance_classes, quotas=quotas, redistribute=redistribute,
+            cooldown=cooldown, seeds=seeds,
             per_type={t: c for t, c in sorted(per_type.items()) if c}, boundary=n_boundary, cooling=cooling,
             reason=reason,
         )
@@ -548,11 +577,25 @@ class BoundaryDetector:
             "epoch_groups": {str(e): list(c) for e, c in self._epoch_groups.items()},
         }
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore a :meth:`state_dict` (thresholds included). The lookups given at construction are kept."""
+    def load_state_dict(self, state: Mapping[str, Any], *, restore_config: bool = False) -> dict[str, tuple[Any, Any]]:
+        """Restore a :meth:`state_dict`: statistics, cooldowns and epoch counters exactly.
+
+        Thresholds and sizes: by default the detector's *current* config wins (a resumed run uses
+        the settings it was started with, e.g. ``rods train --resume --alpha_minus 0.3``), applied
+        after loading: histories and the epoch log are trimmed to the current sizes. Each value that
+        differs from the saved config is logged as a warning and returned as
+        ``{name: (saved, current)}``. ``restore_config=True`` adopts the saved config instead (an
+        exact clone). The lookups given at construction are kept.
+        """
         if state.get("version") != STATE_VERSION:
             raise ValueError(f"unsupported detector state version {state.get('version')!r}")
-        self.config = DetectorConfig.model_validate(state["config"])
+        saved = DetectorConfig.model_validate(state["config"])
+        changes = config_changes(saved, self.config)
+        if restore_config:
+            self.config, changes = saved, {}
+        elif changes:
+            log.warning("detector state loaded with the current settings, not the saved ones: %s",
+                        format_changes(changes))
         self.latest_epoch = state["latest_epoch"]
         self._tracks = {}
         for tid, d in state["tracks"].items():
@@ -563,13 +606,54 @@ class BoundaryDetector:
             self._tracks[tid] = tr
         self._last_emitted = {k: int(v) for k, v in state["last_emitted"].items()}
         self._epoch_groups = {int(e): list(c) for e, c in state["epoch_groups"].items()}
+        while len(self._epoch_groups) > self.config.epoch_log_size:
+            del self._epoch_groups[min(self._epoch_groups)]
         self.last_batch = None
+        return changes
 
     def save(self, path: str | Path) -> None:
+        """Write :meth:`state_dict` to ``path`` as JSON, atomically."""
         atomic_write_text(path, json.dumps(self.state_dict()))
 
-    def load(self, path: str | Path) -> None:
-        self.load_state_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+    def load(self, path: str | Path, *, restore_config: bool = False) -> dict[str, tuple[Any, Any]]:
+        """Restore :meth:`save`'s file (see :meth:`load_state_dict`)."""
+        return self.load_state_dict(json.loads(Path(path).read_text(encoding="utf-8")), restore_config=restore_config)
+
+
+def config_changes(saved: BaseModel, current: BaseModel) -> dict[str, tuple[Any, Any]]:
+    """``{field: (saved, current)}`` for every field of two configs of one model that differs."""
+    a, b = saved.model_dump(), current.model_dump()
+    return {k: (a.get(k), b[k]) for k in b if a.get(k) != b[k]}
+
+
+def format_changes(changes: Mapping[str, tuple[Any, Any]]) -> str:
+    """``"p_max 8 -> 4, beta 0.5 -> 0.2"`` (saved -> current)."""
+    return ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changes.items())
+
+
+def _class_group(tr: _Track) -> str:
+    return "+".join(tr.classes) or "unknown"
+
+
+def _spread_over_classes(cand: list[tuple], q: int, tracks: Mapping[str, _Track]) -> tuple[list[tuple], list[tuple]]:
+    """Take ``q`` of ``cand`` (rank keys) spread over involved-class groups; returns (taken, rest).
+
+    Round r takes the r-th best task of every group that still has one, in rank order, until ``q``
+    are taken; so taken counts of two groups differ by at most one unless a group ran out.
+    """
+    groups: dict[str, list[tuple]] = {}
+    for c in sorted(cand):
+        groups.setdefault(_class_group(tracks[c[2]]), []).append(c)
+    take: list[tuple] = []
+    r = 0
+    while len(take) < q:
+        layer = sorted(g[r] for g in groups.values() if r < len(g))
+        if not layer:
+            break
+        take.extend(layer[: q - len(take)])
+        r += 1
+    taken = {c[2] for c in take}
+    return take, [c for c in sorted(cand) if c[2] not in taken]
 
 
 def _obs(e: list) -> EpochObservation:
@@ -588,6 +672,8 @@ __all__ = [
     "SeedSelection",
     "TaskStats",
     "Zone",
+    "config_changes",
     "even_quotas",
+    "format_changes",
     "phi",
 ]

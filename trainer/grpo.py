@@ -28,11 +28,13 @@ pool, queue and statistics. Resume is exact when checkpoints fall between genera
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
 import os
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -107,34 +109,40 @@ def max_steps_bound(args: RODSConfig, n_seeds: int) -> int:
     return int(math.ceil(args.num_train_epochs)) * gens_per_epoch * steps_per_gen + 1
 
 
-_STREAMS: dict[str, tuple[Curriculum, int]] = {}
+_STREAMS: weakref.WeakValueDictionary[str, Curriculum] = weakref.WeakValueDictionary()
+"""Stream key -> curriculum; weak, so a finished trainer's curriculum (pool, statistics) can be freed."""
+_STREAM_IDS = itertools.count()
 
 
 class _EpochStream:
     """The dataset generator: one pass over the current epoch's rows (re-run by every ``iter()``).
 
     ``datasets`` fingerprints generators with dill; pickling by a small key (``__reduce__``) keeps
-    that O(1) instead of serialising the whole curriculum.
+    that O(1) instead of serialising the whole curriculum. The registry holds the curriculum weakly
+    (the trainer holds it strongly while it trains); keys are never reused.
     """
 
     def __init__(self, curriculum: Curriculum, unique_per_batch: int):
-        self.key = f"rods-stream-{id(curriculum)}"
-        _STREAMS[self.key] = (curriculum, unique_per_batch)
+        self.key = f"rods-stream-{next(_STREAM_IDS)}"
+        self.unique = unique_per_batch
+        _STREAMS[self.key] = curriculum
 
     def __call__(self):
-        curriculum, unique = _STREAMS[self.key]
+        curriculum, unique = _STREAMS.get(self.key), self.unique
+        if curriculum is None:
+            raise RuntimeError(f"{self.key}: its curriculum was freed (the trainer that owned it is gone)")
         skip, curriculum.resume_skip_rows = curriculum.resume_skip_rows, 0
         rows = curriculum.epoch_rows(unique)
         curriculum.epoch_generations = len(rows) // unique
         yield from rows[skip:]
 
     def __reduce__(self):
-        return (_stream, (self.key,))
+        return (_stream, (self.key, self.unique))
 
 
-def _stream(key: str) -> _EpochStream:
+def _stream(key: str, unique: int) -> _EpochStream:
     obj = _EpochStream.__new__(_EpochStream)
-    obj.key = key
+    obj.key, obj.unique = key, unique
     return obj
 
 
@@ -172,6 +180,7 @@ def _trainer_classes():
                     m["rods/rollout_tokens_per_s"].append(r.generated_tokens / max(r.seconds, 1e-9))
                     m["rods/generate_calls"].append(float(r.generate_calls))
                     m["rods/truncated_frac"].append(sum(t.truncated for t in r.traces) / len(r.traces))
+                    # the checker's reward before any reward_shaping hook (equal to the reward without one)
                     m["rods/raw_reward"].append(sum(r.raw_rewards) / len(r.raw_rewards))
             return out
 

@@ -471,8 +471,7 @@ def make_rollout_func(lookup: Callable[[str], Task], args: Any, chat: ChatTokeni
             "completion_ids": [t.completion_ids for t in traces],
             "logprobs": logprobs,
             "env_mask": [t.env_mask for t in traces],
-            "rods_reward": result.rewards,
-            "rods_raw_reward": result.raw_rewards,
+            "rods_reward": result.rewards,  # the unshaped reward is logged as rods/raw_reward from trainer._last_rollout
         }
 
     return rollout_func

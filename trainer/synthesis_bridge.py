@@ -3,7 +3,7 @@
 The graph (``graphs.synthesis``) owns every synthesis decision; the trainer only hands it the
 boundary seeds and gets accepted tasks back. The backbone is configurable: ``offline`` (no LLM,
 deterministic) or ``openai`` (an OpenAI-compatible server, e.g. a vLLM instance serving the
-synthesis model on its own GPUs, as in the paper).
+synthesis model on its own GPUs, as in the paper) for the stages in ``synthesis_llm_stages``.
 """
 
 from __future__ import annotations
@@ -56,7 +56,9 @@ def graph_context(args: Any, epoch: int) -> Any:
     """The graph's ``SynthesisContext`` from the RODS config.
 
     ``seed`` changes every epoch (it names the variants), so a seed chosen again later grows new
-    variants instead of colliding with the ids of earlier ones.
+    variants instead of colliding with the ids of earlier ones. With the ``openai`` backbone the
+    LLM takes over ``synthesis_llm_stages`` (default plan, rewrite and patch; the rest stay offline);
+    ``concurrency`` bounds the samples (seed x variant) in flight.
     """
     from graphs.state import SynthesisContext
 
@@ -70,6 +72,7 @@ def graph_context(args: Any, epoch: int) -> Any:
             raise ValueError("synthesis_backbone=openai needs synthesis_model")
         kwargs["models"] = [args.synthesis_model]
         kwargs["base_url"] = args.synthesis_base_url
+        kwargs["llm_stages"] = list(getattr(args, "synthesis_llm_stages", None) or ["plan", "rewrite", "patch"])
     return SynthesisContext(**kwargs)
 
 
