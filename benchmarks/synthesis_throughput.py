@@ -19,7 +19,6 @@ from graphs.synthesis import finalize_results, sample_id, synthesize, warm_cache
 from rods_agents.coherence_rewrite import rewrite_turns
 from rods_agents.config_patch import patch_config
 from rods_agents.execution_orchestrator import execute_plan
-from rods_agents.plan_sampling import sample_plan
 from rods_agents.profile_extraction import extract_profile
 from rods_agents.tracing import trace_task
 from rods_agents.verdict import judge_variant
@@ -33,7 +32,7 @@ class _Runtime:
 
 def run_direct(seeds, ctx) -> list[dict]:
     """The sample pipeline without LangGraph: same nodes, same routing, plain dict state."""
-    from graphs.synthesis import finalize_sample
+    from graphs.synthesis import finalize_sample, start_plan_round
 
     rt = _Runtime(ctx)
     results = []
@@ -42,7 +41,7 @@ def run_direct(seeds, ctx) -> list[dict]:
             st: dict = {"sample_id": sample_id(seed.id, v), "seed": seed.model_dump(), "variant": v}
             st |= extract_profile(st, rt)
             while not st.get("verdict"):
-                st |= sample_plan({**st, "verdict": None}, rt) | {"verdict": None, "patch_failed": False, "errors": []}
+                st |= start_plan_round(st, rt)
                 st |= rewrite_turns(st, rt)
                 st |= execute_plan(st, rt)
                 while st["errors"] and not st.get("patch_failed") and st.get("patch_attempts", 0) < ctx.max_patch_attempts:
@@ -72,7 +71,7 @@ def main() -> None:
         result = synthesize(seeds, ctx)
         graph_s.append(time.perf_counter() - t)
         t = time.perf_counter()
-        direct = finalize_results(run_direct(seeds, ctx))
+        direct = finalize_results(run_direct(seeds, ctx), seed_index={s.id: i for i, s in enumerate(seeds)})
         direct_s.append(time.perf_counter() - t)
     assert result is not None and [x.id for x in direct.accepted] == [x.id for x in result.accepted]
     t = time.perf_counter()

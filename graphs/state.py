@@ -92,6 +92,7 @@ class SampleState(TypedDict, total=False):
     patches: list[dict]
     patch_attempts: int
     patch_failed: bool
+    llm_error: dict
     verdict: dict
     timings: dict[str, float]
     llm_calls: int

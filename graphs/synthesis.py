@@ -10,9 +10,13 @@ compiles :func:`build_sample_graph` with a SQLite checkpointer, one thread per s
 
 from __future__ import annotations
 
+import functools
+import logging
+import re
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
@@ -38,6 +42,8 @@ from rods_agents.runtime_utils import context_of, emit
 from rods_agents.value_sources import SOURCES
 from rods_agents.verdict import judge_variant
 
+log = logging.getLogger("rods.synthesis")
+
 STAGES = ("profile", "plan", "rewrite", "execute", "patch", "verdict")
 
 
@@ -47,7 +53,26 @@ def sample_id(seed_id: str, variant: int) -> str:
 
 # ----------------------------------------------------------------------------- per-sample nodes
 def finalize_sample(state: SampleState, runtime: Runtime[SynthesisContext]) -> dict:
-    """Package the sample's outcome: the accepted task (with provenance) or the rejection."""
+    """Package the sample's outcome: the accepted task (with provenance) or the rejection.
+
+    Never raises: if packaging fails, the sample is a ``pipeline_exception:<type>`` rejection."""
+    try:
+        return _package_sample(state, runtime)
+    except Exception as exc:  # noqa: BLE001 - recorded as a machine-readable rejection
+        log.warning("sample %s: finalize raised %s", state.get("sample_id"), exc, exc_info=True)
+        seed = state.get("seed") or {}
+        result = {"sample_id": state.get("sample_id"), "seed_id": seed.get("id") if isinstance(seed, dict) else None,
+                  "variant": state.get("variant", 0), "accepted": False,
+                  "reasons": [f"{PIPELINE_EXCEPTION}:{type(exc).__name__}"],
+                  "detail": {"stage": "finalize", "error": f"{type(exc).__name__}: {str(exc)[:300]}"},
+                  "timings": state.get("timings", {}), "llm_calls": int(state.get("llm_calls", 0) or 0),
+                  "patches": state.get("patches", []), "plan_attempts": int(state.get("plan_attempt", 0) or 0),
+                  "seed_sources": Counter(), "variant_sources": Counter()}
+        emit(runtime, state, "done", "rejected")
+        return {"results": [result]}
+
+
+def _package_sample(state: SampleState, runtime: Runtime[SynthesisContext]) -> dict:
     ctx = context_of(runtime)
     verdict = state.get("verdict") or {"accepted": False, "reasons": ["no_verdict"], "detail": {}}
     seed = state["seed"]
@@ -80,28 +105,56 @@ def finalize_sample(state: SampleState, runtime: Runtime[SynthesisContext]) -> d
     return {"results": [result]}
 
 
+PIPELINE_EXCEPTION = "pipeline_exception"
+
+
+def guarded(stage: str, node: Callable[..., dict]) -> Callable[..., dict]:
+    """Last line of defence: a node that raises (bad seed data, garbage LLM output, a bug) ends its
+    sample with the rejection ``pipeline_exception:<type>`` instead of killing the whole run."""
+
+    @functools.wraps(node)
+    def run(state: SampleState, runtime: Runtime[SynthesisContext]) -> dict:
+        try:
+            return node(state, runtime)
+        except Exception as exc:  # noqa: BLE001 - recorded as a machine-readable rejection
+            log.warning("sample %s: %s raised %s", state.get("sample_id"), stage, exc, exc_info=True)
+            emit(runtime, state, stage, PIPELINE_EXCEPTION, error=type(exc).__name__)
+            return {"verdict": {"accepted": False, "reasons": [f"{PIPELINE_EXCEPTION}:{type(exc).__name__}"],
+                                "detail": {"stage": stage, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}}}
+    return run
+
+
+def _ends_sample(state: SampleState) -> bool:
+    """True when a stage recorded a terminal rejection (invalid LLM output or a pipeline exception)."""
+    reasons = (state.get("verdict") or {}).get("reasons", [])
+    return any(r.startswith(("llm_", PIPELINE_EXCEPTION)) for r in reasons)
+
+
 def route_after_profile(state: SampleState) -> Literal["sample_plan", "finalize_sample"]:
     return "finalize_sample" if state.get("verdict") else "sample_plan"
 
 
 def route_after_plan(state: SampleState) -> Literal["rewrite_turns", "finalize_sample"]:
-    verdict = state.get("verdict") or {}
-    return "finalize_sample" if "llm_invalid_output" in verdict.get("reasons", []) else "rewrite_turns"
+    return "finalize_sample" if _ends_sample(state) else "rewrite_turns"
 
 
 def route_after_rewrite(state: SampleState) -> Literal["execute_plan", "finalize_sample"]:
-    verdict = state.get("verdict") or {}
-    return "finalize_sample" if "llm_invalid_output" in verdict.get("reasons", []) else "execute_plan"
+    return "finalize_sample" if _ends_sample(state) else "execute_plan"
 
 
-def route_after_execute(state: SampleState, runtime: Runtime[SynthesisContext]) -> Literal["patch_config", "judge_variant"]:
+def route_after_execute(state: SampleState, runtime: Runtime[SynthesisContext]
+                        ) -> Literal["patch_config", "judge_variant", "finalize_sample"]:
     ctx = context_of(runtime)
+    if _ends_sample(state):
+        return "finalize_sample"
     if state.get("errors") and not state.get("patch_failed") and int(state.get("patch_attempts", 0)) < ctx.max_patch_attempts:
         return "patch_config"
     return "judge_variant"
 
 
-def route_after_patch(state: SampleState) -> Literal["execute_plan", "judge_variant"]:
+def route_after_patch(state: SampleState) -> Literal["execute_plan", "judge_variant", "finalize_sample"]:
+    if _ends_sample(state):
+        return "finalize_sample"
     return "judge_variant" if state.get("patch_failed") else "execute_plan"
 
 
@@ -110,29 +163,30 @@ def route_after_verdict(state: SampleState, runtime: Runtime[SynthesisContext]) 
     verdict = state.get("verdict") or {}
     if verdict.get("accepted") or int(state.get("plan_attempt", 0)) >= ctx.max_plan_attempts:
         return "finalize_sample"
-    if any(r.startswith("llm_") for r in verdict.get("reasons", [])):
+    if _ends_sample(state):
         return "finalize_sample"
     return "sample_plan"
 
 
-def _clear_rejection(state: SampleState, runtime: Runtime[SynthesisContext]) -> dict:
-    """Entry of a (re)plan round: forget the previous candidate's verdict and patch state."""
+def start_plan_round(state: SampleState, runtime: Runtime[SynthesisContext]) -> dict:
+    """Node ``sample_plan``: start a (re)plan round — forget the previous candidate's verdict and
+    patch state, then sample a new plan (:func:`rods_agents.plan_sampling.sample_plan`)."""
     out = sample_plan({**state, "verdict": None}, runtime)
-    return {"verdict": None, "patch_failed": False, "errors": []} | out
+    return {"verdict": None, "patch_failed": False, "errors": [], "patch_attempts": 0, "llm_error": None} | out
 
 
 def build_sample_graph() -> StateGraph:
     """The per-sample pipeline (compile with a checkpointer for resumable runs)."""
     g = StateGraph(SampleState, context_schema=SynthesisContext, output_schema=SampleOutput)
-    g.add_node("extract_profile", extract_profile)
-    g.add_node("sample_plan", _clear_rejection)
-    g.add_node("rewrite_turns", rewrite_turns)
-    g.add_node("execute_plan", execute_plan)
-    g.add_node("patch_config", patch_config)
-    g.add_node("judge_variant", judge_variant)
+    g.add_node("extract_profile", guarded("profile", extract_profile))
+    g.add_node("sample_plan", guarded("plan", start_plan_round))
+    g.add_node("rewrite_turns", guarded("rewrite", rewrite_turns))
+    g.add_node("execute_plan", guarded("execute", execute_plan))
+    g.add_node("patch_config", guarded("patch", patch_config))
+    g.add_node("judge_variant", guarded("verdict", judge_variant))
     g.add_node("finalize_sample", finalize_sample)
     g.add_edge(START, "extract_profile")
-    g.add_conditional_edges("extract_profile", route_after_profile)  # a seed that errors is dropped
+    g.add_conditional_edges("extract_profile", route_after_profile)  # a seed that errors (or raises) is dropped
     g.add_conditional_edges("sample_plan", route_after_plan)  # invalid LLM plan ends the sample
     g.add_conditional_edges("rewrite_turns", route_after_rewrite)  # invalid LLM output ends the sample
     g.add_conditional_edges("execute_plan", route_after_execute)  # errors go to the patch agent (bounded)
@@ -169,7 +223,8 @@ def fan_out(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> list[S
 
 def collect_results(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> dict:
     """De-duplicate accepted samples (issue order) and build the report."""
-    result = finalize_results(state.get("results", []))
+    seed_index = {Task.from_bfcl(e).id: i for i, e in enumerate(state.get("seeds", []))}
+    result = finalize_results(state.get("results", []), seed_index=seed_index)
     return {"accepted": [t.to_bfcl() for t in result.accepted], "rejected": result.rejected, "report": result.report}
 
 
@@ -202,28 +257,91 @@ def _shares(counter: Counter) -> dict[str, float]:
     return {s: round(counter.get(s, 0) / total, 4) for s in SOURCES}
 
 
-def finalize_results(results: list[dict], wall_s: float | None = None) -> SynthesisResult:
-    """Drop near-duplicates among accepted samples (first one wins) and compute the report."""
-    results = sorted(results, key=lambda r: r["sample_id"])
+_VARIANT = re.compile(r"^(?P<seed>.*)#v(?P<variant>\d+)$")
+
+
+def issue_key(result: dict, seed_index: dict[str, int] | None = None) -> tuple:
+    """The stable issue order of a sample: (seed index, variant as an int).
+
+    ``seed_index`` maps seed ids to their position in the run's seed list; without it, seeds are
+    ordered by id with numbers compared as numbers (``base_9`` before ``base_10``). Samples are
+    processed *and* de-duplicated in this order, so the first accepted of two near-duplicates wins
+    no matter how ``sample_id`` strings sort (``#v10`` would sort before ``#v2``).
+    """
+    m = _VARIANT.match(str(result.get("sample_id", "")))
+    seed_id = str(result.get("seed_id") or (m.group("seed") if m else ""))
+    variant = int(result.get("variant", m.group("variant") if m else 0) or 0)
+    natural = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", seed_id) if p)
+    pos = seed_index.get(seed_id, len(seed_index)) if seed_index is not None else 0
+    return (pos, natural, variant)
+
+
+def _rejection_row(r: dict) -> dict:
+    return {k: r.get(k) for k in ("sample_id", "seed_id", "variant", "reasons", "detail", "plan_attempts",
+                                  "patches", "llm_calls", "timings")}
+
+
+class Deduper:
+    """Incremental near-duplicate filter over accepted samples, fed in issue order.
+
+    An accepted sample once kept is never evicted: a later sample that is a near-duplicate of a kept
+    one (or has the same id) is turned into a ``near_duplicate_accepted`` rejection. Only the
+    fingerprints of kept samples are stored, so each admission costs O(kept), not a re-dedupe of the
+    whole run. :meth:`keep` pre-loads samples already published (``accepted.jsonl`` on ``--resume``).
+    """
+
+    def __init__(self) -> None:
+        self._kept: list[tuple[Any, dict]] = []
+        self._ids: dict[str, str | None] = {}  # kept task id -> the sample that produced it
+
+    def keep(self, task: Task) -> None:
+        """Record ``task`` as kept (its fingerprint joins the set later samples are compared with)."""
+        if task.id not in self._ids:
+            prov = task.provenance or {}
+            sid = sample_id(prov["seed_id"], int(prov.get("variant", 0))) if prov.get("seed_id") else None
+            self._ids[task.id] = sid
+            self._kept.append((fingerprint(task), task.initial_config))
+
+    def admit(self, result: dict) -> tuple[Task | None, dict]:
+        """(kept task, result): the task when ``result`` is accepted and new, else None and the result
+        rewritten as a rejection when it duplicates a kept sample. Already-kept ids are re-admitted."""
+        if not result.get("accepted"):
+            return None, result
+        task = Task.from_bfcl(result["task"])
+        if task.id in self._ids and self._ids[task.id] in (None, result.get("sample_id")):
+            return task, result  # published before (resume): stays published
+        fp = fingerprint(task)
+        dup = task.id if task.id in self._ids else None
+        if dup is None:
+            dup = next((k.task_id for k, cfg in self._kept if same_substance(fp, k, cfg == task.initial_config)), None)
+        if dup is not None:
+            return None, {**result, "accepted": False, "reasons": ["near_duplicate_accepted"],
+                          "detail": {**result.get("detail", {}), "duplicate_of": dup}}
+        self._ids[task.id] = result.get("sample_id")
+        self._kept.append((fp, task.initial_config))
+        return task, result
+
+
+def dedupe_results(results: Iterable[dict], seed_index: dict[str, int] | None = None
+                   ) -> tuple[list[Task], list[dict], list[dict]]:
+    """Run ``results`` through a fresh :class:`Deduper` in issue order:
+    (accepted tasks, rejection rows, results as judged after dedupe)."""
+    dedupe = Deduper()
     accepted: list[Task] = []
     rejected: list[dict] = []
-    kept_fps = []
-    seen_ids: set[str] = set()
-    for r in results:
-        if r["accepted"]:
-            task = Task.from_bfcl(r["task"])
-            fp = fingerprint(task)
-            dup = next((k for k, cfg in kept_fps if same_substance(fp, k, cfg == task.initial_config)), None)
-            if task.id in seen_ids or dup is not None:
-                r = {**r, "accepted": False, "reasons": ["near_duplicate_accepted"],
-                     "detail": {**r.get("detail", {}), "duplicate_of": dup.task_id if dup else task.id}}
-            else:
-                kept_fps.append((fp, task.initial_config))
-                seen_ids.add(task.id)
-                accepted.append(task)
-                continue
-        rejected.append({k: r.get(k) for k in ("sample_id", "seed_id", "variant", "reasons", "detail", "plan_attempts",
-                                               "patches", "llm_calls", "timings")})
+    judged: list[dict] = []
+    for r in sorted(results, key=lambda r: issue_key(r, seed_index)):
+        task, r = dedupe.admit(r)
+        judged.append(r)
+        if task is not None:
+            accepted.append(task)
+        else:
+            rejected.append(_rejection_row(r))
+    return accepted, rejected, judged
+
+
+def build_report(results: list[dict], accepted: list[Task], rejected: list[dict], wall_s: float | None = None) -> dict:
+    """The run report from every sample's result and the de-duplicated accepted/rejected split."""
     n = len(results)
     by_reason = Counter(reason.split(":")[0] for r in rejected for reason in (r["reasons"][:1] or ["unknown"]))
     stage_time: Counter = Counter()
@@ -232,7 +350,7 @@ def finalize_results(results: list[dict], wall_s: float | None = None) -> Synthe
     seed_src, var_src = Counter(), Counter()
     acc_ids = {t.id for t in accepted}
     for r in results:
-        if r.get("task") and r["task"]["id"] in acc_ids:
+        if r.get("accepted") and r.get("task") and r["task"]["id"] in acc_ids:
             seed_src.update(r.get("seed_sources") or {})
             var_src.update(r.get("variant_sources") or {})
     llm_calls = sum(r.get("llm_calls", 0) for r in results)
@@ -255,7 +373,14 @@ def finalize_results(results: list[dict], wall_s: float | None = None) -> Synthe
     }
     if wall_s is not None:
         report["wall_s"] = round(wall_s, 3)
-    return SynthesisResult(accepted=accepted, rejected=rejected, report=report)
+    return report
+
+
+def finalize_results(results: list[dict], wall_s: float | None = None,
+                     seed_index: dict[str, int] | None = None) -> SynthesisResult:
+    """De-duplicate accepted samples in issue order (first one wins) and build the report."""
+    accepted, rejected, judged = dedupe_results(results, seed_index)
+    return SynthesisResult(accepted=accepted, rejected=rejected, report=build_report(judged, accepted, rejected, wall_s))
 
 
 def warm_caches() -> None:
@@ -278,7 +403,8 @@ def _context(config: SynthesisContext | dict | None) -> SynthesisContext:
 def _result_of(out: dict, wall_s: float) -> SynthesisResult:
     """The run graph's own de-duplicated outcome (``collect_results``), not recomputed."""
     if "report" not in out:
-        return finalize_results(out.get("results", []), wall_s)
+        seed_index = {Task.from_bfcl(e).id: i for i, e in enumerate(out.get("seeds", []))}
+        return finalize_results(out.get("results", []), wall_s, seed_index)
     return SynthesisResult(accepted=[Task.from_bfcl(e) for e in out.get("accepted", [])],
                            rejected=list(out.get("rejected", [])), report={**out["report"], "wall_s": round(wall_s, 3)})
 
@@ -301,9 +427,5 @@ async def asynthesize(seeds: list[Task], config: SynthesisContext | dict | None 
     return _result_of(out, time.perf_counter() - start)
 
 
-def context_dict(ctx: SynthesisContext) -> dict:
-    return {k: v for k, v in asdict(ctx).items() if k != "chat_models"}
-
-
-__all__ = ["SynthesisContext", "SynthesisResult", "asynthesize", "build_sample_graph", "build_synthesis_graph",
-           "finalize_results", "graph", "synthesize"]
+__all__ = ["Deduper", "SynthesisContext", "SynthesisResult", "asynthesize", "build_report", "build_sample_graph",
+           "build_synthesis_graph", "dedupe_results", "finalize_results", "graph", "issue_key", "synthesize"]

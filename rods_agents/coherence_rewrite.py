@@ -319,7 +319,7 @@ def rewrite_turns(state: dict, runtime: Any = None) -> dict:
                 emit(runtime, state, "rewrite", "llm_invalid_output")
                 return {"timings": timings, "llm_calls": int(state.get("llm_calls", 0)) + exc.calls,
                         "verdict": {"accepted": False, "reasons": ["llm_invalid_output"],
-                                    "detail": {"llm_errors": exc.errors}}}
+                                    "detail": exc.detail("rewrite")}}
         task = build_variant(seed, turns, plan, int(state.get("variant", 0)), run_seed)
     emit(runtime, state, "rewrite", "ok")
     return {"task": task.model_dump(), "timings": timings, "llm_calls": int(state.get("llm_calls", 0)) + llm_calls}

@@ -144,7 +144,7 @@ def propose_patch(config: dict, error: dict, trace: Trace) -> ConfigPatch | None
 
 def patch_config(state: dict, runtime: Any = None) -> dict:
     """Graph node: patch the candidate's initial_config for its first execution error."""
-    from rods_agents.llm_backbone import stage_backbone
+    from rods_agents.llm_backbone import LLMOutputError, stage_backbone
 
     with stage_timer(state, "patch") as timings:
         task = Task.model_validate(state["task"])
@@ -153,14 +153,20 @@ def patch_config(state: dict, runtime: Any = None) -> dict:
         config = copy.deepcopy(task.initial_config)
         patch = propose_patch(config, error, trace)
         llm_calls = 0
+        llm_error: dict[str, Any] | None = None
         backbone = stage_backbone(runtime, "patch")
         if patch is None and backbone is not None:
-            patch, config, llm_calls = backbone.propose_patch(task, error, state)
+            try:
+                patch, config, llm_calls = backbone.propose_patch(task, error, state)
+            except LLMOutputError as exc:  # every answer refused: the reasons go to the rejection detail
+                llm_calls, llm_error = exc.calls, exc.detail("patch")
         attempts = int(state.get("patch_attempts", 0)) + 1
         out: dict[str, Any] = {"patch_attempts": attempts, "timings": timings,
                                "llm_calls": int(state.get("llm_calls", 0)) + llm_calls}
         if patch is None:
             out["patch_failed"] = True
+            if llm_error is not None:
+                out["llm_error"] = llm_error
         else:
             task.initial_config = config
             out["task"] = task.model_dump()

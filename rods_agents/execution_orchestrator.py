@@ -11,6 +11,7 @@ from rods_agents.tracing import CallRecord, trace_task
 
 # error pattern -> error kind; the config patch agent's rule table is keyed by (kind, class)
 ERROR_KINDS: list[tuple[str, re.Pattern]] = [
+    ("bad_config", re.compile(r"^invalid initial_config", re.I)),  # the environment could not load the config
     ("not_authenticated", re.compile(r"not (?:authenticated|logged in)|log ?in (?:first|required)|authenticat|no user is currently logged|user not logged", re.I)),
     ("market_closed", re.compile(r"market is closed", re.I)),
     ("insufficient_funds", re.compile(r"insufficient|not enough (?:balance|funds)|exceeds? (?:the )?(?:budget|balance)", re.I)),

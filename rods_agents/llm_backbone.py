@@ -17,11 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-
-from pydantic import ValidationError
 
 from envs.task import Message
 from graphs.state import ConfigPatchProposal, PlanProposal, RewrittenTurns
@@ -39,6 +38,43 @@ class LLMOutputError(RuntimeError):
         super().__init__(message)
         self.calls = calls
         self.errors = errors
+
+    @property
+    def last(self) -> str:
+        """The last validation (or transport) error, the reason the stage gave up."""
+        return self.errors[-1] if self.errors else str(self)
+
+    def detail(self, stage: str) -> dict[str, Any]:
+        """Rejection detail: the stage, every error in order and the last one."""
+        return {"stage": stage, "llm_errors": list(self.errors), "llm_last_error": self.last, "llm_calls": self.calls}
+
+
+RETRY_NOTE = "\n\nYour previous answer was refused: {error}\nAnswer again and fix exactly that."
+
+
+def ask_validated(model: Any, schema: type, prompt: str, validate: Callable[[Any], Any], *, stage: str,
+                  retries: int, budget: int) -> tuple[Any, int]:
+    """The one retry loop of every LLM stage: ask for ``schema``-structured output, validate it.
+
+    Makes at most ``min(1 + retries, budget)`` calls. An answer that is empty, off-schema or refused
+    by ``validate`` (any exception) is retried with the refusal reason appended to the prompt
+    (:data:`RETRY_NOTE`). Returns (validated value, calls made); raises :class:`LLMOutputError`
+    (carrying the calls and every error, last one included) when no answer passes.
+    """
+    structured = model.with_structured_output(schema)
+    calls, errors = 0, []
+    for _ in range(max(0, min(1 + retries, budget))):
+        calls += 1
+        try:
+            out = structured.invoke(prompt + (RETRY_NOTE.format(error=errors[-1]) if errors else ""))
+            if out is None:
+                raise ValueError("empty or unparsable answer")
+            return validate(out), calls
+        except Exception as exc:  # noqa: BLE001 - parser, schema, transport and validation errors are all retried
+            errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+    if not errors:
+        errors.append(f"llm call budget exhausted before the {stage} stage")
+    raise LLMOutputError(f"no valid {stage}", calls, errors)
 
 
 @lru_cache(maxsize=1)
@@ -59,7 +95,14 @@ def _build_models(ctx: Any) -> list[Any]:
 
 
 class LLMBackbone:
+    """The chat models of one run and the three LLM stages (plan, rewrite, patch) on top of them.
+
+    Every stage goes through :func:`ask_validated`: structured output, validation as data, retries
+    with the refusal reason fed back, and the sample's call budget.
+    """
+
     def __init__(self, ctx: Any):
+        """Build the chat models from ``ctx`` (``chat_models`` if given, else ``ChatOpenAI`` per model)."""
         self.ctx = ctx
         self.models = _build_models(ctx)
         if not self.models:
@@ -81,26 +124,11 @@ class LLMBackbone:
         drafts = [turns[t][0].content for t in slots]
         prompt = rewrite_prompt().format(n_turns=len(drafts), narrative=drafts[0].split(".")[0],
                                          drafts="\n".join(f"{i + 1}. {d}" for i, d in enumerate(drafts)))
-        model = self.model_for(state.get("sample_id", ""), "rewrite")
-        structured = model.with_structured_output(RewrittenTurns)
-        budget = max(0, self.ctx.max_llm_calls_per_sample - int(state.get("llm_calls", 0)))
-        calls, errors = 0, []
-        for _ in range(min(1 + self.ctx.llm_retries, budget)):
-            calls += 1
-            try:
-                out = structured.invoke(prompt)
-                texts = validate_rewrite(out, drafts, plan)
-            except (ValidationError, ValueError, TypeError, KeyError, json.JSONDecodeError) as exc:
-                errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
-                continue
-            except Exception as exc:  # noqa: BLE001 - parser/transport errors are LLM failures too
-                errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
-                continue
-            new = [list(m) for m in turns]
-            for t, text in zip(slots, texts, strict=True):
-                new[t] = [Message(role="user", content=text)]
-            return new, calls
-        raise LLMOutputError("no valid rewrite", calls, errors)
+        texts, calls = self._ask("rewrite", RewrittenTurns, prompt, lambda out: validate_rewrite(out, drafts, plan), state)
+        new = [list(m) for m in turns]
+        for t, text in zip(slots, texts, strict=True):
+            new[t] = [Message(role="user", content=text)]
+        return new, calls
 
     # ------------------------------------------------------------------ plan
     def refine_plan(self, seed: Any, profile: Any, plan: Any, state: dict) -> tuple[Any, int]:
@@ -110,46 +138,36 @@ class LLMBackbone:
         the sample's LLM budget, then :class:`LLMOutputError` is raised (the node records a rejection).
         """
         prompt = plan_prompt_for(seed, plan)
-        structured = self.model_for(state.get("sample_id", ""), "plan").with_structured_output(PlanProposal)
-        budget = max(0, self.ctx.max_llm_calls_per_sample - int(state.get("llm_calls", 0)))
-        calls, errors = 0, []
-        for _ in range(min(1 + self.ctx.llm_retries, budget)):
-            calls += 1
-            try:
-                retry_note = f"\n\nYour previous answer was refused: {errors[-1]}" if errors else ""
-                out = structured.invoke(prompt + retry_note)
-                return validate_plan(out, seed, plan), calls
-            except Exception as exc:  # noqa: BLE001 - parser, schema and validation errors are all retried
-                errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
-        raise LLMOutputError("no valid plan", calls, errors)
+        return self._ask("plan", PlanProposal, prompt, lambda out: validate_plan(out, seed, plan), state)
 
     # ------------------------------------------------------------------ patch
 
     def propose_patch(self, task: Any, error: dict, state: dict) -> tuple[Any, dict, int]:
-        """Ask for one minimal config edit; validate it as data and apply it to a copy of the config."""
-        import copy
+        """Ask for one minimal config edit for ``error``: (patch, patched config copy, calls).
 
+        The answer is validated as data (:func:`apply_proposal`) and the patched config must load
+        into the task's environment classes (:func:`check_config_loads`); a refused answer is retried
+        with the reason. Raises :class:`LLMOutputError` when no answer passes within the budget.
+        """
         from rods_agents.config_patch import ConfigPatch
 
         prompt = patch_prompt().format(error=error.get("error", ""), call=error.get("call", ""),
                                        cls=error.get("class", ""), config=json.dumps(task.initial_config)[:6000])
-        structured = self.model_for(state.get("sample_id", ""), "patch").with_structured_output(ConfigPatchProposal)
-        budget = max(0, self.ctx.max_llm_calls_per_sample - int(state.get("llm_calls", 0)))
-        calls = 0
-        for _ in range(min(1 + self.ctx.llm_retries, budget)):
-            calls += 1
-            try:
-                out = structured.invoke(prompt)
-                if out is None:
-                    raise ValueError("empty answer")
-                out = out if isinstance(out, ConfigPatchProposal) else ConfigPatchProposal.model_validate(out)
-                config = copy.deepcopy(task.initial_config)
-                apply_proposal(config, out, task.involved_classes)
-            except Exception:  # noqa: BLE001 - invalid output: retry within the budget
-                continue
-            return (ConfigPatch(rule="llm", cls=out.cls, path=out.path, value=out.value, error=error.get("error", "")),
-                    config, calls)
-        return None, task.initial_config, calls
+
+        def validate(out: Any) -> tuple[Any, dict]:
+            out = out if isinstance(out, ConfigPatchProposal) else ConfigPatchProposal.model_validate(out)
+            config = patched_config(task, out)
+            return ConfigPatch(rule="llm", cls=out.cls, path=out.path, value=out.value, error=error.get("error", "")), config
+
+        (patch, config), calls = self._ask("patch", ConfigPatchProposal, prompt, validate, state)
+        return patch, config, calls
+
+    # ------------------------------------------------------------------ shared
+    def _ask(self, stage: str, schema: type, prompt: str, validate: Callable[[Any], Any], state: dict) -> tuple[Any, int]:
+        """:func:`ask_validated` with this sample's model for ``stage`` and its remaining call budget."""
+        budget = max(0, self.ctx.max_llm_calls_per_sample - int(state.get("llm_calls", 0) or 0))
+        return ask_validated(self.model_for(state.get("sample_id", ""), stage), schema, prompt, validate, stage=stage,
+                             retries=self.ctx.llm_retries, budget=budget)
 
 
 @lru_cache(maxsize=1)
@@ -298,6 +316,26 @@ def apply_proposal(config: dict, proposal: ConfigPatchProposal, classes: list[st
     node[keys[-1]] = proposal.value
 
 
+def check_config_loads(task: Any, config: dict) -> None:
+    """Raise ValueError unless ``config`` loads into fresh instances of the task's environment classes."""
+    from envs.executor import Environment
+
+    try:
+        Environment(task.involved_classes, config, task.long_context)
+    except Exception as exc:  # noqa: BLE001 - any construction failure refuses the patch
+        raise ValueError(f"the patched initial_config does not load: {type(exc).__name__}: {str(exc)[:200]}") from exc
+
+
+def patched_config(task: Any, proposal: ConfigPatchProposal) -> dict:
+    """A copy of ``task.initial_config`` with ``proposal`` applied, refused (ValueError) unless it loads."""
+    import copy
+
+    config = copy.deepcopy(task.initial_config)
+    apply_proposal(config, proposal, task.involved_classes)
+    check_config_loads(task, config)
+    return config
+
+
 def validate_rewrite(out: Any, drafts: list[str], plan: Any) -> list[str]:
     """Check an LLM rewrite as data: shape, length, kept values, no leaked function names."""
     if out is None:
@@ -321,15 +359,23 @@ def validate_rewrite(out: Any, drafts: list[str], plan: Any) -> list[str]:
     return texts
 
 
-_CACHE: dict[int, LLMBackbone] = {}
+_SLOT = "_rods_llm_backbone"
 
 
 def stage_backbone(runtime: Any, stage: str) -> LLMBackbone | None:
-    """The LLM backbone if this run uses it for ``stage``, else None (offline)."""
+    """The LLM backbone if this run uses it for ``stage``, else None (offline).
+
+    Per-run cache: the backbone is stored on the run's context object itself, so it lives exactly
+    as long as the run (no module-level registry keeping finished runs' chat models alive).
+    """
     ctx = getattr(runtime, "context", None) if runtime is not None else None
     if ctx is None or getattr(ctx, "backbone", "offline") != "llm" or stage not in ctx.llm_stages:
         return None
-    key = id(ctx)
-    if key not in _CACHE:
-        _CACHE[key] = LLMBackbone(ctx)
-    return _CACHE[key]
+    backbone = getattr(ctx, _SLOT, None)
+    if backbone is None:
+        backbone = LLMBackbone(ctx)
+        try:
+            object.__setattr__(ctx, _SLOT, backbone)
+        except (AttributeError, TypeError):  # a context without a __dict__: no caching
+            pass
+    return backbone

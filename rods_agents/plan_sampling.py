@@ -312,7 +312,7 @@ def sample_plan(state: dict, runtime: Any = None) -> dict:
                 emit(runtime, state, "plan", "llm_invalid_output")
                 return {"timings": timings, "llm_calls": int(state.get("llm_calls", 0)) + exc.calls,
                         "verdict": {"accepted": False, "reasons": ["llm_invalid_output"],
-                                    "detail": {"stage": "plan", "llm_errors": exc.errors}}}
+                                    "detail": exc.detail("plan")}}
     emit(runtime, state, "plan", "ok", attempt=attempt)
     return {"plan": plan.model_dump(), "timings": timings, "patches": [], "patch_attempts": 0,
             "llm_calls": int(state.get("llm_calls", 0)) + llm_calls}

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from envs.task import Task
 from rods_agents.catalog import ApiCatalog, build_catalog
-from rods_agents.tracing import Trace, trace_task
+from rods_agents.tracing import CONFIG_ERROR, Trace, trace_task
 from rods_agents.value_sources import SOURCES, ArgSource, classify_arguments
 
 
@@ -123,9 +123,11 @@ def extract_profile(state: dict, runtime: Any = None) -> dict:
         trace = trace_task(seed)
         if trace.errors:
             emit(runtime, state, "profile", "seed_error")
+            bad_config = (trace.errors[0].error or "").startswith(CONFIG_ERROR)
             return {"timings": timings, "seed_trace": trace.model_dump(),
-                    "verdict": {"accepted": False, "reasons": ["seed_execution_error"],
-                                "detail": trace.errors[0].error}}
+                    "verdict": {"accepted": False,
+                                "reasons": ["seed_invalid_config" if bad_config else "seed_execution_error"],
+                                "detail": {"error": trace.errors[0].error, "call": trace.errors[0].call}}}
         profile = profile_task(seed, trace)
     emit(runtime, state, "profile", "ok")
     return {"profile": profile.model_dump(), "seed_trace": trace.model_dump(), "timings": timings}

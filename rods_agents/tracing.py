@@ -105,9 +105,21 @@ def error_of(result: str) -> str | None:
     return None
 
 
+CONFIG_ERROR = "invalid initial_config"
+
+
 def trace_task(task: Task, stop_on_error: bool = False) -> Trace:
-    """Execute ``task.ground_truth`` turn by turn on fresh instances and record every call."""
-    env = Environment(task.involved_classes, task.initial_config, task.long_context)
+    """Execute ``task.ground_truth`` turn by turn on fresh instances and record every call.
+
+    An ``initial_config`` the environment classes cannot load is not raised: the trace holds one
+    error record (call ``<initial_config>``, error ``invalid initial_config: ...``), which the
+    orchestrator classifies as ``bad_config`` and the verdict rejects as an execution error.
+    """
+    try:
+        env = Environment(task.involved_classes, task.initial_config, task.long_context)
+    except Exception as exc:  # noqa: BLE001 - any construction failure is a property of the data
+        return Trace(calls=[CallRecord(turn=0, index=0, call="<initial_config>", name="<initial_config>",
+                                       error=f"{CONFIG_ERROR}: {type(exc).__name__}: {str(exc)[:300]}")])
     trace = Trace()
     for turn, calls in enumerate(task.ground_truth):
         for index, call in enumerate(calls):

@@ -37,7 +37,7 @@ from rods_agents.contamination import (
 from rods_agents.obtainability import public_state, recomposable, state_hints, state_obtainable
 from rods_agents.profile_extraction import Profile, profile_task
 from rods_agents.runtime_utils import emit, stage_timer
-from rods_agents.tracing import Trace
+from rods_agents.tracing import CONFIG_ERROR, Trace
 from rods_agents.value_sources import state_values, user_text_upto
 
 
@@ -122,7 +122,8 @@ def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace) -> tuple[
     reasons: list[str] = []
     detail: dict[str, Any] = {}
     if trace.errors:
-        reasons.append("execution_error")
+        config_error = (trace.errors[0].error or "").startswith(CONFIG_ERROR)
+        reasons.append("invalid_config" if config_error else "execution_error")
         detail["errors"] = [e.error for e in trace.errors][:3]
         return reasons, detail
     score = check(task, [[gt] for gt in task.ground_truth], strict_tools=True)
@@ -164,8 +165,10 @@ def judge_variant(state: dict, runtime: Any = None) -> dict:
         seed = Task.model_validate(state["seed"])
         trace = Trace.model_validate(state["trace"])
         reasons, detail = judge(task, seed, Profile.model_validate(state["profile"]), trace)
-        if state.get("patch_failed") and "execution_error" in reasons:
+        if state.get("patch_failed") and reasons[:1] in (["execution_error"], ["invalid_config"]):
             reasons.append("patch_exhausted")
+            if state.get("llm_error"):
+                detail["llm_patch"] = state["llm_error"]  # why every LLM patch proposal was refused
     verdict = {"accepted": not reasons, "reasons": reasons, "detail": detail}
     emit(runtime, state, "verdict", "accepted" if not reasons else "rejected", reasons=reasons)
     return {"verdict": verdict, "timings": timings,

@@ -4,7 +4,8 @@ Runs ``langgraph dev --no-browser --host 127.0.0.1`` on ``langgraph.json`` with 
 version check and LangSmith tracing switched off (otherwise the CLI reaches the internet at
 start). Point Studio (or ``langgraph-sdk``) at the printed URL and step through a sample:
 profile -> plan -> rewrite -> execute -> patch -> verdict. The server keeps its state in
-``.langgraph_api/`` (git-ignored).
+``.langgraph_api/`` of its working directory: the repo root for ``rods studio`` (git-ignored), a
+scratch folder when :func:`start_studio` is given ``workdir`` (the tests do that).
 """
 
 from __future__ import annotations
@@ -28,14 +29,19 @@ def studio_command(port: int = 2024, host: str = "127.0.0.1") -> tuple[list[str]
     exe = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph") or "langgraph"
     cmd = [exe, "dev", "--no-browser", "--no-reload", "--host", host, "--port", str(port),
            "--config", str(ROOT / "langgraph.json")]
-    return cmd, {**os.environ, **OFFLINE_ENV}
+    pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return cmd, {**os.environ, **OFFLINE_ENV, "PYTHONPATH": pythonpath}
 
 
-def start_studio(port: int = 2024, host: str = "127.0.0.1", log_path: Path | None = None) -> subprocess.Popen:
-    """Start the dev server in the background (the caller stops it by its PID)."""
+def start_studio(port: int = 2024, host: str = "127.0.0.1", log_path: Path | None = None,
+                 workdir: Path | None = None) -> subprocess.Popen:
+    """Start the dev server in the background (the caller stops it by its PID).
+
+    ``workdir`` is the server's working directory, where it writes ``.langgraph_api/`` (default: the
+    repo root); the graph always comes from the repo's ``langgraph.json`` (``--config``)."""
     cmd, env = studio_command(port, host)
     out = open(log_path, "w") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    return subprocess.Popen(cmd, cwd=workdir or ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 def studio(

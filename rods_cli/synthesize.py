@@ -3,13 +3,27 @@
 Each (seed, variant) sample runs the per-sample graph on its own checkpointer thread in
 ``OUT/checkpoints.sqlite`` with synchronous durability, so ``--resume`` picks a killed run up
 where it stopped: finished samples are read back, unfinished ones continue, none run twice.
-Outputs are rewritten atomically after every finished sample.
+Samples run (and are de-duplicated) in issue order: seed index, then variant. Outputs are rewritten
+atomically after every finished sample; an accepted sample once written to ``accepted.jsonl`` stays
+there (a later near-duplicate is rejected instead).
+
+``OUT/manifest.json`` records the run's settings. ``--resume`` refuses an out dir whose manifest
+differs from the given flags; without ``--resume`` a run with the *same* settings starts over (its
+files are replaced), a folder holding another run is refused unless ``--overwrite`` is given.
+
+Test hook: ``RODS_SYNTH_KILL_AFTER=NODE:N`` (read by :func:`run_samples` only), e.g.
+``execute_plan:3``, compiles the sample graph with ``interrupt_after=[NODE]`` and SIGKILLs the process
+when the N-th (1-based) such pause is reached: that node's checkpoint is written and the sample is
+unfinished, so ``--resume`` deterministically continues that same sample from its checkpoint.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import random
+import signal
 import sqlite3
 import time
 from collections.abc import Callable
@@ -19,7 +33,7 @@ from typing import Annotated, Any
 
 import typer
 
-from envs.task import Task, read_tasks
+from envs.task import InputError, Task, atomic_write_text, read_tasks
 
 log = logging.getLogger("rods.synthesize")
 
@@ -32,7 +46,11 @@ def select_seeds(spec: str, num_seeds: int | None, seed: int = 0) -> list[Task]:
         tasks = load_split("train")
     else:
         tasks = read_tasks(spec)
-    if not num_seeds or num_seeds >= len(tasks):
+    if num_seeds is not None and num_seeds < 1:
+        raise InputError(f"--num-seeds must be >= 1 (got {num_seeds})")
+    if not tasks:
+        raise InputError(f"--seeds {spec}: no seed tasks")
+    if num_seeds is None or num_seeds >= len(tasks):
         return tasks
     by_cat: dict[str, list[Task]] = {}
     for t in tasks:
@@ -49,35 +67,111 @@ def select_seeds(spec: str, num_seeds: int | None, seed: int = 0) -> list[Task]:
     return picked
 
 
+MANIFEST = "manifest.json"
+RUN_FILES = ("checkpoints.sqlite", "checkpoints.sqlite-wal", "checkpoints.sqlite-shm", "accepted.jsonl",
+             "rejected.jsonl", "report.json", MANIFEST)
+KILL_HOOK = "RODS_SYNTH_KILL_AFTER"
+
+
+def run_manifest(seeds: list[Task], ctx: Any) -> dict:
+    """The settings that define a run's samples (what ``--resume`` must match)."""
+    return {"seed_ids": [s.id for s in seeds], "variants_per_seed": ctx.variants_per_seed, "seed": ctx.seed,
+            "backbone": ctx.backbone, "models": list(ctx.models),
+            "llm_stages": sorted(ctx.llm_stages) if ctx.backbone == "llm" else [],
+            "max_plan_attempts": ctx.max_plan_attempts, "max_patch_attempts": ctx.max_patch_attempts}
+
+
+def _describe(manifest: dict, key: str) -> str:
+    value = manifest.get(key)
+    if key == "seed_ids" and isinstance(value, list):
+        return f"{len(value)} seeds ({', '.join(value[:3])}{', ...' if len(value) > 3 else ''})"
+    return json.dumps(value)
+
+
+def prepare_out_dir(out: Path, manifest: dict, resume: bool, overwrite: bool = False) -> None:
+    """Check ``out`` against ``manifest`` (InputError on a mismatch), clear it for a fresh run, write the manifest."""
+    old_path = out / MANIFEST
+    old = None
+    if old_path.exists():
+        try:
+            old = json.loads(old_path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(f"{old_path}: unreadable run manifest ({exc}); use another --out or --overwrite") from None
+    has_run = any((out / name).exists() for name in RUN_FILES)
+    if resume and not overwrite:
+        if old is None and has_run:
+            raise InputError(f"--resume: {out} holds a run without {MANIFEST}; cannot check its settings "
+                             "(use another --out, or --overwrite to start over)")
+        if old is not None and old != manifest:
+            diff = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
+            raise InputError(f"--resume: {out} was started with other settings: "
+                             + "; ".join(f"{k}: {_describe(old, k)} there, {_describe(manifest, k)} now" for k in diff)
+                             + " (resume with the same flags, or use another --out)")
+    else:
+        if has_run and not overwrite and old != manifest:
+            what = "another run" if old is not None else "files of a run without a manifest"
+            raise InputError(f"{out} holds {what}; use --resume with its settings, another --out, or --overwrite")
+        for name in RUN_FILES:  # a fresh run: same settings (or --overwrite) start over
+            (out / name).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(old_path, json.dumps(manifest, indent=2) + "\n")
+
+
+def _kill_hook() -> tuple[str, int] | None:
+    spec = os.environ.get(KILL_HOOK, "")
+    if not spec:
+        return None
+    stage, _, n = spec.partition(":")
+    return stage, int(n or 1)
+
+
 def run_samples(seeds: list[Task], ctx: Any, out: Path, resume: bool = False,
-                on_event: Callable[[dict], None] | None = None) -> Any:
-    """Run every (seed, variant) sample with a SQLite checkpointer; write outputs as samples finish."""
+                on_event: Callable[[dict], None] | None = None, overwrite: bool = False) -> Any:
+    """Run every (seed, variant) sample with a SQLite checkpointer; write outputs as samples finish.
+
+    Samples are processed in issue order (seed index, variant) and fed to one incremental
+    :class:`graphs.synthesis.Deduper`; ``accepted.jsonl`` only ever grows.
+    """
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from graphs.synthesis import build_sample_graph, finalize_results, sample_id, warm_caches
+    from graphs.synthesis import Deduper, SynthesisResult, build_report, build_sample_graph, sample_id, warm_caches
     from rods_agents.outputs import write_outputs
 
-    out.mkdir(parents=True, exist_ok=True)
+    prepare_out_dir(out, run_manifest(seeds, ctx), resume, overwrite)
     db = out / "checkpoints.sqlite"
-    if not resume:
-        for name in ("checkpoints.sqlite", "checkpoints.sqlite-wal", "checkpoints.sqlite-shm",
-                     "accepted.jsonl", "rejected.jsonl", "report.json"):
-            (out / name).unlink(missing_ok=True)
+    dedupe = Deduper()
+    if resume and (out / "accepted.jsonl").exists():
+        for task in read_tasks(out / "accepted.jsonl"):  # published samples stay published
+            dedupe.keep(task)
     warm_caches()
     conn = sqlite3.connect(str(db), check_same_thread=False)
     saver = SqliteSaver(conn)
-    graph = build_sample_graph().compile(checkpointer=saver)
+    kill = _kill_hook()
+    # the test hook pauses the graph after the hooked stage's node (its checkpoint is then written)
+    graph = build_sample_graph().compile(checkpointer=saver, interrupt_after=[kill[0]] if kill else None)
     samples = [(sample_id(s.id, v), s, v) for s in seeds for v in range(ctx.variants_per_seed)]
-    results: dict[str, dict] = {}
+    judged: list[dict] = []
+    accepted: list[Task] = []
+    rejected: list[dict] = []
     start = time.perf_counter()
+    paused = [0]
 
-    def flush() -> None:
-        res = finalize_results(list(results.values()), time.perf_counter() - start)
-        res.report["run"] = {"seeds": len(seeds), "variants_per_seed": ctx.variants_per_seed, "seed": ctx.seed,
-                             "backbone": ctx.backbone, "models": list(ctx.models), "finished": len(results),
-                             "total": len(samples)}
-        write_outputs(out, res.accepted, res.rejected, res.report)
-        return res
+    def flush() -> Any:
+        report = build_report(judged, accepted, rejected, time.perf_counter() - start)
+        report["run"] = {"seeds": len(seeds), "variants_per_seed": ctx.variants_per_seed, "seed": ctx.seed,
+                         "backbone": ctx.backbone, "models": list(ctx.models), "finished": len(judged),
+                         "total": len(samples)}
+        write_outputs(out, accepted, rejected, report)
+        return SynthesisResult(accepted=list(accepted), rejected=list(rejected), report=report)
+
+    def admit(r: dict) -> None:
+        task, r = dedupe.admit(r)
+        judged.append(r)
+        if task is not None:
+            accepted.append(task)
+        else:
+            rejected.append({k: r.get(k) for k in ("sample_id", "seed_id", "variant", "reasons", "detail",
+                                                   "plan_attempts", "patches", "llm_calls", "timings")})
 
     def one(item: tuple[str, Task, int]) -> dict:
         sid, seed_task, variant = item
@@ -88,21 +182,27 @@ def run_samples(seeds: list[Task], ctx: Any, out: Path, resume: bool = False,
                 on_event({"sample_id": sid, "stage": "done", "status": "resumed"})
             return snapshot.values["results"][-1]
         payload = None if snapshot.next else {"sample_id": sid, "seed": seed_task.model_dump(), "variant": variant}
-        for event in graph.stream(payload, config, context=ctx, stream_mode="custom", durability="sync"):
-            if on_event:
-                on_event(event)
-        return graph.get_state(config).values["results"][-1]
+        while True:
+            for event in graph.stream(payload, config, context=ctx, stream_mode="custom", durability="sync"):
+                if on_event:
+                    on_event(event)
+            state = graph.get_state(config)
+            if not state.next:
+                return state.values["results"][-1]
+            paused[0] += 1  # only the test hook interrupts: stopped after its node, checkpoint written
+            if kill is not None and paused[0] == kill[1]:
+                os.kill(os.getpid(), signal.SIGKILL)
+            payload = None
 
     try:
         if ctx.concurrency <= 1:
             for item in samples:
-                r = one(item)
-                results[r["sample_id"]] = r
+                admit(one(item))
                 flush()
         else:
             with ThreadPoolExecutor(ctx.concurrency) as pool:
-                for r in pool.map(one, samples):
-                    results[r["sample_id"]] = r
+                for r in pool.map(one, samples):  # results come back in issue order
+                    admit(r)
                     flush()
         return flush()
     finally:
@@ -111,14 +211,16 @@ def run_samples(seeds: list[Task], ctx: Any, out: Path, resume: bool = False,
 
 def synthesize(
     seeds: Annotated[str, typer.Option("--seeds", help="'train' (train split) or a JSONL file of seed tasks.")] = "train",
-    num_seeds: Annotated[int, typer.Option("--num-seeds", help="Seeds to use (dealt round-robin over categories).")] = 20,
+    num_seeds: Annotated[int, typer.Option("--num-seeds", help="Seeds to use, >= 1 (dealt round-robin over categories; "
+                                           "more than the file holds = all of them).")] = 20,
     variants_per_seed: Annotated[int, typer.Option("--variants-per-seed", help="Variants drawn per seed.")] = 2,
     backbone: Annotated[str, typer.Option("--backbone", help="offline (no network) or llm.")] = "offline",
     model: Annotated[list[str] | None, typer.Option("--model", help="Chat model(s) for --backbone llm (round-robin).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint (key: OPENAI_API_KEY).")] = None,
     llm_stages: Annotated[str, typer.Option("--llm-stages", help="Comma-separated stages the LLM takes over: plan, rewrite, patch.")] = "rewrite",
     out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("runs/synthesis"),
-    resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run in --out.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run in --out (same settings, else refused).")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Discard a run with other settings already in --out.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Master seed (runs are deterministic given it).")] = 0,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Samples in flight (offline is CPU-bound: keep 1).")] = 1,
 ) -> None:
@@ -128,30 +230,35 @@ def synthesize(
     from rich.table import Table
 
     from graphs.state import SynthesisContext
+    from rods_cli.common import user_errors
 
-    if backbone not in ("offline", "llm"):
-        raise typer.BadParameter("--backbone must be 'offline' or 'llm'")
-    if backbone == "llm" and not model:
-        raise typer.BadParameter("--backbone llm needs at least one --model")
-    stages = [s.strip() for s in llm_stages.split(",") if s.strip()]
-    if set(stages) - {"plan", "rewrite", "patch"}:
-        raise typer.BadParameter(f"--llm-stages: unknown stage(s) {sorted(set(stages) - {'plan', 'rewrite', 'patch'})}")
-    console = Console(stderr=True)
-    seed_tasks = select_seeds(seeds, num_seeds, seed)
-    ctx = SynthesisContext(seed=seed, variants_per_seed=variants_per_seed, backbone=backbone, models=list(model or []),
-                           base_url=base_url, concurrency=concurrency,
-                           llm_stages=stages)
-    total = len(seed_tasks) * variants_per_seed
-    with Progress(TextColumn("[bold]synthesize"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                  TimeElapsedColumn(), console=console, transient=False) as progress:
-        bar = progress.add_task("", total=total)
+    with user_errors():
+        if backbone not in ("offline", "llm"):
+            raise InputError("--backbone must be 'offline' or 'llm'")
+        if backbone == "llm" and not model:
+            raise InputError("--backbone llm needs at least one --model")
+        stages = [s.strip() for s in llm_stages.split(",") if s.strip()]
+        if set(stages) - {"plan", "rewrite", "patch"}:
+            raise InputError(f"--llm-stages: unknown stage(s) {sorted(set(stages) - {'plan', 'rewrite', 'patch'})}")
+        for flag, value in (("--variants-per-seed", variants_per_seed), ("--concurrency", concurrency)):
+            if value < 1:
+                raise InputError(f"{flag} must be >= 1 (got {value})")
+        console = Console(stderr=True)
+        seed_tasks = select_seeds(seeds, num_seeds, seed)
+        ctx = SynthesisContext(seed=seed, variants_per_seed=variants_per_seed, backbone=backbone,
+                               models=list(model or []), base_url=base_url, concurrency=concurrency, llm_stages=stages)
+        prepare_out_dir(out, run_manifest(seed_tasks, ctx), resume, overwrite)  # refuse before any work
+        total = len(seed_tasks) * variants_per_seed
+        with Progress(TextColumn("[bold]synthesize"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                      TimeElapsedColumn(), console=console, transient=False) as progress:
+            bar = progress.add_task("", total=total)
 
-        def on_event(event: dict) -> None:
-            if event.get("stage") == "done":
-                progress.advance(bar)
-            progress.update(bar, description=f"{event.get('sample_id', '')} {event.get('stage')}:{event.get('status')}")
+            def on_event(event: dict) -> None:
+                if event.get("stage") == "done":
+                    progress.advance(bar)
+                progress.update(bar, description=f"{event.get('sample_id', '')} {event.get('stage')}:{event.get('status')}")
 
-        result = run_samples(seed_tasks, ctx, out, resume=resume, on_event=on_event)
+            result = run_samples(seed_tasks, ctx, out, resume=resume, on_event=on_event, overwrite=overwrite)
     rep = result.report
     table = Table(title=f"rods synthesize -> {out}")
     table.add_column("metric")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +14,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from graphs.state import SynthesisContext
 from graphs.synthesis import synthesize
+from rods_agents.llm_backbone import LLMOutputError
 from rods_cli.synthesize import select_seeds
 
 
@@ -118,15 +120,19 @@ def test_llm_config_patch_is_validated_and_applied():
     {"cls": "TradingBot", "path": "stocks", "value": 1},      # would overwrite an object
     {"cls": "TradingBot", "path": "__import__('os')", "value": 1},  # not a dot-path
     {"nope": True},                                           # wrong schema
+    {"cls": "TwitterAPI", "path": "tweets", "value": 5},     # TwitterAPI is not involved
+    {"cls": "TradingBot", "path": "watch_list", "value": 5},  # a list field becomes a scalar
 ])
 def test_invalid_llm_config_patches_are_refused_after_bounded_retries(args):
     task = _closed_market_task()
     backbone, model = _patch_backbone(lambda p: _tool(args) if "cls" not in args else AIMessage(
         content="", tool_calls=[{"name": "ConfigPatchProposal", "args": args, "id": "c1"}]))
     error = {"error": "Market is closed.", "call": "withdraw_funds(amount=1)", "class": "TradingBot", "kind": "other"}
-    patch, config, calls = backbone.propose_patch(task, error, {"sample_id": "s"})
-    assert patch is None and calls == 3 and model.calls == 3
-    assert config == task.initial_config
+    before = copy.deepcopy(task.initial_config)
+    with pytest.raises(LLMOutputError) as info:
+        backbone.propose_patch(task, error, {"sample_id": "s"})
+    assert info.value.calls == 3 and model.calls == 3 and len(info.value.errors) == 3
+    assert task.initial_config == before
 
 
 # ----------------------------------------------------------------------------- LLM plan sampling

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+import shutil
 import socket
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
-from rods_cli.studio import start_studio
+from rods_cli.studio import ROOT, start_studio
 
 
 def _free_port() -> int:
@@ -23,7 +26,9 @@ def test_langgraph_dev_runs_the_graph_and_history_shows_every_stage(tmp_path):
     sdk = pytest.importorskip("langgraph_sdk")
     port = _free_port()
     log = tmp_path / "studio.log"
-    proc = start_studio(port, log_path=log)
+    api_dir_existed = (ROOT / ".langgraph_api").exists()
+    workdir = Path(tempfile.mkdtemp(prefix="rods-studio-"))  # the server writes .langgraph_api/ here, not in the repo
+    proc = start_studio(port, log_path=log, workdir=workdir)
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.time() + 120
@@ -60,9 +65,14 @@ def test_langgraph_dev_runs_the_graph_and_history_shows_every_stage(tmp_path):
         assert {"extract_profile", "sample_plan", "rewrite_turns", "execute_plan", "patch_config",
                 "judge_variant"} <= stages
         assert {"load_seeds", "synthesize_sample", "collect_results"} <= {n for h in history for n in (h.get("next") or [])} | stages
+        assert (ROOT / ".langgraph_api").exists() == api_dir_existed
     finally:
         proc.terminate()
         try:
             proc.wait(timeout=20)
         except Exception:  # noqa: BLE001
             proc.kill()
+            proc.wait(timeout=20)
+        wrote_to_workdir = (workdir / ".langgraph_api").exists()
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert wrote_to_workdir  # its state went to the scratch dir
