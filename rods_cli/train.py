@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from envs.task import InputError
 from rods_cli.common import console, user_errors
 
 TRAIN_CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -33,6 +34,8 @@ def parse_recipe(config: Path, overrides: list[str]):
         (args,) = parser.parse_args_and_config(["--config", str(config), *overrides])
     except SystemExit as exc:  # argparse reports the bad option itself
         raise typer.Exit(2) from exc
+    except ValueError as exc:  # a recipe value the config refuses (RODSConfig.__post_init__ and GRPOConfig)
+        raise InputError(f"{config}: {exc}") from None
     return args
 
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from envs.bfcl_data import CATEGORIES
 from envs.dataset import MANIFEST, load_bfcl_tasks, load_split, load_tasks, make_split, split_manifest, split_scenarios
+from envs.task import InputError
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +95,7 @@ def test_load_tasks_filters_and_reports_bad_input():
     assert {t.category for t in load_tasks("test", ["miss_param"])} == {"miss_param"}
     ids = ["multi_turn_base_3", "multi_turn_long_context_0"]
     assert [t.id for t in load_tasks("all", ids=ids)] == ids
-    with pytest.raises(ValueError, match="unknown categories"):
+    with pytest.raises(InputError, match="unknown categories"):
         load_tasks("all", ["nope"])
-    with pytest.raises(KeyError, match="multi_turn_base_999"):
+    with pytest.raises(InputError, match="multi_turn_base_999"):
         load_tasks("all", ids=["multi_turn_base_999"])

@@ -254,3 +254,12 @@ def test_epoch_stream_registry_does_not_keep_the_curriculum_alive(seeds, args):
     assert stream.key not in _STREAMS
     with pytest.raises(RuntimeError, match="freed"):
         list(stream())
+
+
+def test_bad_recipe_value_is_one_clear_cli_error():
+    from typer.testing import CliRunner
+
+    from rods_cli.main import app
+
+    result = CliRunner().invoke(app, ["train", "--config", "recipes/tiny-cpu.yaml", "--mode", "bogus"])
+    assert result.exit_code == 2 and "mode must be one of" in result.output and "Traceback" not in result.output
