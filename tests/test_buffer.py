@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import random
+import tempfile
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -303,17 +305,17 @@ def test_invariants_over_random_runs(cfg, script):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cfg=CONFIG, script=SCRIPT, cut=st.integers(0, 5))
-def test_save_load_round_trips_and_continues_identically(cfg, script, cut, tmp_path_factory):
+def test_save_load_round_trips_and_continues_identically(cfg, script, cut):
     cut = min(cut, len(script) - 1)
     run = Run(cfg)
     for epoch, (n, rs) in enumerate(script[:cut]):
         run.epoch(epoch, n, rs)
-    path = tmp_path_factory.mktemp("ckpt") / "curriculum.json"
-    run.buf.save(path, detector=run.det)
-
     resumed = Run(cfg)
     resumed.buf, resumed.det = ReplayBuffer([], cfg), BoundaryDetector()
-    resumed.buf.load(path, detector=resumed.det)
+    with tempfile.TemporaryDirectory() as folder:  # one per example, removed at once
+        path = Path(folder) / "curriculum.json"
+        run.buf.save(path, detector=run.det)
+        resumed.buf.load(path, detector=resumed.det)
     assert resumed.buf.state_dict() == run.buf.state_dict()
     assert resumed.det.state_dict() == run.det.state_dict()
     assert [t.model_dump() for t in resumed.buf.active_tasks()] == [t.model_dump() for t in run.buf.active_tasks()]

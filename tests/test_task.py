@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -56,13 +58,14 @@ def test_task_properties(bfcl_tasks):
            st.none() | st.booleans() | st.integers() | st.text(max_size=5),
            lambda x: st.lists(x, max_size=3) | st.dictionaries(st.text(max_size=3), x, max_size=3), max_leaves=5),
            max_size=3))
-def test_synthesized_tasks_round_trip(suffix, provenance, tmp_path_factory):
+def test_synthesized_tasks_round_trip(suffix, provenance):
     seed = Task.from_bfcl(raw_entries("miss_func")[12], raw_answers("miss_func")[12]["ground_truth"])
     task = seed.model_copy(update={"id": f"{seed.id}__rods_{suffix}", "provenance": provenance})
     assert category_of(task.id) == "miss_func"
-    path = tmp_path_factory.mktemp("syn") / "t.jsonl"
-    write_tasks(path, [task])
-    (back,) = read_tasks(path)
+    with tempfile.TemporaryDirectory() as folder:  # one per example, removed at once
+        path = Path(folder) / "t.jsonl"
+        write_tasks(path, [task])
+        (back,) = read_tasks(path)
     assert back == task and back.scenario == 12 and back.category == "miss_func"
 
 
