@@ -52,7 +52,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from envs.task import Task, atomic_write_text
-from trainer.detection import BoundaryDetector, config_changes, format_changes, phi
+from trainer.detection import BoundaryDetector, phi, reconcile_config
 
 log = logging.getLogger(__name__)
 
@@ -403,14 +403,7 @@ class ReplayBuffer:
         next boundary (P_max pruning) or enqueue (``max_queue``); ``event_log_size`` at once.
         ``restore_config=True`` adopts the saved config instead (an exact clone).
         """
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(f"unsupported buffer state version {state.get('version')!r}")
-        saved = BufferConfig.model_validate(state["config"])
-        changes = config_changes(saved, self.config)
-        if restore_config:
-            self.config, changes = saved, {}
-        elif changes:
-            log.warning("buffer state loaded with the current settings, not the saved ones: %s", format_changes(changes))
+        self.config, changes = reconcile_config(state, self.config, STATE_VERSION, "buffer", restore_config)
         self.last_epoch = state["last_epoch"]
         self._counter = state["counter"]
         model = self.task_model

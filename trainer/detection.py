@@ -587,15 +587,7 @@ class BoundaryDetector:
         ``{name: (saved, current)}``. ``restore_config=True`` adopts the saved config instead (an
         exact clone). The lookups given at construction are kept.
         """
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(f"unsupported detector state version {state.get('version')!r}")
-        saved = DetectorConfig.model_validate(state["config"])
-        changes = config_changes(saved, self.config)
-        if restore_config:
-            self.config, changes = saved, {}
-        elif changes:
-            log.warning("detector state loaded with the current settings, not the saved ones: %s",
-                        format_changes(changes))
+        self.config, changes = reconcile_config(state, self.config, STATE_VERSION, "detector", restore_config)
         self.latest_epoch = state["latest_epoch"]
         self._tracks = {}
         for tid, d in state["tracks"].items():
@@ -618,6 +610,24 @@ class BoundaryDetector:
     def load(self, path: str | Path, *, restore_config: bool = False) -> dict[str, tuple[Any, Any]]:
         """Restore :meth:`save`'s file (see :meth:`load_state_dict`)."""
         return self.load_state_dict(json.loads(Path(path).read_text(encoding="utf-8")), restore_config=restore_config)
+
+
+def reconcile_config(state: Mapping[str, Any], current: BaseModel, version: int, what: str,
+                     restore_config: bool) -> tuple[BaseModel, dict[str, tuple[Any, Any]]]:
+    """Check a saved state's version and decide which config a loaded object runs with.
+
+    The current config wins (each differing saved value is logged as a warning); with
+    ``restore_config`` the saved one is adopted and no change is reported.
+    """
+    if state.get("version") != version:
+        raise ValueError(f"unsupported {what} state version {state.get('version')!r}")
+    saved = type(current).model_validate(state["config"])
+    if restore_config:
+        return saved, {}
+    changes = config_changes(saved, current)
+    if changes:
+        log.warning("%s state loaded with the current settings, not the saved ones: %s", what, format_changes(changes))
+    return current, changes
 
 
 def config_changes(saved: BaseModel, current: BaseModel) -> dict[str, tuple[Any, Any]]:
