@@ -137,8 +137,19 @@ def public_methods(class_name: str) -> tuple[str, ...]:
 
 
 @cache
+def method_signature(class_name: str, method: str) -> inspect.Signature:
+    """The signature of an environment method (``self`` included), cached."""
+    return inspect.signature(getattr(env_class(class_name), method))
+
+
+def parameter_names(class_name: str, method: str) -> tuple[str, ...]:
+    """Parameter names of an environment method, in order, without ``self``."""
+    return tuple(_param_index(class_name, method))
+
+
+@cache
 def _mutable_defaults(class_name: str, method: str) -> tuple[tuple[str, Any], ...]:
-    sig = inspect.signature(getattr(env_class(class_name), method))
+    sig = method_signature(class_name, method)
     return tuple(
         (p.name, p.default) for p in sig.parameters.values() if isinstance(p.default, list | dict | set)
     )
@@ -233,7 +244,7 @@ _SHARES_FILLER_STATE = frozenset({"TravelAPI"})
 
 @cache
 def _param_index(class_name: str, method: str) -> dict[str, int]:
-    params = list(inspect.signature(getattr(env_class(class_name), method)).parameters)
+    params = list(method_signature(class_name, method).parameters)
     return {name: i - 1 for i, name in enumerate(params) if name != "self"}
 
 

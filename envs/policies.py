@@ -7,17 +7,14 @@ policies emit each turn's calls as one step, then close the turn with a text rep
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import os
 from collections.abc import Mapping
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-from envs.bfcl_data import env_class
-from envs.executor import CallError, parse_call, public_methods
+from envs.executor import CallError, method_signature, parse_call, public_methods
 from envs.runner import AssistantMessage, StepContext, ToolCall
 from envs.task import InputError, Task, TaskFileError, iter_jsonl
 
@@ -34,13 +31,8 @@ def keyword_arguments(task: Task, call: str) -> tuple[str, dict[str, Any]]:
     owner = next((c for c in task.involved_classes if parsed.name in public_methods(c)), None)
     if owner is None:
         raise CallError(f"{parsed.name!r} is not a method of {task.involved_classes}")
-    bound = _signature(owner, parsed.name).bind(None, *parsed.args, **parsed.kwargs)  # None stands for self
+    bound = method_signature(owner, parsed.name).bind(None, *parsed.args, **parsed.kwargs)  # None stands for self
     return parsed.name, {k: v for k, v in list(bound.arguments.items())[1:]}
-
-
-@cache
-def _signature(class_name: str, method: str) -> inspect.Signature:
-    return inspect.signature(getattr(env_class(class_name), method))
 
 
 class ScriptedPolicy:

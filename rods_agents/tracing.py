@@ -8,17 +8,14 @@ system's working directory is private but later calls depend on it).
 
 from __future__ import annotations
 
-import inspect
 import json
 import pickle
 import re
-from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from envs.bfcl_data import env_class
-from envs.executor import ERROR_PREFIX, CallError, Environment, parse_call, serialize_result
+from envs.executor import ERROR_PREFIX, CallError, Environment, parameter_names, parse_call, serialize_result
 from envs.task import Task
 
 _SKIP_ATTRS = {"_random", "_api_description", "_flight_cost_lookup"}
@@ -48,16 +45,11 @@ class Trace(BaseModel):
         return [c for c in self.calls if c.error]
 
 
-@cache
-def _signature(cls_name: str, method: str) -> inspect.Signature:
-    return inspect.signature(getattr(env_class(cls_name), method))
-
-
 def bind_args(cls_name: str | None, name: str, args: tuple, kwargs: dict) -> dict[str, Any]:
     """Name positional arguments after the method's parameters (``sort('a.txt')`` -> file_name)."""
     if cls_name is None:
         return {**{f"_{i}": a for i, a in enumerate(args)}, **kwargs}
-    params = [p for p in _signature(cls_name, name).parameters if p != "self"]
+    params = parameter_names(cls_name, name)
     bound = {params[i] if i < len(params) else f"_{i}": a for i, a in enumerate(args)}
     bound.update(kwargs)
     return bound

@@ -16,12 +16,10 @@ from envs.policies import keyword_arguments
 from envs.task import Task
 
 
-class FakeOpenAI:
-    def __init__(self, tasks: list[Task], malformed: set[str] = frozenset()):
-        self.by_first_message = {t.turns[0][0].content: t for t in tasks}
-        self.malformed = set(malformed)
-        self.requests: list[dict] = []
-        handler = self._handler()
+class LoopbackServer:
+    """An HTTP server on a free 127.0.0.1 port, served from a thread while the ``with`` block runs."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]):
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -29,13 +27,22 @@ class FakeOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def __enter__(self) -> FakeOpenAI:
+    def __enter__(self):
         self.thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+class FakeOpenAI(LoopbackServer):
+    def __init__(self, tasks: list[Task], malformed: set[str] = frozenset()):
+        self.by_first_message = {t.turns[0][0].content: t for t in tasks}
+        self.malformed = set(malformed)
+        self.requests: list[dict] = []
+        super().__init__(self._handler())
 
     def reply(self, body: dict) -> dict:
         self.requests.append(body)

@@ -57,9 +57,10 @@ BAD: dict[str, Callable[[str], AIMessage]] = {
 }
 
 
-def _run(script: Callable[[str], AIMessage], n_seeds: int = 3) -> tuple[Any, ScriptedChatModel]:
+def _run(script: Callable[[str], AIMessage], n_seeds: int = 3, stage: str = "rewrite") -> tuple[Any, ScriptedChatModel]:
+    """Synthesize with the scripted model taking over one LLM stage."""
     model = ScriptedChatModel(messages=iter([]), script=script)
-    ctx = SynthesisContext(seed=0, variants_per_seed=1, backbone="llm", llm_stages=["rewrite"], chat_models=[model],
+    ctx = SynthesisContext(seed=0, variants_per_seed=1, backbone="llm", llm_stages=[stage], chat_models=[model],
                            models=["scripted"], llm_retries=2, max_llm_calls_per_sample=6)
     return synthesize(select_seeds("train", n_seeds, seed=1), ctx), model
 
@@ -188,15 +189,8 @@ BAD_PLANS: dict[str, Callable[[str], AIMessage]] = {
 }
 
 
-def _run_plan(script: Callable[[str], AIMessage], n_seeds: int = 3) -> tuple[Any, ScriptedChatModel]:
-    model = ScriptedChatModel(messages=iter([]), script=script)
-    ctx = SynthesisContext(seed=0, variants_per_seed=1, backbone="llm", llm_stages=["plan"], chat_models=[model],
-                           models=["scripted"], llm_retries=2, max_llm_calls_per_sample=6)
-    return synthesize(select_seeds("train", n_seeds, seed=1), ctx), model
-
-
 def test_valid_llm_plans_are_validated_executed_and_accepted():
-    result, model = _run_plan(good_plan)
+    result, model = _run(good_plan, stage="plan")
     assert result.accepted
     assert model.calls >= len(result.accepted)
     assert result.report["llm_calls"] == model.calls
@@ -208,7 +202,7 @@ def test_valid_llm_plans_are_validated_executed_and_accepted():
 
 @pytest.mark.parametrize("kind", sorted(BAD_PLANS))
 def test_invalid_llm_plans_are_retried_then_rejected_never_crash(kind):
-    result, model = _run_plan(BAD_PLANS[kind], n_seeds=2)
+    result, model = _run(BAD_PLANS[kind], n_seeds=2, stage="plan")
     assert not result.accepted
     assert result.rejected and all(r["reasons"] == ["llm_invalid_output"] for r in result.rejected)
     for r in result.rejected:

@@ -21,7 +21,6 @@ import contextlib
 import fcntl
 import hashlib
 import importlib.metadata as md
-import inspect
 import json
 import logging
 import os
@@ -89,14 +88,12 @@ def chat_template() -> str:
 
 def _arguments(env: Any, call: str) -> tuple[str, dict[str, Any]]:
     """Name and keyword arguments of a ground-truth call (positional ones named from the method signature)."""
-    from envs.bfcl_data import env_class
-    from envs.executor import parse_call
+    from envs.executor import parameter_names, parse_call
 
     parsed = parse_call(call)
     args = dict(parsed.kwargs)
     if parsed.args:
-        owner = env.owner(parsed.name)
-        params = [p for p in inspect.signature(getattr(env_class(owner), parsed.name)).parameters if p != "self"]
+        params = parameter_names(env.owner(parsed.name), parsed.name)
         args = {**dict(zip(params, parsed.args, strict=False)), **args}
     return parsed.name, args
 

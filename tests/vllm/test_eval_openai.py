@@ -14,16 +14,16 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from envs.dataset import load_tasks
+from tests.fake_openai import LoopbackServer
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -42,7 +42,7 @@ def hermes_regex(name: str, arguments_json: str) -> str:
 FORCED = {WELL_FORMED: hermes_regex("pwd", "{}"), MALFORMED: hermes_regex("ls", '"everything please"')}
 
 
-class ForcingProxy:
+class ForcingProxy(LoopbackServer):
     """Loopback HTTP proxy to the server; forces a tool call on the first step of a turn for chosen tasks.
 
     A task is recognised by its first user message (the runner resends the whole conversation every step).
@@ -86,18 +86,7 @@ class ForcingProxy:
                     proxy.forced_requests += 1
                 self._forward(json.dumps(body).encode())
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> ForcingProxy:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
+        super().__init__(Handler)
 
 
 def run_eval(base_url: str, out: Path, cwd: Path) -> tuple[subprocess.CompletedProcess, float]:
