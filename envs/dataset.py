@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from envs.bfcl_data import CATEGORIES, raw_answers, raw_entries
-from envs.task import InputError, Task, TaskFileError, read_tasks
+from envs.task import InputError, Task, TaskFileError, dedupe_tasks, read_tasks
 
 MANIFEST = Path(__file__).with_name("split_manifest.json")
 Split = Literal["train", "test", "all"]
@@ -37,6 +37,17 @@ def _category_tasks(category: str) -> tuple[Task, ...]:
 def load_bfcl_tasks(categories: Iterable[str] = CATEGORIES) -> list[Task]:
     """All BFCL multi-turn tasks of the given categories (copies; safe to mutate)."""
     return [t.model_copy(deep=True) for c in categories for t in _category_tasks(c)]
+
+
+@cache
+def _bfcl_by_id() -> dict[str, Task]:
+    return {t.id: t for c in CATEGORIES for t in _category_tasks(c)}
+
+
+def bfcl_task(task_id: str) -> Task | None:
+    """The shipped BFCL task with this id (a copy), or None."""
+    task = _bfcl_by_id().get(task_id)
+    return task.model_copy(deep=True) if task is not None else None
 
 
 def make_split(seed: int = 0, n_train: int = 100) -> dict:
@@ -90,11 +101,11 @@ def load_tasks(split: Split = "all", categories: Iterable[str] | None = None, ta
     bad = [c for c in cats if c not in CATEGORIES]
     if bad:
         raise InputError(f"unknown categories {bad}; choose from {list(CATEGORIES)}")
-    tasks = read_tasks(tasks_file) if tasks_file else load_split(split, cats)
+    tasks = dedupe_tasks(read_tasks(tasks_file), str(tasks_file)) if tasks_file else load_split(split, cats)
     if tasks_file:
         tasks = [t for t in tasks if t.category in cats]
     if ids is not None:
-        wanted = list(ids)
+        wanted = list(dict.fromkeys(ids))  # --id X --id X runs X once
         by_id = {t.id: t for t in tasks}
         unknown = [i for i in wanted if i not in by_id]
         if unknown:

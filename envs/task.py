@@ -8,6 +8,7 @@ all take the same lines.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import tempfile
@@ -148,11 +149,13 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
 
 
 def read_tasks(path: str | Path) -> list[Task]:
-    """Read tasks in BFCL entry format (with ``ground_truth``) from a JSONL file."""
+    """Read tasks from a JSONL file: BFCL entries with ``ground_truth`` (RODS's own files, BFCL's with answers), or
+    rows that only name a BFCL task by ``id`` (``rods tasks --format jsonl``), which resolve to the shipped task."""
     tasks = []
     for lineno, obj in iter_jsonl(path):
         if "ground_truth" not in obj:
-            raise TaskFileError(f"{path}:{lineno}: entry {obj.get('id')!r} has no ground_truth")
+            tasks.append(_listed_task(path, lineno, obj))
+            continue
         try:
             tasks.append(Task.from_bfcl(obj))
         except ValidationError as exc:
@@ -162,12 +165,71 @@ def read_tasks(path: str | Path) -> list[Task]:
     return tasks
 
 
+def _listed_task(path: str | Path, lineno: int, obj: dict) -> Task:
+    """A row without ground truth: a reference to a shipped BFCL task by id (a listing line), else an error."""
+    task_id = obj.get("id")
+    is_listing = isinstance(task_id, str) and "question" not in obj and not isinstance(obj.get("turns"), list)
+    if not is_listing:
+        raise TaskFileError(f"{path}:{lineno}: entry {task_id!r} has no ground_truth")
+    from envs.dataset import bfcl_task  # lazy: envs.dataset imports this module
+
+    task = bfcl_task(task_id)
+    if task is None:
+        raise TaskFileError(f"{path}:{lineno}: entry {task_id!r} has no ground_truth and is not a BFCL task id")
+    return task
+
+
+def dedupe_tasks(tasks: Iterable[Task], source: str = "tasks") -> list[Task]:
+    """Drop repeated ids (first kept, one warning naming them); the same id with different content is an error.
+
+    Why: a repeated id would be run and scored twice, silently weighting it double in every aggregate.
+    """
+    seen: dict[str, Task] = {}
+    repeated: list[str] = []
+    for task in tasks:
+        first = seen.get(task.id)
+        if first is None:
+            seen[task.id] = task
+        elif first == task:
+            repeated.append(task.id)
+        else:
+            raise InputError(f"{source}: task id {task.id!r} appears twice with different content")
+    if repeated:
+        logging.getLogger("envs.task").warning("%s: %d repeated task id(s) ignored (kept the first): %s", source,
+                                               len(repeated), ", ".join(sorted(set(repeated))[:5]))
+    return list(seen.values())
+
+
+def new_file_mode(base: int = 0o666) -> int:
+    """``base`` minus the process umask (``0o666``: what ``open()`` gives a file; ``0o777`` for a folder), read
+    without changing the umask where ``/proc`` allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return base & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no /proc: the classic read-and-restore (brief, single call)
+    os.umask(mask)
+    return base & ~mask
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write a file atomically (temp file in the same folder, fsync, rename)."""
+    """Write a file atomically (temp file in the same folder, fsync, rename).
+
+    The file gets the mode a plain ``open()`` would give (``0o666`` minus the umask), or keeps the mode of the file
+    it replaces: ``mkstemp`` alone would leave every output ``0600``.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = new_file_mode()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
@@ -198,7 +260,9 @@ __all__ = [
     "TaskFileError",
     "atomic_write_text",
     "category_of",
+    "dedupe_tasks",
     "iter_jsonl",
+    "new_file_mode",
     "read_tasks",
     "write_tasks",
 ]

@@ -1,7 +1,8 @@
 """Wiring of the skill-aligned synthesis pipeline (stages live in ``rods_agents``).
 
-Per sample: profile -> plan -> rewrite -> execute -> (patch -> execute)* -> verdict, with a bounded
-loop back to plan when the verdict rejects. The run graph fans out over (seed, variant) with
+Per sample: profile -> plan -> rewrite -> execute -> (patch -> execute)* -> verdict -> judge
+(-> refine -> verdict -> judge, once), with a bounded loop back to plan when the verdict or the judge
+rejects. Routers read the typed :class:`rods_agents.outcome.Verdict` and its ``terminal`` flag. The run graph fans out over (seed, variant) with
 ``Send`` and a concurrency cap, then de-duplicates accepted samples and writes the report.
 
 ``graph`` (compiled without a checkpointer) is what ``langgraph.json`` exports for Studio; the CLI
@@ -32,11 +33,12 @@ from graphs.state import (
     SynthesisState,
     SynthesizeSample,
 )
-from rods_agents.coherence_rewrite import rewrite_turns
-from rods_agents.config_patch import patch_config
 from rods_agents.contamination import fingerprint, same_substance
+from rods_agents.context import LLM_STAGES
 from rods_agents.execution_orchestrator import execute_plan
-from rods_agents.plan_sampling import sample_plan
+from rods_agents.judge import judge_candidate
+from rods_agents.llm_nodes import patch_node, plan_node, refine_node, rewrite_node
+from rods_agents.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE, PIPELINE_EXCEPTION, SampleResult, Verdict
 from rods_agents.profile_extraction import extract_profile
 from rods_agents.runtime_utils import context_of, emit
 from rods_agents.value_sources import SOURCES
@@ -44,7 +46,7 @@ from rods_agents.verdict import judge_variant
 
 log = logging.getLogger("rods.synthesis")
 
-STAGES = ("profile", "plan", "rewrite", "execute", "patch", "verdict")
+STAGES = ("profile", "plan", "rewrite", "execute", "patch", "verdict", "judge")
 
 
 def sample_id(seed_id: str, variant: int) -> str:
@@ -61,32 +63,38 @@ def finalize_sample(state: SampleState, runtime: Runtime[SynthesisContext]) -> d
     except Exception as exc:  # noqa: BLE001 - recorded as a machine-readable rejection
         log.warning("sample %s: finalize raised %s", state.get("sample_id"), exc, exc_info=True)
         seed = state.get("seed") or {}
-        result = {"sample_id": state.get("sample_id"), "seed_id": seed.get("id") if isinstance(seed, dict) else None,
-                  "variant": state.get("variant", 0), "accepted": False,
-                  "reasons": [f"{PIPELINE_EXCEPTION}:{type(exc).__name__}"],
-                  "detail": {"stage": "finalize", "error": f"{type(exc).__name__}: {str(exc)[:300]}"},
-                  "timings": state.get("timings", {}), "llm_calls": int(state.get("llm_calls", 0) or 0),
-                  "patches": state.get("patches", []), "plan_attempts": int(state.get("plan_attempt", 0) or 0),
-                  "seed_sources": Counter(), "variant_sources": Counter()}
+        result = SampleResult(
+            sample_id=state.get("sample_id"), seed_id=seed.get("id") if isinstance(seed, dict) else None,
+            variant=int(state.get("variant", 0) or 0), reasons=[f"{PIPELINE_EXCEPTION}:{type(exc).__name__}"],
+            detail={"stage": "finalize", "error": f"{type(exc).__name__}: {str(exc)[:300]}"},
+            timings=dict(state.get("timings") or {}), llm_calls=int(state.get("llm_calls", 0) or 0),
+            llm_usage=dict(state.get("llm_usage") or {}), plan_attempts=int(state.get("plan_attempt", 0) or 0))
         emit(runtime, state, "done", "rejected")
-        return {"results": [result]}
+        return {"results": [result.model_dump()]}
 
 
 def _package_sample(state: SampleState, runtime: Runtime[SynthesisContext]) -> dict:
     ctx = context_of(runtime)
-    verdict = state.get("verdict") or {"accepted": False, "reasons": ["no_verdict"], "detail": {}}
+    verdict = Verdict.of(state) or Verdict.reject("no_verdict")
     seed = state["seed"]
-    detail = dict(verdict.get("detail") or {})
+    detail = dict(verdict.detail)
     variant_profile = detail.pop("profile", None)
     profile = state.get("profile") or {}
-    result: dict[str, Any] = {
-        "sample_id": state["sample_id"], "seed_id": seed["id"], "variant": state.get("variant", 0),
-        "accepted": bool(verdict.get("accepted")), "reasons": list(verdict.get("reasons", [])), "detail": detail,
-        "timings": state.get("timings", {}), "llm_calls": int(state.get("llm_calls", 0)),
-        "patches": state.get("patches", []), "plan_attempts": int(state.get("plan_attempt", 0)) + (1 if verdict.get("accepted") else 0),
-        "seed_sources": Counter(a["source"] for a in profile.get("arg_sources", [])),
-        "variant_sources": Counter(a["source"] for a in (variant_profile or {}).get("arg_sources", [])),
-    }
+    judge_log = list(state.get("judge") or [])
+    if judge_log and not verdict.accepted:
+        detail.setdefault("judge_log", judge_log)
+    if state.get("rejections"):
+        detail.setdefault("earlier_attempts", [{"reasons": r.get("reasons", [])} for r in state["rejections"]])
+    result = SampleResult(
+        sample_id=state["sample_id"], seed_id=seed["id"], variant=int(state.get("variant", 0) or 0),
+        accepted=verdict.accepted, reasons=list(verdict.reasons), detail=detail,
+        timings=dict(state.get("timings") or {}), llm_calls=int(state.get("llm_calls", 0) or 0),
+        llm_usage=dict(state.get("llm_usage") or {}), patches=list(state.get("patches") or []),
+        plan_attempts=int(state.get("plan_attempt", 0) or 0) + (1 if verdict.accepted else 0),
+        refine_rounds=int(state.get("refine_rounds", 0) or 0), judge=judge_log,
+        seed_sources=dict(Counter(a["source"] for a in profile.get("arg_sources", []))),
+        variant_sources=dict(Counter(a["source"] for a in (variant_profile or {}).get("arg_sources", []))),
+    ).model_dump()
     if result["accepted"]:
         task = Task.model_validate(state["task"])
         plan = state.get("plan") or {}
@@ -98,14 +106,13 @@ def _package_sample(state: SampleState, runtime: Runtime[SynthesisContext]) -> d
             "substitutions": plan.get("substitutions", []), "patches": state.get("patches", []),
             "plan_attempts": result["plan_attempts"], "timings": state.get("timings", {}),
             "stated_fallbacks": detail.get("stated_fallbacks", []),
-            "llm_calls": result["llm_calls"], "similarity": {k: detail.get(k) for k in ("seed_similarity", "test_similarity", "nearest_test")},
+            "llm_calls": result["llm_calls"], "llm_usage": result["llm_usage"],
+            "judge": judge_log, "refine_rounds": result["refine_rounds"],
+            "earlier_attempts": detail.get("earlier_attempts", []), "similarity": {k: detail.get(k) for k in ("seed_similarity", "test_similarity", "nearest_test")},
         }
         result["task"] = task.to_bfcl()
     emit(runtime, state, "done", "accepted" if result["accepted"] else "rejected")
     return {"results": [result]}
-
-
-PIPELINE_EXCEPTION = "pipeline_exception"
 
 
 def guarded(stage: str, node: Callable[..., dict]) -> Callable[..., dict]:
@@ -119,15 +126,16 @@ def guarded(stage: str, node: Callable[..., dict]) -> Callable[..., dict]:
         except Exception as exc:  # noqa: BLE001 - recorded as a machine-readable rejection
             log.warning("sample %s: %s raised %s", state.get("sample_id"), stage, exc, exc_info=True)
             emit(runtime, state, stage, PIPELINE_EXCEPTION, error=type(exc).__name__)
-            return {"verdict": {"accepted": False, "reasons": [f"{PIPELINE_EXCEPTION}:{type(exc).__name__}"],
-                                "detail": {"stage": stage, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}}}
+            verdict = Verdict.reject(f"{PIPELINE_EXCEPTION}:{type(exc).__name__}",
+                                     {"stage": stage, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}, terminal=True)
+            return {"verdict": verdict.dump()}
     return run
 
 
 def _ends_sample(state: SampleState) -> bool:
-    """True when a stage recorded a terminal rejection (invalid LLM output or a pipeline exception)."""
-    reasons = (state.get("verdict") or {}).get("reasons", [])
-    return any(r.startswith(("llm_", PIPELINE_EXCEPTION)) for r in reasons)
+    """True when a stage recorded a terminal rejection (the verdict's ``terminal`` flag)."""
+    verdict = Verdict.of(state)
+    return verdict is not None and verdict.terminal
 
 
 def route_after_profile(state: SampleState) -> Literal["sample_plan", "finalize_sample"]:
@@ -158,21 +166,52 @@ def route_after_patch(state: SampleState) -> Literal["execute_plan", "judge_vari
     return "judge_variant" if state.get("patch_failed") else "execute_plan"
 
 
-def route_after_verdict(state: SampleState, runtime: Runtime[SynthesisContext]) -> Literal["sample_plan", "finalize_sample"]:
-    ctx = context_of(runtime)
-    verdict = state.get("verdict") or {}
-    if verdict.get("accepted") or int(state.get("plan_attempt", 0)) >= ctx.max_plan_attempts:
-        return "finalize_sample"
-    if _ends_sample(state):
+def _replan_or_finish(state: SampleState, runtime: Runtime[SynthesisContext]) -> Literal["sample_plan", "finalize_sample"]:
+    if _ends_sample(state) or int(state.get("plan_attempt", 0)) >= context_of(runtime).max_plan_attempts:
         return "finalize_sample"
     return "sample_plan"
 
 
+def route_after_verdict(state: SampleState, runtime: Runtime[SynthesisContext]
+                        ) -> Literal["judge_candidate", "sample_plan", "finalize_sample"]:
+    verdict = Verdict.of(state)
+    if verdict is not None and verdict.accepted:
+        return "judge_candidate" if context_of(runtime).uses_llm("judge") else "finalize_sample"
+    return _replan_or_finish(state, runtime)
+
+
+def route_after_judge(state: SampleState, runtime: Runtime[SynthesisContext]
+                      ) -> Literal["refine_turns", "sample_plan", "finalize_sample"]:
+    verdict = Verdict.of(state)
+    if verdict is not None and verdict.accepted:
+        return "finalize_sample"
+    if state.get("refine_pending") and not _ends_sample(state):
+        return "refine_turns"
+    return _replan_or_finish(state, runtime)
+
+
+def route_after_refine(state: SampleState) -> Literal["judge_variant", "finalize_sample"]:
+    return "finalize_sample" if _ends_sample(state) else "judge_variant"
+
+
+def _rejection_record(verdict: Verdict, attempt: int) -> dict:
+    """What the next plan prompt is told about a rejected attempt (no bulky profile)."""
+    detail = {k: v for k, v in verdict.detail.items() if k not in ("profile", "judge_log")}
+    if isinstance(detail.get("judge"), dict):
+        detail["judge"] = {k: detail["judge"].get(k) for k in ("decision", "fault", "critique", "easier_than_seed")}
+    return {"attempt": attempt, "reasons": list(verdict.reasons), "detail": detail}
+
+
 def start_plan_round(state: SampleState, runtime: Runtime[SynthesisContext]) -> dict:
-    """Node ``sample_plan``: start a (re)plan round — forget the previous candidate's verdict and
-    patch state, then sample a new plan (:func:`rods_agents.plan_sampling.sample_plan`)."""
-    out = sample_plan({**state, "verdict": None}, runtime)
-    return {"verdict": None, "patch_failed": False, "errors": [], "patch_attempts": 0, "llm_error": None} | out
+    """Node ``sample_plan``: start a (re)plan round — remember why the previous candidate was rejected
+    (the LLM planner is told), forget its verdict and patch state, then plan anew."""
+    rejections = list(state.get("rejections") or [])
+    previous = Verdict.of(state)
+    if previous is not None and not previous.accepted:
+        rejections.append(_rejection_record(previous, len(rejections)))
+    fresh = {"verdict": None, "patch_failed": False, "errors": [], "patch_attempts": 0, "llm_error": None,
+             "rejections": rejections, "refine_rounds": 0, "refine_pending": False}
+    return fresh | plan_node({**state, **fresh}, runtime)
 
 
 def build_sample_graph() -> StateGraph:
@@ -180,10 +219,12 @@ def build_sample_graph() -> StateGraph:
     g = StateGraph(SampleState, context_schema=SynthesisContext, output_schema=SampleOutput)
     g.add_node("extract_profile", guarded("profile", extract_profile))
     g.add_node("sample_plan", guarded("plan", start_plan_round))
-    g.add_node("rewrite_turns", guarded("rewrite", rewrite_turns))
+    g.add_node("rewrite_turns", guarded("rewrite", rewrite_node))
     g.add_node("execute_plan", guarded("execute", execute_plan))
-    g.add_node("patch_config", guarded("patch", patch_config))
+    g.add_node("patch_config", guarded("patch", patch_node))
     g.add_node("judge_variant", guarded("verdict", judge_variant))
+    g.add_node("judge_candidate", guarded("judge", judge_candidate))
+    g.add_node("refine_turns", guarded("refine", refine_node))
     g.add_node("finalize_sample", finalize_sample)
     g.add_edge(START, "extract_profile")
     g.add_conditional_edges("extract_profile", route_after_profile)  # a seed that errors (or raises) is dropped
@@ -191,7 +232,9 @@ def build_sample_graph() -> StateGraph:
     g.add_conditional_edges("rewrite_turns", route_after_rewrite)  # invalid LLM output ends the sample
     g.add_conditional_edges("execute_plan", route_after_execute)  # errors go to the patch agent (bounded)
     g.add_conditional_edges("patch_config", route_after_patch)  # re-execute the patched config
-    g.add_conditional_edges("judge_variant", route_after_verdict)  # rejected: resample the plan (bounded)
+    g.add_conditional_edges("judge_variant", route_after_verdict)  # accepted: LLM judge; rejected: re-plan (bounded)
+    g.add_conditional_edges("judge_candidate", route_after_judge)  # fixable: one refine round; else re-plan
+    g.add_conditional_edges("refine_turns", route_after_refine)  # the refined text goes through the rules again
     g.add_edge("finalize_sample", END)
     return g
 
@@ -277,8 +320,25 @@ def issue_key(result: dict, seed_index: dict[str, int] | None = None) -> tuple:
 
 
 def _rejection_row(r: dict) -> dict:
-    return {k: r.get(k) for k in ("sample_id", "seed_id", "variant", "reasons", "detail", "plan_attempts",
-                                  "patches", "llm_calls", "timings")}
+    return {k: r.get(k) for k in REJECTION_FIELDS}
+
+
+REJECTION_FIELDS = ("sample_id", "seed_id", "variant", "reasons", "detail", "plan_attempts", "patches", "llm_calls",
+                    "llm_usage", "refine_rounds", "timings")
+
+
+def llm_accounting(results: list[dict], accepted: list[Task]) -> dict[str, Any]:
+    """LLM calls and tokens per stage, in total and per accepted variant (synthesis compute is judged by them)."""
+    per_stage = {s: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0} for s in LLM_STAGES}
+    for r in results:
+        for stage, u in (r.get("llm_usage") or {}).items():
+            row = per_stage.setdefault(stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
+            for k in row:
+                row[k] += int(u.get(k, 0) or 0)
+    total = {k: sum(row[k] for row in per_stage.values()) for k in ("calls", "prompt_tokens", "completion_tokens")}
+    n = len(accepted)
+    return {"per_stage": per_stage, "total": total,
+            "per_accepted": {k: round(v / n, 4) if n else 0.0 for k, v in total.items()}}
 
 
 class Deduper:
@@ -354,6 +414,7 @@ def build_report(results: list[dict], accepted: list[Task], rejected: list[dict]
             seed_src.update(r.get("seed_sources") or {})
             var_src.update(r.get("variant_sources") or {})
     llm_calls = sum(r.get("llm_calls", 0) for r in results)
+    primary = Counter((r.get("reasons") or [""])[0].split(":")[0] for r in results if not r.get("accepted"))
     report = {
         "samples": n, "accepted": len(accepted), "rejected": len(rejected),
         "acceptance_rate": round(len(accepted) / n, 4) if n else 0.0,
@@ -363,6 +424,12 @@ def build_report(results: list[dict], accepted: list[Task], rejected: list[dict]
         "time_per_stage_s": {s: round(stage_time.get(s, 0.0), 4) for s in STAGES},
         "llm_calls": llm_calls,
         "llm_calls_per_accepted": round(llm_calls / len(accepted), 4) if accepted else 0.0,
+        "llm": llm_accounting(results, accepted),
+        # transport failures (the endpoint) apart from answers that arrived but were invalid
+        "llm_failures": {LLM_UNREACHABLE: primary.get(LLM_UNREACHABLE, 0), LLM_INVALID_OUTPUT: primary.get(LLM_INVALID_OUTPUT, 0)},
+        "judge": {"judged": sum(1 for r in results if r.get("judge")),
+                  "refined": sum(1 for r in results if r.get("refine_rounds")),
+                  "rejected_by_judge": primary.get("judge_rejected", 0)},
         "value_sources": {"seeds": _shares(seed_src), "variants": _shares(var_src),
                           "seed_counts": dict(seed_src), "variant_counts": dict(var_src)},
         "categories": dict(Counter(t.category for t in accepted)),

@@ -187,7 +187,19 @@ def withheld_param(seed: Task, profile: Profile, turn: int) -> tuple[int, str] |
 
 
 def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any) -> list[list[Message]]:
-    """User turns for ``plan`` (one message per turn; empty for a miss_func reveal turn)."""
+    """User turns for ``plan``, written from the seed's own turns (one message per seed message; a
+    miss_func reveal turn stays empty): the plan's renames, new numbers, swapped options and method
+    phrases are carried into the seed's wording, so its implicit steps, conditions, references,
+    transformations and withheld values survive (see :mod:`rods_agents.seed_anchor`)."""
+    from rods_agents.anchored_plan import carry_turn
+
+    return [[Message(role=m.role, content=carry_turn(m.content, t, plan)) for m in turn]
+            for t, turn in enumerate(seed.turns)]
+
+
+def template_turns(seed: Task, profile: Profile, plan: Plan, rng: Any) -> list[list[Message]]:
+    """User turns written from the plan's calls, one templated phrase per call (the earlier offline
+    rewrite; it names every call, so it makes implicit steps explicit: kept for comparison only)."""
     nar = narratives()
     first = next((c for turn in plan.ground_truth for c in turn), "")
     owner = build_catalog().methods.get(first.split("(", 1)[0])
@@ -298,9 +310,8 @@ def build_variant(seed: Task, turns: list[list[Message]], plan: Plan, variant: i
 
 
 def rewrite_turns(state: dict, runtime: Any = None) -> dict:
-    """Graph node: write the user turns and assemble the candidate task."""
-    from rods_agents.llm_backbone import stage_backbone
-
+    """Graph node: write the user turns and assemble the candidate task (offline; the LLM rewrite stage
+    rewrites them in :mod:`rods_agents.llm_nodes`)."""
     with stage_timer(state, "rewrite") as timings:
         seed = Task.model_validate(state["seed"])
         profile = Profile.model_validate(state["profile"])
@@ -308,18 +319,6 @@ def rewrite_turns(state: dict, runtime: Any = None) -> dict:
         run_seed = getattr(getattr(runtime, "context", None), "seed", 0) if runtime is not None else 0
         rng = rng_for(run_seed, seed.id, state.get("variant", 0), plan.attempt, "rewrite")
         turns = rewrite_plan(seed, profile, plan, rng)
-        llm_calls = 0
-        backbone = stage_backbone(runtime, "rewrite")
-        if backbone is not None:
-            from rods_agents.llm_backbone import LLMOutputError
-
-            try:
-                turns, llm_calls = backbone.rewrite_turns(seed, profile, plan, turns, state)
-            except LLMOutputError as exc:
-                emit(runtime, state, "rewrite", "llm_invalid_output")
-                return {"timings": timings, "llm_calls": int(state.get("llm_calls", 0)) + exc.calls,
-                        "verdict": {"accepted": False, "reasons": ["llm_invalid_output"],
-                                    "detail": exc.detail("rewrite")}}
         task = build_variant(seed, turns, plan, int(state.get("variant", 0)), run_seed)
     emit(runtime, state, "rewrite", "ok")
-    return {"task": task.model_dump(), "timings": timings, "llm_calls": int(state.get("llm_calls", 0)) + llm_calls}
+    return {"task": task.model_dump(), "timings": timings}

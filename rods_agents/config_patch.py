@@ -142,31 +142,28 @@ def propose_patch(config: dict, error: dict, trace: Trace) -> ConfigPatch | None
     return rule(config, error, call, trace)
 
 
-def patch_config(state: dict, runtime: Any = None) -> dict:
-    """Graph node: patch the candidate's initial_config for its first execution error."""
-    from rods_agents.llm_backbone import LLMOutputError, stage_backbone
+# (task, error, state) -> (patch or None, patched config, extra state updates): the LLM patch stage
+PatchFallback = Callable[[Task, dict, dict], tuple["ConfigPatch | None", dict, dict[str, Any]]]
 
+
+def patch_config(state: dict, runtime: Any = None, fallback: PatchFallback | None = None) -> dict:
+    """Graph node: patch the candidate's initial_config for its first execution error.
+
+    The rule table goes first; ``fallback`` (the LLM patch stage, passed in by
+    :mod:`rods_agents.llm_nodes`) is asked only for an error no rule covers."""
     with stage_timer(state, "patch") as timings:
         task = Task.model_validate(state["task"])
         trace = Trace.model_validate(state["trace"])
         error = state["errors"][0]
         config = copy.deepcopy(task.initial_config)
         patch = propose_patch(config, error, trace)
-        llm_calls = 0
-        llm_error: dict[str, Any] | None = None
-        backbone = stage_backbone(runtime, "patch")
-        if patch is None and backbone is not None:
-            try:
-                patch, config, llm_calls = backbone.propose_patch(task, error, state)
-            except LLMOutputError as exc:  # every answer refused: the reasons go to the rejection detail
-                llm_calls, llm_error = exc.calls, exc.detail("patch")
+        extra: dict[str, Any] = {}
+        if patch is None and fallback is not None:
+            patch, config, extra = fallback(task, error, state)
         attempts = int(state.get("patch_attempts", 0)) + 1
-        out: dict[str, Any] = {"patch_attempts": attempts, "timings": timings,
-                               "llm_calls": int(state.get("llm_calls", 0)) + llm_calls}
+        out: dict[str, Any] = {"patch_attempts": attempts, "timings": timings, **extra}
         if patch is None:
             out["patch_failed"] = True
-            if llm_error is not None:
-                out["llm_error"] = llm_error
         else:
             task.initial_config = config
             out["task"] = task.model_dump()

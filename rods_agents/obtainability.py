@@ -336,3 +336,19 @@ def recomposable(value: Any, text: str, results: list[str], state: dict[str, Any
     """The verdict's check for a composed value: pieces exist and the text words a recipe."""
     return recipe(value, text, results, state, method, strings) is not None and any(
         m in text.lower() for m in RECIPE_MARKERS)
+
+
+def problem_key(problem: str) -> str:
+    """'turn 2 fillFuelTank.fuelAmount=40 (no recipe ...)' -> 'turn 2 fillFuelTank.fuelAmount'."""
+    return problem.split("=", 1)[0]
+
+
+def new_problems(problems: list[str], seed_problems: list[str]) -> list[str]:
+    """The obtainability problems of a seed-anchored variant that its seed does not have itself.
+
+    A variant written from its seed's own words points at a value exactly as the seed does; where the
+    checks cannot read the seed's pointing ("fuel up entirely", "the file we just made"), they cannot
+    read the variant's either, and the seed's human-written text is the ground truth's warrant. The
+    plan sampler never renames such a value and never resamples the state it is built from."""
+    seen = {problem_key(p) for p in seed_problems}
+    return [p for p in problems if problem_key(p) not in seen]

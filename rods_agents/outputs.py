@@ -1,16 +1,43 @@
-"""Run outputs: ``accepted.jsonl`` (BFCL entries + provenance), ``rejected.jsonl``, ``report.json``.
+"""Run outputs: ``accepted.jsonl`` (BFCL entries + provenance), ``rejected.jsonl``, ``report.json``; and the typed
+Hugging Face dataset built from them (:func:`to_dataset`, :func:`load_dataset`, :func:`export`).
 
 All writes are atomic (temp file + rename), so a killed run never leaves a half-written file.
-:func:`load_dataset` turns ``accepted.jsonl`` into a Hugging Face ``datasets.Dataset``.
+
+The dataset is what a TRL or verl user trains on without rebuilding anything (one row per task):
+
+* ``prompt``: the messages an episode starts with, exactly as ``envs.runner.run_episode`` (evaluation and the GRPO
+  rollouts) sends them: the optional system prompt, then the first user turn. BFCL's FC protocol has no tool-use
+  system text of its own; the tool instructions come from the chat template given ``tools`` (TRL's
+  ``apply_chat_template(..., tools=row["tools"])`` renders the same first prompt as the rollout).
+* ``tools``: the OpenAI function schemas offered at turn 0 (TRL's SFT reads this column); ``turn_tools[t]``: the ones
+  offered at turn ``t`` (miss_func reveals add some); ``user_turns[t]``: the user messages of turn ``t`` as the runner
+  sends them (BFCL's fixed message on a reveal turn), ``question``: BFCL's own field (a reveal turn is empty);
+  ``ground_truth[t]``: the call strings of turn ``t``.
+* ``id``, ``category``, ``scenario``, ``involved_classes``, ``initial_config``, ``missed_function``: enough to rebuild
+  the :class:`~envs.task.Task` (:func:`task_from_row`) and score an episode with ``envs.checker.check``.
+* provenance: ``seed_id`` (typed) and the full ``provenance`` record.
+
+Typed nested features throughout; two columns are ``datasets.Json`` (stored as Arrow JSON, decoded to Python
+objects), because their schema is heterogeneous: ``initial_config`` maps each involved class to that class's own state
+(a recursive file tree, a portfolio, a vehicle...), so one Arrow struct would be the union of every class's fields
+with nulls everywhere and could not hold the recursive trees; ``provenance`` records differ per backbone and per
+stage. A tool's ``parameters`` is a JSON schema (its ``properties`` keys are the function's argument names) and is
+``Json`` for the same reason, as is its ``response`` (the return schema BFCL's tools carry).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from envs.task import Task, atomic_write_text, write_tasks
+from envs.task import Task, atomic_write_text, new_file_mode, write_tasks
+
+ExportFormat = Literal["trl", "verl", "bfcl"]
+FORMATS: tuple[str, ...] = ("trl", "verl", "bfcl")
 
 
 def write_outputs(out_dir: str | Path, accepted: list[Task], rejected: list[dict], report: dict) -> None:
@@ -21,32 +48,203 @@ def write_outputs(out_dir: str | Path, accepted: list[Task], rejected: list[dict
     atomic_write_text(out / "report.json", json.dumps(report, indent=2, default=str) + "\n")
 
 
-_NESTED = ("question", "initial_config", "ground_truth", "provenance", "missed_function")
+# ---------------------------------------------------------------------------------------------------- features
+def features(fmt: ExportFormat = "trl") -> Any:
+    """The ``datasets.Features`` of an export (``trl``: the base columns; ``verl`` adds verl's own columns)."""
+    from datasets import Features, Json, List, Value
+
+    message = {"role": Value("string"), "content": Value("string")}
+    tool = {"type": Value("string"),
+            "function": {"name": Value("string"), "description": Value("string"), "parameters": Json(),
+                         "response": Json()}}  # BFCL's tools carry the return schema too
+    base = {
+        "id": Value("string"),
+        "prompt": List(message),
+        "tools": List(tool),
+        "turn_tools": List(List(tool)),
+        "user_turns": List(List(message)),
+        "question": List(List(message)),
+        "ground_truth": List(List(Value("string"))),
+        "scored_turns": List(Value("int32")),
+        "category": Value("string"),
+        "scenario": Value("int32"),
+        "involved_classes": List(Value("string")),
+        "missed_function": List({"turn": Value("int32"), "functions": List(Value("string"))}),
+        "initial_config": Json(),
+        "seed_id": Value("string"),
+        "provenance": Json(),
+    }
+    if fmt == "verl":
+        base.update({
+            "data_source": Value("string"),
+            "ability": Value("string"),
+            "agent_name": Value("string"),
+            "reward_model": {"style": Value("string"), "ground_truth": List(List(Value("string")))},
+            "extra_info": {"index": Value("int64"), "task_id": Value("string"), "category": Value("string"),
+                           "interaction_kwargs": {"name": Value("string"), "task_id": Value("string")}},
+        })
+    return Features(base)
 
 
-def load_dataset(path: str | Path) -> Any:
-    """``accepted.jsonl`` (or a run folder) as a ``datasets.Dataset``; nested fields are JSON strings
-    (their shapes vary per task), with ``category`` and ``seed_id`` columns for filtering."""
+def task_row(task: Task, system_prompt: str | None = None) -> dict[str, Any]:
+    """One task as a row of the ``trl`` export (module docstring)."""
+    from envs.tools import tools_for_turn
+
+    prompt = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + task.user_messages(0)
+    turn_tools = [tools_for_turn(task, t) for t in range(len(task.turns))]
+    return {
+        "id": task.id,
+        "prompt": [_message(m) for m in prompt],
+        "tools": turn_tools[0],
+        "turn_tools": turn_tools,
+        "user_turns": [[_message(m) for m in task.user_messages(t)] for t in range(len(task.turns))],
+        "question": [[_message(m.model_dump()) for m in turn] for turn in task.turns],
+        "ground_truth": task.ground_truth,
+        "scored_turns": task.scored_turns,
+        "category": task.category,
+        "scenario": task.scenario,
+        "involved_classes": task.involved_classes,
+        "missed_function": [{"turn": t, "functions": fs} for t, fs in sorted(task.missed_function.items())],
+        "initial_config": task.initial_config,
+        "seed_id": str((task.provenance or {}).get("seed_id") or ""),
+        "provenance": task.provenance,
+    }
+
+
+def _message(m: dict) -> dict[str, str]:
+    return {"role": str(m["role"]), "content": str(m.get("content") or "")}
+
+
+def task_from_row(row: dict[str, Any]) -> Task:
+    """The :class:`~envs.task.Task` a row was made from (what ``envs.checker.check`` scores against)."""
+    missed = {int(m["turn"]): list(m["functions"]) for m in row.get("missed_function") or []}
+    turns = [list(msgs) for msgs in row["question"]]
+    return Task(id=row["id"], category=row["category"], scenario=row["scenario"], turns=turns,
+                initial_config=row.get("initial_config") or {}, involved_classes=list(row["involved_classes"]),
+                missed_function=missed, ground_truth=[list(t) for t in row["ground_truth"]],
+                provenance=row.get("provenance"))
+
+
+def _verl_row(row: dict[str, Any], index: int) -> dict[str, Any]:
+    return {**row, "data_source": f"rods/bfcl_multi_turn_{row['category']}", "ability": "multi_turn_tool_use",
+            "agent_name": "tool_agent",
+            "reward_model": {"style": "rule", "ground_truth": row["ground_truth"]},
+            "extra_info": {"index": index, "task_id": row["id"], "category": row["category"],
+                           "interaction_kwargs": {"name": "rods_bfcl", "task_id": row["id"]}}}
+
+
+def to_dataset(tasks: Iterable[Task], fmt: ExportFormat = "trl", system_prompt: str | None = None) -> Any:
+    """Tasks as a typed ``datasets.Dataset`` (``trl`` or ``verl`` columns; module docstring)."""
     import datasets
 
+    if fmt not in ("trl", "verl"):
+        raise ValueError(f"to_dataset: format {fmt!r} is not a datasets format (use export() for bfcl)")
+    rows = [task_row(t, system_prompt) for t in tasks]
+    if fmt == "verl":
+        rows = [_verl_row(r, i) for i, r in enumerate(rows)]
+    feats = features(fmt)
+    if not rows:
+        return datasets.Dataset.from_dict({k: [] for k in feats}, features=feats)
+    return datasets.Dataset.from_list(rows, features=feats)
+
+
+def load_dataset(path: str | Path, system_prompt: str | None = None) -> Any:
+    """``accepted.jsonl`` (or a run folder, or any task JSONL) as the typed dataset of :func:`to_dataset`."""
     path = Path(path)
     if path.is_dir():
         path = path / "accepted.jsonl"
-    rows = []
-    for task in _read(path):
-        entry = task.to_bfcl()
-        row = {"id": entry["id"], "category": task.category, "scenario": task.scenario,
-               "involved_classes": task.involved_classes,
-               "seed_id": (task.provenance or {}).get("seed_id", "")}
-        for key in _NESTED:
-            row[key] = json.dumps(entry.get(key, {} if key != "ground_truth" else []))
-        rows.append(row)
-    if not rows:
-        return datasets.Dataset.from_dict({k: [] for k in ("id", "category", "scenario", "involved_classes", "seed_id", *_NESTED)})
-    return datasets.Dataset.from_list(rows)
+    return to_dataset(_read(path), "trl", system_prompt)
 
 
 def _read(path: Path) -> list[Task]:
     from envs.task import read_tasks
 
     return read_tasks(path)
+
+
+# ---------------------------------------------------------------------------------------------------- export
+def bfcl_files(tasks: Iterable[Task]) -> dict[str, list[dict]]:
+    """BFCL's own files for ``tasks``: ``BFCL_v4_multi_turn_<category>.json`` (prompt entries) and
+    ``possible_answer/BFCL_v4_multi_turn_<category>.json`` (ground truth), plus ``id_map.json``.
+
+    bfcl-eval derives an entry's category and sort order from its id (``multi_turn_<category>_<n>``), so entries are
+    renumbered per category in input order; ``id_map.json`` (and each entry's ``rods_id``) keeps the RODS id.
+    """
+    files: dict[str, list[dict]] = {}
+    id_map: dict[str, str] = {}
+    counters: dict[str, int] = {}
+    for task in tasks:
+        n = counters.get(task.category, 0)
+        counters[task.category] = n + 1
+        bfcl_id = f"multi_turn_{task.category}_{n}"
+        id_map[bfcl_id] = task.id
+        entry = task.to_bfcl()
+        answer = {"id": bfcl_id, "ground_truth": entry.pop("ground_truth")}
+        entry.pop("provenance", None)
+        entry.pop("category", None)
+        entry.pop("scenario", None)
+        entry = {"id": bfcl_id, **{k: v for k, v in entry.items() if k != "id"}, "rods_id": task.id}
+        name = f"BFCL_v4_multi_turn_{task.category}.json"
+        files.setdefault(name, []).append(entry)
+        files.setdefault(f"possible_answer/{name}", []).append(answer)
+    files["id_map.json"] = [id_map]
+    return files
+
+
+def _write_dataset(ds: Any, folder: Path, fmt: str, parquet: bool, jsonl: bool) -> list[str]:
+    import datasets
+
+    quiet = datasets.is_progress_bar_enabled()
+    if quiet:
+        datasets.disable_progress_bars()  # three bars per export on a CLI that prints one line
+    try:
+        ds.save_to_disk(str(folder))
+        files = ["dataset_info.json"]
+        if parquet or fmt == "verl":
+            name = "train.parquet" if fmt == "verl" else "data.parquet"
+            ds.to_parquet(str(folder / name))
+            files.append(name)
+        if jsonl:
+            ds.to_json(str(folder / "data.jsonl"), lines=True)
+            files.append("data.jsonl")
+        return files
+    finally:
+        if quiet:
+            datasets.enable_progress_bars()
+
+
+def export(tasks: list[Task], out_dir: str | Path, fmt: ExportFormat = "trl", *, system_prompt: str | None = None,
+           parquet: bool = False, jsonl: bool = False, overwrite: bool = False) -> dict[str, Any]:
+    """Write ``tasks`` to ``out_dir`` in ``fmt``; returns a summary (rows, files). Atomic: a temp folder renamed.
+
+    ``trl``/``verl``: ``datasets.Dataset.save_to_disk`` (load with ``datasets.load_from_disk``), plus
+    ``data.parquet``/``data.jsonl`` on request (verl always gets ``train.parquet``, what its trainer config names).
+    ``bfcl``: the JSONL files bfcl-eval reads (:func:`bfcl_files`).
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; choose from {list(FORMATS)}")
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise FileExistsError(f"{out} is not empty (pass --overwrite to replace it)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        files: list[str] = []
+        if fmt == "bfcl":
+            for name, rows in bfcl_files(tasks).items():
+                text = json.dumps(rows[0], indent=1) + "\n" if name == "id_map.json" else \
+                    "".join(json.dumps(r) + "\n" for r in rows)
+                atomic_write_text(tmp / name, text)
+                files.append(name)
+        else:
+            files += _write_dataset(to_dataset(tasks, fmt, system_prompt), tmp, fmt, parquet, jsonl)
+        (tmp / "rods_export.json").write_text(json.dumps(
+            {"format": fmt, "rows": len(tasks), "system_prompt": system_prompt, "files": files}, indent=1) + "\n")
+        tmp.chmod(new_file_mode(0o777))  # mkdtemp makes it 0700
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {"format": fmt, "rows": len(tasks), "out": str(out), "files": files}

@@ -53,6 +53,9 @@ class Plan(BaseModel):
     numbers: dict[str, float | int] = Field(default_factory=dict, description="repr(old) -> new")
     substitutions: list[dict[str, Any]] = Field(default_factory=list)
     state_changes: dict[str, Any] = Field(default_factory=dict, description="class.path -> new resampled value")
+    swaps: dict[str, str] = Field(default_factory=dict, description="documented option -> another option")
+    derived: list[list[Any]] = Field(default_factory=list, description="[old, new] values re-read from results")
+    phrases: list[dict[str, Any]] = Field(default_factory=list, description="per turn, [old, new] wording swaps")
     attempt: int = 0
 
 
@@ -61,17 +64,18 @@ def vocab() -> dict[str, list[str]]:
     return json.loads((PROMPTS / "offline_vocab.json").read_text())
 
 
-def _config_strings(obj: Any, out: set[str]) -> set[str]:
+def config_strings(obj: Any, out: set[str]) -> set[str]:
+    """Every string of a config (keys and values), added to ``out``."""
     if isinstance(obj, str):
         out.add(obj)
     elif isinstance(obj, dict):
         for k, v in obj.items():
             if isinstance(k, str):
                 out.add(k)
-            _config_strings(v, out)
+            config_strings(v, out)
     elif isinstance(obj, list):
         for v in obj:
-            _config_strings(v, out)
+            config_strings(v, out)
     return out
 
 
@@ -106,14 +110,19 @@ def fresh_value(old: str, rng: Any, taken: set[str]) -> str | None:
     return None
 
 
-def _replace_in_config(obj: Any, mapping: dict[str, str]) -> Any:
+def replace_in_config(obj: Any, mapping: dict[str, str]) -> Any:
+    """A copy of a config with every string (key or value) in ``mapping`` replaced."""
     if isinstance(obj, str):
         return mapping.get(obj, obj)
     if isinstance(obj, dict):
-        return {(mapping.get(k, k) if isinstance(k, str) else k): _replace_in_config(v, mapping) for k, v in obj.items()}
+        return {(mapping.get(k, k) if isinstance(k, str) else k): replace_in_config(v, mapping) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_replace_in_config(v, mapping) for v in obj]
+        return [replace_in_config(v, mapping) for v in obj]
     return obj
+
+
+_config_strings = config_strings  # old private names, kept as aliases
+_replace_in_config = replace_in_config
 
 
 def _replace_value(value: Any, strings: dict[str, str], numbers: dict[str, Any]) -> Any:
@@ -190,7 +199,15 @@ def _resample_state(config: dict, trace: Trace, rng: Any) -> dict[str, Any]:
 
 
 def sample_variant_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int = 0) -> Plan:
-    """Draw one candidate plan (see module docstring); deterministic given ``rng``'s state."""
+    """Draw one candidate plan anchored on the seed (see :mod:`rods_agents.anchored_plan`);
+    deterministic given ``rng``'s state."""
+    from rods_agents.anchored_plan import anchored_plan
+
+    return Plan(**anchored_plan(seed, profile, trace, rng, attempt))
+
+
+def sample_template_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int = 0) -> Plan:
+    """The earlier sampler (renames of any shape, random codenames), kept for comparison."""
     catalog = build_catalog()
     config_strings = _config_strings(seed.initial_config, set())
     state_strings, _ = state_values(seed)
@@ -290,9 +307,8 @@ def sample_variant_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, at
 
 
 def sample_plan(state: dict, runtime: Any = None) -> dict:
-    """Graph node: draw a candidate plan for this (seed, variant, attempt)."""
-    from rods_agents.llm_backbone import stage_backbone
-
+    """Graph node: draw a candidate plan for this (seed, variant, attempt) (offline; the LLM plan stage
+    refines it in :mod:`rods_agents.llm_nodes`)."""
     with stage_timer(state, "plan") as timings:
         seed = Task.model_validate(state["seed"])
         profile = Profile.model_validate(state["profile"])
@@ -301,18 +317,5 @@ def sample_plan(state: dict, runtime: Any = None) -> dict:
         ctx_seed = getattr(getattr(runtime, "context", None), "seed", 0) if runtime is not None else 0
         rng = rng_for(ctx_seed, seed.id, state.get("variant", 0), attempt)
         plan = sample_variant_plan(seed, profile, trace, rng, attempt)
-        backbone = stage_backbone(runtime, "plan")
-        llm_calls = 0
-        if backbone is not None:
-            from rods_agents.llm_backbone import LLMOutputError
-
-            try:
-                plan, llm_calls = backbone.refine_plan(seed, profile, plan, state)
-            except LLMOutputError as exc:
-                emit(runtime, state, "plan", "llm_invalid_output")
-                return {"timings": timings, "llm_calls": int(state.get("llm_calls", 0)) + exc.calls,
-                        "verdict": {"accepted": False, "reasons": ["llm_invalid_output"],
-                                    "detail": exc.detail("plan")}}
     emit(runtime, state, "plan", "ok", attempt=attempt)
-    return {"plan": plan.model_dump(), "timings": timings, "patches": [], "patch_attempts": 0,
-            "llm_calls": int(state.get("llm_calls", 0)) + llm_calls}
+    return {"plan": plan.model_dump(), "timings": timings, "patches": [], "patch_attempts": 0}

@@ -1,4 +1,7 @@
-"""Small helpers shared by the stage nodes: progress events and per-stage timings."""
+"""Small helpers shared by the stage nodes: progress events, per-stage timings, seeded RNGs.
+
+``context_of`` (the run's :class:`rods_agents.context.SynthesisContext`) is re-exported here.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ import random
 import time
 from collections.abc import Iterator
 from typing import Any
+
+from rods_agents.context import context_of
 
 log = logging.getLogger("rods.synthesis")
 
@@ -42,8 +47,4 @@ def rng_for(*parts: Any) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def context_of(runtime: Any) -> Any:
-    from graphs.state import SynthesisContext
-
-    ctx = getattr(runtime, "context", None) if runtime is not None else None
-    return ctx if ctx is not None else SynthesisContext()
+__all__ = ["context_of", "emit", "log", "rng_for", "stage_timer"]

@@ -147,3 +147,35 @@ def trace_task(task: Task, stop_on_error: bool = False) -> Trace:
             if record.error and stop_on_error:
                 return trace
     return trace
+
+
+def _bool_leaves(obj: Any, path: str = "", out: dict[str, bool] | None = None) -> dict[str, bool]:
+    out = {} if out is None else out
+    if isinstance(obj, bool):
+        out[path] = obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _bool_leaves(v, f"{path}.{k}", out)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj[:50]):
+            _bool_leaves(v, f"{path}[{i}]", out)
+    return out
+
+
+def outcome_flips(seed_trace: Trace, trace: Trace) -> list[str]:
+    """Yes/no outcomes (boolean fields of results) where ``trace`` answers differently than the seed.
+
+    A condition in the seed's text ("should the range fall short, fill the tank") is decided by such
+    an outcome; when a variant's state or numbers flip it, the seed's ground truth no longer follows
+    from the text. Calls that failed in either trace are skipped (the patch agent repairs those)."""
+    flips: list[str] = []
+    for pos, (a, b) in enumerate(zip(seed_trace.calls, trace.calls, strict=False)):
+        if a.name != b.name or a.error or b.error or a.result == b.result:
+            continue
+        try:
+            ja, jb = json.loads(a.result), json.loads(b.result)
+        except (json.JSONDecodeError, TypeError):
+            continue
+        la, lb = _bool_leaves(ja), _bool_leaves(jb)
+        flips += [f"call {pos} {a.name}{p}: {la[p]} -> {lb[p]}" for p in la if p in lb and la[p] != lb[p]]
+    return flips

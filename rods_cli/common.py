@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape  # messages quote user text and schemas: '[...]' is not markup
 
 from envs.task import InputError
 
@@ -24,5 +25,5 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except USER_ERRORS as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", soft_wrap=True, highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
         raise typer.Exit(2) from None

@@ -7,6 +7,7 @@ import logging
 import typer
 
 from rods_cli.eval import eval_command, tasks_command
+from rods_cli.export import export_command
 from rods_cli.studio import studio
 from rods_cli.synthesize import synthesize
 from rods_cli.train import TRAIN_CONTEXT_SETTINGS, plot_command, train_command
@@ -24,6 +25,7 @@ app.command("synthesize")(synthesize)
 app.command("train", context_settings=TRAIN_CONTEXT_SETTINGS)(train_command)
 app.command("plot")(plot_command)
 app.command("studio")(studio)
+app.command("export")(export_command)
 
 
 @app.callback()

@@ -11,19 +11,19 @@ there (a later near-duplicate is rejected instead).
 differs from the given flags; without ``--resume`` a run with the *same* settings starts over (its
 files are replaced), a folder holding another run is refused unless ``--overwrite`` is given.
 
-Test hook: ``RODS_SYNTH_KILL_AFTER=NODE:N`` (read by :func:`run_samples` only), e.g.
-``execute_plan:3``, compiles the sample graph with ``interrupt_after=[NODE]`` and SIGKILLs the process
-when the N-th (1-based) such pause is reached: that node's checkpoint is written and the sample is
-unfinished, so ``--resume`` deterministically continues that same sample from its checkpoint.
+With ``--backbone llm`` every endpoint is checked first (``GET {base_url}/models``, short timeout):
+an unreachable one is one error line naming the URL and exit code 2, before any work.
+
+:func:`run_samples` takes ``interrupt_after`` / ``on_interrupt``: the graph pauses after that node
+(its checkpoint written) and calls ``on_interrupt(n)`` at the n-th pause. The command never sets
+them; tests do, to kill a run at a deterministic point and resume it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import random
-import signal
 import sqlite3
 import time
 from collections.abc import Callable
@@ -47,7 +47,7 @@ def select_seeds(spec: str, num_seeds: int | None, seed: int = 0) -> list[Task]:
     else:
         tasks = read_tasks(spec)
     if num_seeds is not None and num_seeds < 1:
-        raise InputError(f"--num-seeds must be >= 1 (got {num_seeds})")
+        raise InputError(f"--num_seeds must be >= 1 (got {num_seeds})")
     if not tasks:
         raise InputError(f"--seeds {spec}: no seed tasks")
     if num_seeds is None or num_seeds >= len(tasks):
@@ -70,7 +70,6 @@ def select_seeds(spec: str, num_seeds: int | None, seed: int = 0) -> list[Task]:
 MANIFEST = "manifest.json"
 RUN_FILES = ("checkpoints.sqlite", "checkpoints.sqlite-wal", "checkpoints.sqlite-shm", "accepted.jsonl",
              "rejected.jsonl", "report.json", MANIFEST)
-KILL_HOOK = "RODS_SYNTH_KILL_AFTER"
 
 
 def run_manifest(seeds: list[Task], ctx: Any) -> dict:
@@ -88,8 +87,10 @@ def _describe(manifest: dict, key: str) -> str:
     return json.dumps(value)
 
 
-def prepare_out_dir(out: Path, manifest: dict, resume: bool, overwrite: bool = False) -> None:
-    """Check ``out`` against ``manifest`` (InputError on a mismatch), clear it for a fresh run, write the manifest."""
+def prepare_out_dir(out: Path, manifest: dict, resume: bool, overwrite: bool = False, check_only: bool = False) -> None:
+    """Check ``out`` against ``manifest`` (InputError on a mismatch), clear it for a fresh run, write the manifest.
+
+    ``check_only`` raises the same errors and touches nothing."""
     old_path = out / MANIFEST
     old = None
     if old_path.exists():
@@ -111,30 +112,36 @@ def prepare_out_dir(out: Path, manifest: dict, resume: bool, overwrite: bool = F
         if has_run and not overwrite and old != manifest:
             what = "another run" if old is not None else "files of a run without a manifest"
             raise InputError(f"{out} holds {what}; use --resume with its settings, another --out, or --overwrite")
+    if check_only:
+        return
+    if not (resume and not overwrite):
         for name in RUN_FILES:  # a fresh run: same settings (or --overwrite) start over
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(old_path, json.dumps(manifest, indent=2) + "\n")
 
 
-def _kill_hook() -> tuple[str, int] | None:
-    spec = os.environ.get(KILL_HOOK, "")
-    if not spec:
-        return None
-    stage, _, n = spec.partition(":")
-    return stage, int(n or 1)
-
-
 def run_samples(seeds: list[Task], ctx: Any, out: Path, resume: bool = False,
-                on_event: Callable[[dict], None] | None = None, overwrite: bool = False) -> Any:
+                on_event: Callable[[dict], None] | None = None, overwrite: bool = False,
+                interrupt_after: str | None = None, on_interrupt: Callable[[int], None] | None = None) -> Any:
     """Run every (seed, variant) sample with a SQLite checkpointer; write outputs as samples finish.
 
     Samples are processed in issue order (seed index, variant) and fed to one incremental
-    :class:`graphs.synthesis.Deduper`; ``accepted.jsonl`` only ever grows.
+    :class:`graphs.synthesis.Deduper`; ``accepted.jsonl`` only ever grows. ``interrupt_after`` (a
+    node name) pauses the graph after that node and calls ``on_interrupt(n)`` at the n-th pause
+    (for tests), then continues.
     """
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from graphs.synthesis import Deduper, SynthesisResult, build_report, build_sample_graph, sample_id, warm_caches
+    from graphs.synthesis import (
+        REJECTION_FIELDS,
+        Deduper,
+        SynthesisResult,
+        build_report,
+        build_sample_graph,
+        sample_id,
+        warm_caches,
+    )
     from rods_agents.outputs import write_outputs
 
     prepare_out_dir(out, run_manifest(seeds, ctx), resume, overwrite)
@@ -146,9 +153,8 @@ def run_samples(seeds: list[Task], ctx: Any, out: Path, resume: bool = False,
     warm_caches()
     conn = sqlite3.connect(str(db), check_same_thread=False)
     saver = SqliteSaver(conn)
-    kill = _kill_hook()
-    # the test hook pauses the graph after the hooked stage's node (its checkpoint is then written)
-    graph = build_sample_graph().compile(checkpointer=saver, interrupt_after=[kill[0]] if kill else None)
+    graph = build_sample_graph().compile(checkpointer=saver,
+                                         interrupt_after=[interrupt_after] if interrupt_after else None)
     samples = [(sample_id(s.id, v), s, v) for s in seeds for v in range(ctx.variants_per_seed)]
     judged: list[dict] = []
     accepted: list[Task] = []
@@ -170,8 +176,7 @@ def run_samples(seeds: list[Task], ctx: Any, out: Path, resume: bool = False,
         if task is not None:
             accepted.append(task)
         else:
-            rejected.append({k: r.get(k) for k in ("sample_id", "seed_id", "variant", "reasons", "detail",
-                                                   "plan_attempts", "patches", "llm_calls", "timings")})
+            rejected.append({k: r.get(k) for k in REJECTION_FIELDS})
 
     def one(item: tuple[str, Task, int]) -> dict:
         sid, seed_task, variant = item
@@ -189,9 +194,9 @@ def run_samples(seeds: list[Task], ctx: Any, out: Path, resume: bool = False,
             state = graph.get_state(config)
             if not state.next:
                 return state.values["results"][-1]
-            paused[0] += 1  # only the test hook interrupts: stopped after its node, checkpoint written
-            if kill is not None and paused[0] == kill[1]:
-                os.kill(os.getpid(), signal.SIGKILL)
+            paused[0] += 1  # only interrupt_after pauses: stopped after its node, checkpoint written
+            if on_interrupt is not None:
+                on_interrupt(paused[0])
             payload = None
 
     try:
@@ -209,45 +214,91 @@ def run_samples(seeds: list[Task], ctx: Any, out: Path, resume: bool = False,
         conn.close()
 
 
+def preflight_endpoints(ctx: Any, timeout: float = 5.0) -> None:
+    """Check the run's endpoint before any work (EndpointUnreachable names the URL); no-op offline or with live models."""
+    if ctx.backbone != "llm" or ctx.chat_models:
+        return
+    from rods_agents.llm_client import preflight
+
+    preflight(ctx.base_url, None, timeout)
+
+
+STAGES_HELP = "Comma-separated stages the LLM takes over: plan, rewrite, patch, judge (default: all four)."
+
+
 def synthesize(
-    seeds: Annotated[str, typer.Option("--seeds", help="'train' (train split) or a JSONL file of seed tasks.")] = "train",
-    num_seeds: Annotated[int, typer.Option("--num-seeds", help="Seeds to use, >= 1 (dealt round-robin over categories; "
-                                           "more than the file holds = all of them).")] = 20,
-    variants_per_seed: Annotated[int, typer.Option("--variants-per-seed", help="Variants drawn per seed.")] = 2,
-    backbone: Annotated[str, typer.Option("--backbone", help="offline (no network) or llm.")] = "offline",
-    model: Annotated[list[str] | None, typer.Option("--model", help="Chat model(s) for --backbone llm (round-robin).")] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint (key: OPENAI_API_KEY).")] = None,
-    llm_stages: Annotated[str, typer.Option("--llm-stages", help="Comma-separated stages the LLM takes over: plan, rewrite, patch.")] = "rewrite",
-    out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("runs/synthesis"),
+    seeds: Annotated[str, typer.Option("--seeds", help="'train' (the train split) or a JSONL file of seed tasks "
+                                       "(BFCL entries with ground_truth).")] = "train",
+    num_seeds: Annotated[int, typer.Option("--num_seeds", "--num-seeds", help="Seeds to use, >= 1, dealt round-robin "
+                                           "over categories (more than the file holds = all of them).")] = 20,
+    variants_per_seed: Annotated[int, typer.Option("--variants_per_seed", "--variants-per-seed",
+                                                   help="Variants drawn per seed, >= 1.")] = 2,
+    backbone: Annotated[str, typer.Option("--backbone", help="offline (templates and rule tables; no network) or llm "
+                                          "(LangChain ChatOpenAI against --base_url).")] = "offline",
+    model: Annotated[list[str] | None, typer.Option("--model", help="Chat model for --backbone llm; repeat for "
+                                                    "several (used round-robin per sample).")] = None,
+    base_url: Annotated[str | None, typer.Option("--base_url", "--base-url", help="OpenAI-compatible endpoint, e.g. "
+                                                 "http://127.0.0.1:8001/v1 (key: OPENAI_API_KEY); checked before "
+                                                 "the run starts.")] = None,
+    llm_stages: Annotated[str, typer.Option("--llm_stages", "--llm-stages", help=STAGES_HELP)] = "plan,rewrite,patch,judge",
+    max_tokens: Annotated[int, typer.Option("--max_tokens", "--max-tokens", help="Completion token cap per LLM call.")] = 4096,
+    request_timeout: Annotated[float, typer.Option("--request_timeout", "--request-timeout",
+                                                   help="Per-request timeout of the OpenAI client, seconds.")] = 120.0,
+    max_retries: Annotated[int, typer.Option("--max_retries", "--max-retries",
+                                             help="Transport retries of the OpenAI client itself.")] = 2,
+    extra_body: Annotated[str | None, typer.Option("--extra_body", "--extra-body", help="JSON merged into every request "
+                                                   "body, e.g. '{\"chat_template_kwargs\": {\"enable_thinking\": false}}' "
+                                                   "for Qwen3 thinking models.")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output folder (accepted.jsonl, rejected.jsonl, report.json, "
+                                      "manifest.json, checkpoints.sqlite).")] = Path("runs/synthesis"),
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run in --out (same settings, else refused).")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Discard a run with other settings already in --out.")] = False,
-    seed: Annotated[int, typer.Option("--seed", help="Master seed (runs are deterministic given it).")] = 0,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Samples in flight (offline is CPU-bound: keep 1).")] = 1,
+    seed: Annotated[int, typer.Option("--seed", help="Master seed (offline runs are deterministic given it).")] = 0,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Samples in flight (offline is CPU-bound: keep 1; "
+                                             "raise it for an LLM endpoint).")] = 1,
 ) -> None:
-    """Synthesize skill-aligned, execution-verified variants of seed tasks."""
+    """Synthesize skill-aligned, execution-verified variants of seed tasks.
+
+    Each variant keeps its seed's profile and information structure, is re-executed and checked by
+    the verdict, and (with --backbone llm and the judge stage) scored by an LLM judge with one refine
+    round. Exit code 2 on bad input or an unreachable endpoint, with one error line.
+    """
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from graphs.state import SynthesisContext
+    from rods_agents.context import LLM_STAGES, ContextError, SynthesisContext
     from rods_cli.common import user_errors
 
     with user_errors():
         if backbone not in ("offline", "llm"):
-            raise InputError("--backbone must be 'offline' or 'llm'")
+            raise InputError(f"--backbone must be 'offline' or 'llm' (got {backbone!r})")
         if backbone == "llm" and not model:
             raise InputError("--backbone llm needs at least one --model")
         stages = [s.strip() for s in llm_stages.split(",") if s.strip()]
-        if set(stages) - {"plan", "rewrite", "patch"}:
-            raise InputError(f"--llm-stages: unknown stage(s) {sorted(set(stages) - {'plan', 'rewrite', 'patch'})}")
-        for flag, value in (("--variants-per-seed", variants_per_seed), ("--concurrency", concurrency)):
+        if set(stages) - set(LLM_STAGES):
+            raise InputError(f"--llm_stages: unknown stage(s) {sorted(set(stages) - set(LLM_STAGES))}; "
+                             f"choose from {','.join(LLM_STAGES)}")
+        for flag, value in (("--variants_per_seed", variants_per_seed), ("--concurrency", concurrency)):
             if value < 1:
                 raise InputError(f"{flag} must be >= 1 (got {value})")
+        try:
+            body = json.loads(extra_body) if extra_body else None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"--extra_body: not JSON ({exc.msg})") from None
+        if body is not None and not isinstance(body, dict):
+            raise InputError("--extra_body must be a JSON object")
         console = Console(stderr=True)
         seed_tasks = select_seeds(seeds, num_seeds, seed)
-        ctx = SynthesisContext(seed=seed, variants_per_seed=variants_per_seed, backbone=backbone,
-                               models=list(model or []), base_url=base_url, concurrency=concurrency, llm_stages=stages)
-        prepare_out_dir(out, run_manifest(seed_tasks, ctx), resume, overwrite)  # refuse before any work
+        try:
+            ctx = SynthesisContext(seed=seed, variants_per_seed=variants_per_seed, backbone=backbone,
+                                   models=list(model or []), base_url=base_url, concurrency=concurrency,
+                                   llm_stages=stages, max_tokens=max_tokens, request_timeout_s=request_timeout,
+                                   client_max_retries=max_retries, extra_body=body)
+        except ContextError as exc:
+            raise InputError(str(exc)) from None
+        prepare_out_dir(out, run_manifest(seed_tasks, ctx), resume, overwrite, check_only=True)  # refuse before any work
+        preflight_endpoints(ctx)  # an unreachable endpoint: one line naming the URL, exit 2, nothing written
         total = len(seed_tasks) * variants_per_seed
         with Progress(TextColumn("[bold]synthesize"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                       TimeElapsedColumn(), console=console, transient=False) as progress:
@@ -268,6 +319,12 @@ def synthesize(
         table.add_row(key, str(rep.get(key)))
     for reason, n in rep.get("rejections_by_reason", {}).items():
         table.add_row(f"rejected: {reason}", str(n))
+    if rep.get("llm", {}).get("total", {}).get("calls"):
+        total = rep["llm"]["total"]
+        table.add_row("llm calls / prompt tokens / completion tokens",
+                      f"{total['calls']} / {total['prompt_tokens']} / {total['completion_tokens']}")
+        table.add_row("llm unreachable / invalid output",
+                      f"{rep['llm_failures']['llm_unreachable']} / {rep['llm_failures']['llm_invalid_output']}")
     for src in ("user", "call", "state", "composed"):
         table.add_row(f"values from {src} (seeds / variants)",
                       f"{rep['value_sources']['seeds'][src]:.2f} / {rep['value_sources']['variants'][src]:.2f}")

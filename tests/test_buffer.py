@@ -366,3 +366,49 @@ def test_pool_never_empties_and_small_pools_inject(cfg, script, n_seeds, rewards
         # burn-in and drift never take the pool below min_pool_size (only the P_max cap may)
         assert len(run.buf) + pruned >= min(cfg.min_pool_size, before + len(report.injected))
         assert not set(report.kept) & {r.task_id for r in report.retired} and set(report.kept) <= set(run.buf.active_ids())
+
+
+# --------------------------------------------------------------------------- pruning order (observed variance)
+def _pruned_after(groups: dict[str, list[float]], p_max: int, prune_by: str = "variance") -> list[str]:
+    """Inject the variants, record one group of K rewards each, then prune down to ``p_max``."""
+    vs = [_template().model_copy(update={"id": tid}) for tid in groups]
+    cfg = BufferConfig(p_max=len(vs), beta=1.0, burn_in_threshold=0.0, prune_by=prune_by)
+    buf, det = ReplayBuffer(seeds(10), cfg), BoundaryDetector()
+    buf.enqueue(vs)
+    assert buf.on_epoch_boundary(0, det).injected == list(groups)
+    ids = [t for t in groups for _ in range(K)]
+    det.record(1, 1, ids, [r for t in groups for r in groups[t]], K)
+    buf.config = cfg.model_copy(update={"p_max": p_max})  # a smaller P_max (as on resume): prune now
+    return [r.task_id for r in buf.on_epoch_boundary(1, det).retired if r.reason == "pruned"]
+
+
+def test_pruning_ranks_by_observed_variance_not_the_mean():
+    flat = "multi_turn_base_0__rods_flat"  # all K rollouts 0.5: phi = 1 (the top by the mean) but zero variance
+    mixed = "multi_turn_base_0__rods_mixed"  # 0/1 rollouts: phi = 1 and the largest variance
+    skewed = "multi_turn_base_0__rods_skewed"  # mean 0.25: phi 0.75, variance 0.1875
+    groups = {flat: [0.5] * K, mixed: [0.0, 1.0, 0.0, 1.0], skewed: [0.0, 0.0, 0.0, 1.0]}
+    assert _pruned_after(groups, 1) == [flat, skewed]  # the no-gradient task goes first
+    assert _pruned_after(groups, 1, prune_by="phi") == [skewed, flat]  # the paper's phi order: variance breaks the tie
+
+
+REWARD = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(groups=st.lists(st.lists(REWARD, min_size=K, max_size=K), min_size=2, max_size=8), data=st.data())
+def test_pruning_keeps_the_highest_observed_variance(groups, data):
+    import statistics
+
+    by_id = {f"multi_turn_base_0__rods_v{i}": g for i, g in enumerate(groups)}
+    p_max = data.draw(st.integers(0, len(groups) - 1))
+    pruned = _pruned_after(by_id, p_max)
+    assert len(pruned) == len(groups) - p_max
+    kept = set(by_id) - set(pruned)
+
+    def key(tid):
+        g = by_id[tid]
+        return statistics.pvariance(g), phi(statistics.fmean(g))
+
+    for out in pruned:  # nothing pruned ranks above anything kept: (variance, then phi)
+        for stay in kept:
+            assert key(out) <= tuple(x + 1e-12 for x in key(stay))

@@ -45,7 +45,10 @@ def test_tasks_jsonl_lists_split():
 @pytest.mark.parametrize(
     ("content", "expected"),
     [("{not json\n", "tasks.jsonl:1: malformed JSON"),
-     ('{"id": "multi_turn_base_0"}\n', "tasks.jsonl:1: entry 'multi_turn_base_0' has no ground_truth")],
+     ('{"id": "multi_turn_base_0", "question": [[{"role": "user", "content": "hi"}]]}\n',
+      "tasks.jsonl:1: entry 'multi_turn_base_0' has no ground_truth"),
+     ('{"id": "multi_turn_base_9999"}\n', "tasks.jsonl:1: entry 'multi_turn_base_9999' has no ground_truth and is not "
+                                          "a BFCL task id")],
 )
 def test_bad_task_file_names_file_and_line(tmp_path, content, expected):
     path = tmp_path / "tasks.jsonl"

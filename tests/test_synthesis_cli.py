@@ -45,11 +45,36 @@ def test_malformed_seed_file_names_file_and_line(tmp_path):
     assert "bad.jsonl" in line and ":2" in line
 
 
-@pytest.mark.parametrize(("flag", "value"), [("--num-seeds", "0"), ("--variants-per-seed", "0"),
-                                             ("--backbone", "gpt"), ("--llm-stages", "plan,dance")])
-def test_bad_flags_are_one_line_and_exit_2(tmp_path, flag, value):
-    line = _one_error_line(_invoke(flag, value, "--out", str(tmp_path / "o")))
-    assert flag in line
+@pytest.mark.parametrize(("flag", "value"), [("--num_seeds", "0"), ("--variants_per_seed", "0"),
+                                             ("--backbone", "gpt"), ("--backbone", "openai"),
+                                             ("--llm_stages", "plan,dance")])
+@pytest.mark.parametrize("spelling", ["underscore", "dashed"])
+def test_bad_flags_are_one_line_and_exit_2(tmp_path, flag, value, spelling):
+    given = flag.replace("_", "-") if spelling == "dashed" else flag  # the dashed spelling is an alias
+    line = _one_error_line(_invoke(given, value, "--out", str(tmp_path / "o")))
+    assert flag in line  # the message names the canonical (recipe) spelling
+
+
+def test_help_lists_the_canonical_names_and_their_aliases():
+    res = runner.invoke(app, ["synthesize", "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
+    assert res.exit_code == 0
+    for name in ("--num_seeds", "--num-seeds", "--variants_per_seed", "--llm_stages", "--base_url", "--backbone",
+                 "--extra_body", "--max_tokens"):
+        assert name in res.output, name
+    assert "plan, rewrite, patch, judge" in res.output
+
+
+def test_unreachable_endpoint_exits_2_naming_the_url_before_any_work(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    out = tmp_path / "o"
+    line = _one_error_line(_invoke("--num_seeds", "1", "--variants_per_seed", "1", "--backbone", "llm",
+                                   "--model", "m", "--base_url", url, "--out", str(out)))
+    assert url in line and "cannot reach" in line
+    assert not out.exists()  # nothing written
 
 
 def _small(out: Path, *extra: str):
@@ -96,8 +121,10 @@ def test_kill_after_execute_resumes_the_same_sample_from_its_checkpoint(tmp_path
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "rods_cli.synthesize", "--seeds", "train", "--num-seeds", "4",
            "--variants-per-seed", "2", "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RODS_SYNTH_KILL_AFTER": "execute_plan:3"}
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # the test injects the kill: tests/synthesize_kill_after.py pauses after execute_plan and SIGKILLs at the 3rd pause
+    kill_cmd = [sys.executable, "-m", "tests.synthesize_kill_after", "execute_plan", "3", *cmd[3:]]
+    proc = subprocess.run(kill_cmd, cwd=ROOT, env=env, capture_output=True, timeout=300)
     assert proc.returncode == -9, proc.stderr.decode()[-2000:]
     finished = json.loads((out / "report.json").read_text())["run"]["finished"] if (out / "report.json").exists() else 0
     # the sample that was running is stored mid-way: executed, not yet finalized
@@ -116,7 +143,6 @@ def test_kill_after_execute_resumes_the_same_sample_from_its_checkpoint(tmp_path
     finally:
         conn.close()
     before = _ids(out / "accepted.jsonl")
-    env.pop("RODS_SYNTH_KILL_AFTER")
     assert subprocess.run([*cmd, "--resume"], cwd=ROOT, env=env, capture_output=True, timeout=300).returncode == 0
     after = _ids(out / "accepted.jsonl")
     assert after[: len(before)] == before and len(after) == len(set(after))

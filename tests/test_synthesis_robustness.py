@@ -51,8 +51,8 @@ def test_llm_patch_that_breaks_the_environment_is_refused_and_retried_with_the_r
 
     model = ScriptedChatModel(messages=iter([]), script=script)
     backbone = LLMBackbone(SynthesisContext(backbone="llm", llm_stages=["patch"], chat_models=[model], models=["m"]))
-    patch, config, calls = backbone.propose_patch(task, ERROR, {"sample_id": "s"})
-    assert calls == 2 and patch.path == "username" and config["TwitterAPI"]["username"] == "alice"
+    patch, config, usage = backbone.propose_patch(task, ERROR, {"sample_id": "s"})
+    assert usage.calls == 2 and patch.path == "username" and config["TwitterAPI"]["username"] == "alice"
     assert "does not load" not in prompts[0]
     assert "refused" in prompts[1] and "does not load" in prompts[1]
 

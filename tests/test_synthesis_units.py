@@ -11,7 +11,7 @@ from envs.checker import check
 from envs.dataset import load_split, load_tasks
 from rods_agents.catalog import build_catalog
 from rods_agents.coherence_rewrite import build_variant, describe_call, narratives, rewrite_plan, templates
-from rods_agents.llm_backbone import rewrite_prompt
+from rods_agents.prompt_files import load_prompt, placeholders
 from rods_agents.plan_sampling import fresh_value, sample_variant_plan
 from rods_agents.profile_extraction import profile_task
 from rods_agents.runtime_utils import rng_for
@@ -31,7 +31,8 @@ def test_every_method_has_a_template_whose_placeholders_are_its_parameters():
 
 
 def test_prompt_placeholders_are_all_filled():
-    text = rewrite_prompt().format(n_turns=2, narrative="goal", drafts="1. a\n2. b")
+    template = load_prompt("llm_rewrite.txt")
+    text = template.format(**{name: "x" for name in placeholders(template)})
     assert not re.search(r"\{\w+\}", text)
     for goals in narratives()["goals"].values():
         for g in goals:

@@ -178,3 +178,183 @@ def test_reward_shaping_registry_and_reward_function(task):
     shaped = [synthetic_boundary(task, k, 0.0, ep) for k in range(4)]
     assert shaped in ([0.0, 1.0, 0.0, 1.0], [1.0] * 4, [0.0] * 4)
     assert rods_reward(["c1", "c2"], rods_reward=[0.25, 1.0]) == [0.25, 1.0]
+
+
+# ---------------------------------------------------------------------------------------------- miss_func tools
+def _visible_tools(text: str) -> list[dict]:
+    """Every tool schema shown in ``<tools>`` blocks of a rendered text, in order."""
+    import re
+
+    return [json.loads(line) for block in re.findall(r"<tools>\n(.*?)\n</tools>", text, flags=re.S)
+            for line in block.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("task_id", ["multi_turn_miss_func_0", "multi_turn_miss_func_1", "multi_turn_miss_func_2"])
+def test_miss_func_trace_shows_the_tools_the_evaluator_offers_at_every_turn(tokenizer, task_id):
+    from envs.dataset import load_tasks
+    from envs.tools import tools_for_turn
+
+    task = load_tasks("all", ["miss_func"], None, [task_id])[0]
+    assert task.missed_function, "a miss_func task reveals tools at a later turn"
+    gen = ScriptedGenerator(tokenizer, ["Done."])
+    res = run_rollouts([task], gen, ChatTokenizer(tokenizer), budget=1_000_000, max_new_tokens_per_step=16,
+                       max_steps_per_turn=1)
+    trace = res.traces[0]
+    ids = trace.prompt_ids + trace.completion_ids
+    mask = [0] * len(trace.prompt_ids) + trace.env_mask
+    starts = [i for i in range(len(ids)) if mask[i] == 1 and mask[i - 1] == 0]  # one model step per turn here
+    assert len(starts) == len(task.turns)
+    for turn, start in enumerate(starts):
+        seen = _visible_tools(tokenizer.decode(ids[:start], skip_special_tokens=False))
+        offered = tools_for_turn(task, turn)
+        # what the model saw before answering turn t: exactly the evaluator's tools for turn t (schemas and all)
+        assert sorted(map(json.dumps, seen)) == sorted(map(json.dumps, offered)), (task_id, turn)
+    reveal = min(task.missed_function)
+    revealed = {n for names in task.missed_function.values() for n in names}
+    before = tokenizer.decode(ids[: starts[reveal - 1]], skip_special_tokens=False)
+    assert not revealed & {t["function"]["name"] for t in _visible_tools(before)}  # hidden until the reveal turn
+    injected = tokenizer.decode([t for t, m in zip(trace.completion_ids, trace.env_mask, strict=True) if m == 0])
+    assert all(f'"name": "{n}"' in injected for n in revealed)  # the reveal is masked (injected, never trained on)
+
+
+# ---------------------------------------------------------------------------------------------- stops, budgets
+class FakeLLM:
+    """vLLM's ``LLM.generate`` shape: one SamplingParams or a list, one output per request."""
+
+    def __init__(self, script: list[int]):
+        self.script = script
+        self.max_tokens: list[list[int]] = []
+
+    def generate(self, requests, sampling_params=None, use_tqdm=False):
+        from types import SimpleNamespace
+
+        params = sampling_params if isinstance(sampling_params, list) else [sampling_params] * len(requests)
+        self.max_tokens.append([p.max_tokens for p in params])
+        return [SimpleNamespace(prompt_token_ids=r["prompt_token_ids"],
+                                outputs=[SimpleNamespace(token_ids=self.script[: p.max_tokens])])
+                for r, p in zip(requests, params, strict=True)]
+
+
+class FakeVLLMGeneration:
+    """TRL's ``VLLMGeneration.generate`` in colocate mode: ONE SamplingParams with max_tokens=max_completion_length."""
+
+    mode, tensor_parallel_size = "colocate", 1
+
+    def __init__(self, llm: FakeLLM):
+        self.llm = llm
+        self.max_completion_length = 10_000
+
+    def generate(self, prompts, images, num_generations):
+        from types import SimpleNamespace
+
+        params = SimpleNamespace(max_tokens=self.max_completion_length, temperature=1.0)
+        outs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], sampling_params=params, use_tqdm=False)
+        comp = [o.outputs[0].token_ids for o in outs]
+        return prompts, comp, [[[0.0]] * len(c) for c in comp], None
+
+
+def _fake_trainer(tokenizer, script, eos_ids):
+    from types import SimpleNamespace
+
+    llm = FakeLLM(script)
+    model = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=eos_ids))
+    return SimpleNamespace(processing_class=tokenizer, model=model, vllm_generation=FakeVLLMGeneration(llm)), llm
+
+
+def test_each_vllm_request_gets_its_own_remaining_budget(tokenizer):
+    from trainer.rollout import VLLMGenerator
+
+    trainer, llm = _fake_trainer(tokenizer, list(range(3, 40)), [tokenizer.eos_token_id])
+    out = VLLMGenerator(trainer).generate([[1, 2], [1, 2, 3]], [5, 9])
+    assert llm.max_tokens == [[5, 9]]  # not [[9, 9]]: the near-budget request stops decoding at its own cap
+    assert [len(o.ids) for o in out] == [5, 9]
+    assert trainer.vllm_generation.max_completion_length == 10_000 and "generate" not in vars(llm)  # restored
+
+
+def test_a_turn_ending_on_endoftext_is_finished_and_keeps_its_tool_calls(tokenizer, task):
+    from trainer.rollout import VLLMGenerator
+
+    endoftext = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    assert endoftext != tokenizer.eos_token_id
+    script = tokenizer.encode(_tool_call("ls", {}), add_special_tokens=False) + [endoftext]
+    trainer, _ = _fake_trainer(tokenizer, script, [tokenizer.eos_token_id, endoftext])  # Qwen3's generation_config
+    res = run_rollouts([task], VLLMGenerator(trainer), ChatTokenizer(tokenizer), budget=2000,
+                       max_new_tokens_per_step=len(script) + 5, max_steps_per_turn=1)
+    episode, trace = res.episodes[0], res.traces[0]
+    assert episode.decoded[0][0] == ["ls()"]  # the call ran: the turn counted as finished
+    first_zero = trace.env_mask.index(0)
+    assert trace.completion_ids[first_zero - 1] == endoftext  # the model's own stop, trained on
+    assert trace.completion_ids[first_zero] == tokenizer.eos_token_id  # + a masked end-of-turn: well-formed template
+
+
+def test_transformers_generate_stops_each_row_at_its_own_cap(tokenizer):
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from trainer.rollout import HFGenerator
+
+    torch.manual_seed(0)
+    cfg = Qwen3Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=256)
+    model = Qwen3ForCausalLM(cfg).eval()
+    with torch.no_grad():  # never emit a stop id, so only the caps end the rows
+        model.lm_head.weight[tokenizer.eos_token_id] = -50.0
+        model.lm_head.weight[tokenizer.convert_tokens_to_ids("<|endoftext|>")] = -50.0
+    raw = []
+    real = model.generate
+
+    def spy(**kw):
+        out = real(**kw)
+        raw.append(out[:, kw["input_ids"].shape[1]:].tolist())
+        return out
+
+    model.generate = spy
+    gen = HFGenerator(model, tokenizer, temperature=0.0)
+    out = gen.generate([[5, 6, 7], [8, 9, 10]], [2, 8])
+    assert [len(o.ids) for o in out] == [2, 8] and not any(o.finished for o in out)
+    pad = tokenizer.pad_token_id
+    assert all(t == pad for t in raw[0][0][2:]), raw  # row 0 stopped decoding after its 2 tokens (padding only)
+
+
+# ---------------------------------------------------------------------------------------------- context limit
+class LengthCheckingGenerator(ScriptedGenerator):
+    """Refuses a request whose prompt + max_tokens exceeds the context, as vLLM refuses one."""
+
+    def __init__(self, tokenizer, texts, limit):
+        super().__init__(tokenizer, texts)
+        self.limit = limit
+
+    def generate(self, prompts, max_new_tokens):
+        for p, cap in zip(prompts, max_new_tokens, strict=True):
+            if len(p) + cap > self.limit:
+                raise ValueError(f"prompt {len(p)} + max_tokens {cap} > max_model_len {self.limit}")
+        return super().generate(prompts, max_new_tokens)
+
+
+def test_an_over_long_prompt_ends_its_episode_not_the_step(tokenizer, task, caplog):
+    from envs.dataset import load_tasks
+
+    long_task = load_tasks("all", ["miss_func"], None, ["multi_turn_miss_func_0"])[0]
+    chat = ChatTokenizer(tokenizer)
+    short_len = len(chat.prompt_ids(task.user_messages(0), __import__("envs.tools", fromlist=["x"]).tools_for_turn(task, 0)))
+    limit = short_len + 60
+    gen = LengthCheckingGenerator(tokenizer, ["Done."], limit)
+    with caplog.at_level("WARNING", logger="trainer.rollout"):
+        res = run_rollouts([task, long_task], gen, chat, budget=500, max_new_tokens_per_step=32, max_steps_per_turn=1,
+                           context_limit=limit)
+    short, long_ = res.traces
+    assert len(short.prompt_ids) + len(short.completion_ids) <= limit and short.model_turns >= 1
+    assert len(long_.prompt_ids) + len(long_.completion_ids) <= limit and long_.model_turns == 0
+    assert long_.truncated and set(long_.env_mask) == {0} and res.rewards[1] == 0.0
+    assert long_task.id in caplog.text
+
+
+def test_context_limit_is_the_smaller_of_vllm_and_model_positions():
+    from types import SimpleNamespace
+
+    from trainer.rollout import context_limit
+
+    model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=40_960))
+    assert context_limit(SimpleNamespace(use_vllm=True, vllm_max_model_length=32_768), model) == 32_768
+    assert context_limit(SimpleNamespace(use_vllm=False, vllm_max_model_length=32_768), model) == 40_960
+    assert context_limit(SimpleNamespace(use_vllm=False, vllm_max_model_length=None), None) is None

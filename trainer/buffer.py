@@ -19,8 +19,12 @@ the paper as read by [CN]/[TW] (see ``docs/rods-paper-notes.md`` §5 and §8):
      above ``retire_mastered`` (0.95, the paper's separate retirement threshold) or all below
      ``retire_hard`` (0.20). W is our choice: the paper names drift eviction but no window.
   3. ``pruned``: while the generated pool exceeds P_max, the evaluated item with the lowest
-     φ = 4 m (1 - m) (latest epoch mean; the Bernoulli-variance bound) goes first; ties by older
-     injection, then id. Items not evaluated yet are never pruned: they have had no burn-in.
+     *observed* reward variance of its latest epoch (the K rollouts the detector pooled) goes first,
+     ties by the lower φ = 4 m (1 - m), then older injection, then id (``prune_by="variance"``, the
+     default). A task whose K rollouts all scored the same partial value (φ high, variance 0) gives
+     GRPO no gradient, so it goes before a task whose rollouts disagree. ``prune_by="phi"`` ranks by
+     φ of the latest mean first (the paper's wording, the Bernoulli-variance bound), variance as
+     the tie-breaker. Items not evaluated yet are never pruned: they have had no burn-in.
 
 * **The pool never empties.** Burn-in and drift never take the active pool below
   ``min_pool_size`` (at least 1): when they would, the candidates with the highest φ stay (the
@@ -77,6 +81,9 @@ class BufferConfig(BaseModel):
     min_pool_size: int = Field(1, ge=1, description="Burn-in and drift never shrink the active pool below this.")
     max_queue: int = Field(4000, ge=0, description="Queue capacity; the oldest candidates are dropped beyond it.")
     event_log_size: int = Field(100_000, ge=0, description="Events kept in the log (oldest dropped).")
+    prune_by: Literal["variance", "phi"] = Field(
+        "variance", description="P_max pruning order: lowest observed group variance first (phi breaks ties), "
+                                "or lowest phi = 4m(1-m) first (variance breaks ties).")
 
 
 # --------------------------------------------------------------------------- events
@@ -327,13 +334,8 @@ class ReplayBuffer:
             # 4. variance-prioritised pruning of evaluated generated items beyond P_max
             excess = min(len(self._gen) - cfg.p_max, len(self._pool) - 1)  # never the last task (P_max 0 after a resume)
             if excess > 0:
-                ranked = []
-                for tid, item in self._gen.items():
-                    m = detector.latest_mean(tid)
-                    if m is not None:
-                        ranked.append((phi(m), item.order, tid))
-                ranked.sort()
-                pruned = [self._retired_event(tid, "pruned", epoch, detector) for _, _, tid in ranked[:excess]]
+                ranked = self._prune_order(detector)
+                pruned = [self._retired_event(tid, "pruned", epoch, detector) for tid in ranked[:excess]]
                 self._remove(r.task_id for r in pruned)
                 retired.extend(pruned)
 
@@ -350,6 +352,18 @@ class ReplayBuffer:
             pool_size=len(self._pool),
             seeds=len(self._pool) - len(self._gen), generated=len(self._gen), queue=len(self._queue),
         )
+
+    def _prune_order(self, detector: BoundaryDetector) -> list[str]:
+        """Evaluated generated ids, first to prune first (``prune_by``; see the module doc)."""
+        ranked = []
+        for tid, item in self._gen.items():
+            obs = detector.latest(tid)
+            if obs is None:
+                continue
+            key = (obs.var, phi(obs.mean)) if self.config.prune_by == "variance" else (phi(obs.mean), obs.var)
+            ranked.append((*key, item.order, tid))
+        ranked.sort()
+        return [r[-1] for r in ranked]
 
     def _above_floor(self, due: list[Retired], kept: list[str]) -> list[Retired]:
         """The part of ``due`` that can leave without the pool dropping below ``min_pool_size``.

@@ -23,8 +23,9 @@ from typing import Literal
 
 from trl import GRPOConfig
 
+from rods_agents.context import LLM_STAGES  # plan, rewrite, patch, judge: one list for CLI, context and recipes
+
 MODES = ("rods", "static", "random-seeds", "no-retirement")
-LLM_STAGES = ("plan", "rewrite", "patch")
 Mode = Literal["rods", "static", "random-seeds", "no-retirement"]
 
 
@@ -149,12 +150,24 @@ class RODSConfig(GRPOConfig):
         metadata={"help": "Burn-in and drift retirement never shrink the active pool below this many tasks (at least "
                           "1): the highest-phi candidates stay and are logged as kept. P_max pruning still applies."},
     )
+    prune_by: str = field(
+        default="variance",
+        metadata={"help": "P_max pruning order: variance (lowest observed group reward variance first, phi = 4m(1-m) "
+                          "breaks ties: a task whose K rollouts agree gives no gradient) or phi (the paper's wording: "
+                          "lowest phi of the latest mean first, variance breaks ties)."},
+    )
+    vllm_importance_sampling_mode: str = field(
+        default="token_truncate",
+        metadata={"help": "TRL's vLLM importance-sampling mode. RODS default token_truncate (per-token ratios clipped "
+                          "at vllm_importance_sampling_clip_max); sequence_* modes are refused (trainer.gpu_settings): "
+                          "a multi-turn episode's summed log-ratio shrinks long episodes."},
+    )
 
     # ------------------------------------------------------------------ synthesis
     synthesis_backbone: str = field(
         default="offline",
-        metadata={"help": "offline (deterministic, no LLM) or openai (an OpenAI-compatible server, e.g. vLLM serving "
-                          "Qwen3-32B as in the paper)."},
+        metadata={"help": "offline (deterministic, no LLM) or llm (an OpenAI-compatible server, e.g. vLLM serving "
+                          "Qwen3-32B as in the paper). 'openai' is the deprecated spelling of llm."},
     )
     synthesis_model: str | None = field(
         default=None, metadata={"help": "Model name on the synthesis server (paper: Qwen3-32B)."}
@@ -166,14 +179,34 @@ class RODSConfig(GRPOConfig):
         default=1.0, metadata={"help": "Sampling temperature of the synthesis agents (paper App. J: 1.0)."}
     )
     synthesis_llm_stages: list[str] = field(
-        default_factory=lambda: ["plan", "rewrite", "patch"],
-        metadata={"help": "Synthesis stages the LLM takes over with synthesis_backbone=openai (any of plan, rewrite, "
-                          "patch; the others stay offline). Default: all three, as in the paper, where every "
-                          "synthesis agent is the LLM. Ignored with the offline backbone."},
+        default_factory=lambda: list(LLM_STAGES),
+        metadata={"help": "Synthesis stages the LLM takes over with synthesis_backbone=llm (any of plan, rewrite, "
+                          "patch, judge; the others stay offline). Default: all four, as in the paper, where every "
+                          "synthesis agent is the LLM, and as `rods synthesize --backbone llm`. Ignored offline."},
     )
     synthesis_concurrency: int = field(
         default=8,
         metadata={"help": "Synthesis samples (seed x variant pairs) in flight at once (the graph's max_concurrency)."},
+    )
+    synthesis_wait_s: float = field(
+        default=60.0,
+        metadata={"help": "Seconds an epoch boundary waits for synthesis rounds in flight (they run on a background "
+                          "thread of rank 0 while training goes on; late rounds land at a later boundary). -1 = wait "
+                          "for every round (synchronous, deterministic). Keep it well under ddp_timeout."},
+    )
+    synthesis_max_failures: int = field(
+        default=3,
+        metadata={"help": "Failed synthesis rounds in a row (exception or unreachable server) before "
+                          "synthesis_on_failure applies; 0 = never."},
+    )
+    synthesis_on_failure: str = field(
+        default="stop",
+        metadata={"help": "stop (end the run with one error; the last checkpoint resumes) or offline (switch to the "
+                          "offline backbone, with an error in the log) after synthesis_max_failures failed rounds."},
+    )
+    synthesis_preflight_timeout_s: float = field(
+        default=10.0,
+        metadata={"help": "Timeout of the check that the synthesis server answers, before the model is loaded."},
     )
 
     def __post_init__(self):
@@ -183,16 +216,21 @@ class RODSConfig(GRPOConfig):
             raise ValueError("need 0 <= alpha_minus <= alpha_plus <= 1")
         if self.reward not in ("progress", "binary"):
             raise ValueError("reward must be 'progress' or 'binary'")
-        if self.synthesis_backbone == "llm":
-            self.synthesis_backbone = "openai"
-        if self.synthesis_backbone not in ("offline", "openai"):
-            raise ValueError("synthesis_backbone must be 'offline' or 'openai' (alias: llm)")
+        if self.synthesis_backbone == "openai":
+            import warnings
+
+            warnings.warn("synthesis_backbone: 'openai' is deprecated; use 'llm'", FutureWarning, stacklevel=2)
+            self.synthesis_backbone = "llm"
+        if self.synthesis_backbone not in ("offline", "llm"):
+            raise ValueError(f"synthesis_backbone must be 'offline' or 'llm' (got {self.synthesis_backbone!r})")
+        if self.synthesis_on_failure not in ("stop", "offline"):
+            raise ValueError(f"synthesis_on_failure must be 'stop' or 'offline' (got {self.synthesis_on_failure!r})")
         stages = [p.strip() for s in (self.synthesis_llm_stages or []) for p in str(s).split(",") if p.strip()]
         if set(stages) - set(LLM_STAGES):
             raise ValueError(f"synthesis_llm_stages: unknown stage(s) {sorted(set(stages) - set(LLM_STAGES))}; "
                              f"choose from {list(LLM_STAGES)}")
-        if self.synthesis_backbone == "openai" and not stages:
-            raise ValueError("synthesis_backbone=openai needs at least one of synthesis_llm_stages")
+        if self.synthesis_backbone == "llm" and not stages:
+            raise ValueError("synthesis_backbone=llm needs at least one of synthesis_llm_stages")
         self.synthesis_llm_stages = list(dict.fromkeys(stages))
         if self.min_pool_size < 1:
             raise ValueError("min_pool_size must be >= 1 (the active pool never empties)")
@@ -200,4 +238,9 @@ class RODSConfig(GRPOConfig):
             import json
 
             self.seed_quotas = json.loads(self.seed_quotas)
+        if self.prune_by not in ("variance", "phi"):
+            raise ValueError(f"prune_by must be 'variance' or 'phi' (got {self.prune_by!r})")
         super().__post_init__()
+        from trainer.gpu_settings import check_gpu_settings
+
+        check_gpu_settings(self)  # IS mode, ZeRO-3 without vLLM: refused here, before any model is loaded

@@ -76,6 +76,10 @@ class EpochReport(BaseModel):
     synthesis_acceptance: float = 0.0
     synthesis_seconds: float = 0.0
     synthesis_error: str | None = None
+    synthesis_rounds: int = Field(0, description="Synthesis rounds handed over at this boundary (any epoch's seeds).")
+    synthesis_errors: int = Field(0, description="Of those, failed rounds (exception or unreachable server).")
+    synthesis_pending: list[str] = Field(default_factory=list, description="Seeds still being synthesized.")
+    synthesis_wait_seconds: float = Field(0.0, description="Seconds this boundary waited for synthesis.")
     injected: list[str]
     retired: dict[str, list[str]] = Field(description="Retired ids by reason.")
     kept: list[str] = Field(default_factory=list, description="Due to retire, kept to hold min_pool_size.")
@@ -92,7 +96,8 @@ class EpochReport(BaseModel):
             "rods/injected": len(self.injected), "rods/synthesized": len(self.synthesized),
             "rods/synthesis_acceptance": self.synthesis_acceptance, "rods/synthesis_s": self.synthesis_seconds,
             "rods/boundary_s": self.boundary_seconds, "rods/epoch": self.epoch,
-            "rods/kept_by_floor": len(self.kept),
+            "rods/kept_by_floor": len(self.kept), "rods/synthesis_errors": self.synthesis_errors,
+            "rods/synthesis_pending": len(self.synthesis_pending), "rods/synthesis_wait_s": self.synthesis_wait_seconds,
         }
         out.update({f"rods/retired/{k}": len(v) for k, v in self.retired.items()})
         return {k: float(v) for k, v in out.items()}
@@ -118,7 +123,7 @@ class Curriculum:
             beta=args.injection_cap, p_max=args.p_max, burn_in_threshold=args.burn_in_threshold,
             retire_mastered=args.retire_mastered, retire_hard=args.retire_hard, drift_window=args.drift_window,
             retire_seeds=args.retire_seeds, no_retirement=args.mode == "no-retirement",
-            min_pool_size=max(1, getattr(args, "min_pool_size", 1)),
+            min_pool_size=max(1, getattr(args, "min_pool_size", 1)), prune_by=getattr(args, "prune_by", "variance"),
         ))
         self.resume_changes: dict[str, tuple[Any, Any]] = {}
         """Settings that differ from the loaded checkpoint's: ``{name: (saved, current)}`` (current wins)."""
@@ -130,6 +135,7 @@ class Curriculum:
         self.reports: list[EpochReport] = []
         self._epoch_rewards: list[float] = []
         self._epoch_group_means: list[float] = []
+        self.synthesis_state: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ views
     def task(self, task_id: str) -> Task:
@@ -166,17 +172,22 @@ class Curriculum:
         self._epoch_group_means.extend(g.mean for g in batch.groups)
 
     # ------------------------------------------------------------------ boundary
-    def end_epoch(self, step: int) -> EpochReport:
-        """Run the boundary (detect, seeds, synthesis, inject, retire); see the module docstring."""
+    def end_epoch(self, step: int, last: bool = False) -> EpochReport:
+        """Run the boundary (detect, seeds, synthesis, inject, retire); see the module docstring.
+
+        ``last``: the run ends after this boundary, so no seeds are sent (a variant could never train).
+        """
         start = time.perf_counter()
         args = self.args
         active = self.buffer.active_ids()
         part = self.detector.partition(active)
-        seed_ids, reason = self._pick_seeds(active, part.boundary)
-        outcome = SynthesisOutcome(seeds=seed_ids)
-        if seed_ids and self.synthesizer is not None:
+        seed_ids, reason = ([], "last boundary: no epoch left to train a variant") if last \
+            else self._pick_seeds(active, part.boundary)
+        outcome = SynthesisOutcome(seeds=seed_ids, rounds=0)
+        # a collecting (background) synthesizer is called at every boundary: earlier rounds may have landed
+        if self.synthesizer is not None and (seed_ids or getattr(self.synthesizer, "collects", False)):
             outcome = self.synthesizer([self._known[i] for i in seed_ids], self.epoch)
-        elif reason:
+        if not seed_ids and reason:
             log.warning("epoch %d: no synthesis round (%s)", self.epoch, reason)
         queued: list[str] = []
         if outcome.accepted:
@@ -198,6 +209,8 @@ class Curriculum:
             groups=part.groups, informative_frac=part.informative_fraction, seeds=seed_ids, seed_reason=reason,
             synthesized=queued, synthesis_attempted=outcome.attempted, synthesis_acceptance=outcome.acceptance,
             synthesis_seconds=outcome.seconds, synthesis_error=outcome.error, injected=rep.injected,
+            synthesis_rounds=outcome.rounds, synthesis_errors=outcome.failed_rounds, synthesis_pending=outcome.pending,
+            synthesis_wait_seconds=outcome.waited_s,
             kept=rep.kept, retired={k: retired.get(k, []) for k in ("burn_in", "mastered", "hard", "pruned")},
             group_means=self._epoch_group_means, rewards=self._epoch_rewards,
             boundary_seconds=time.perf_counter() - start,
@@ -244,6 +257,8 @@ class Curriculum:
             "reports": [r.model_dump(mode="json") for r in self.reports],
             "epoch_rewards": self._epoch_rewards,
             "epoch_group_means": self._epoch_group_means,
+            # background synthesis: rounds in flight (resubmitted on resume) and results not handed over yet
+            "synthesis": getattr(self.synthesizer, "state_dict", lambda: None)(),
         }
 
     def load_state_dict(self, state: dict[str, Any], unique_per_batch: int) -> None:
@@ -270,6 +285,8 @@ class Curriculum:
         self.reports = [EpochReport.model_validate(r) for r in state["reports"]]
         self._epoch_rewards = list(state["epoch_rewards"])
         self._epoch_group_means = list(state["epoch_group_means"])
+        self.synthesis_state = state.get("synthesis")
+        """Saved background-synthesis rounds; the trainer hands them to its synthesizer (``load_state_dict``)."""
 
     def save(self, path: str | Path) -> None:
         """Write :meth:`state_dict` to ``path`` as JSON, atomically (the checkpoint's ``rods_curriculum.json``)."""

@@ -44,7 +44,7 @@ from envs.task import Task, atomic_write_text
 from trainer.config import RODSConfig
 from trainer.curriculum import STATE_FILE, Curriculum
 from trainer.rollout import ChatTokenizer, HFGenerator, VLLMGenerator, make_rollout_func, rods_reward
-from trainer.synthesis_bridge import Synthesizer, make_synthesizer
+from trainer.synthesis_bridge import Synthesizer, check_synthesis_endpoint, for_training, make_synthesizer
 from trainer.vllm_cpu import needs_vllm_cpu, prepare_vllm_cpu
 
 log = logging.getLogger(__name__)
@@ -168,6 +168,18 @@ def _trainer_classes():
             self._last_rollout = None
             super().__init__(*args, **kwargs)
 
+        def create_model_card(self, model_name=None, dataset_name=None, tags=None):
+            """TRL's card names the base model from ``config._name_or_path``, a local folder (printed as
+            ``[None]``) for the tiny model or a downloaded snapshot: use the recipe's model name instead."""
+            cfg = self.model.config
+            saved = getattr(cfg, "_name_or_path", "")
+            cfg._name_or_path = self.args.model_name_or_path
+            try:
+                super().create_model_card(model_name=model_name, tags=tags or ["rods", "bfcl-multi-turn"],
+                                          dataset_name=dataset_name or "gorilla-llm/Berkeley-Function-Calling-Leaderboard")
+            finally:
+                cfg._name_or_path = saved
+
         def _generate_and_score_completions(self, inputs):
             self._rollout_rows = inputs
             out = super()._generate_and_score_completions(inputs)
@@ -220,7 +232,7 @@ def _trainer_classes():
                 log.info("training stopped inside epoch %d (%d of %d generation batches): no boundary",
                          cur.epoch, cur.generations_in_epoch, cur.epoch_generations)
                 return control
-            report = cur.end_epoch(state.global_step)
+            report = cur.end_epoch(state.global_step, last=cur.epoch + 1 >= self.epochs)  # no synthesis at the last
             if state.is_world_process_zero:
                 cur.append_log(report)
             if self.trainer is not None:
@@ -268,22 +280,6 @@ def _generator_factory(args: RODSConfig, tok: Any) -> Callable[[Any], Any]:
     return make
 
 
-def _on_main_process(synth: Synthesizer, accelerator: Any) -> Synthesizer:
-    """Synthesize on rank 0 only and broadcast the outcome: an LLM backbone is not deterministic, and every
-    rank must queue the same variants."""
-    if accelerator.num_processes == 1:
-        return synth
-
-    def run(seeds: list[Task], epoch: int) -> Any:
-        from accelerate.utils import broadcast_object_list
-
-        box = [synth(seeds, epoch) if accelerator.is_main_process else None]
-        broadcast_object_list(box, from_process=0)
-        return box[0]
-
-    return run
-
-
 def latest_checkpoint(output_dir: str | Path) -> Path | None:
     from transformers.trainer_utils import get_last_checkpoint
 
@@ -300,6 +296,8 @@ def build_trainer(args: RODSConfig, *, synthesizer: Synthesizer | None = None, r
     trainer_cls, callback_cls = _trainer_classes()
     seeds = load_seed_tasks(args)
     synth = None if args.mode == "static" else make_synthesizer(args, synthesizer)
+    if synth is not None and synthesizer is None:
+        check_synthesis_endpoint(args)  # an unreachable synthesis server stops the run here, naming the URL
     curriculum = Curriculum(seeds, args, synth, run_dir=args.output_dir)
     unique = unique_rows_per_generation(args)
     ckpt = latest_checkpoint(args.output_dir) if resume else None
@@ -321,15 +319,19 @@ def build_trainer(args: RODSConfig, *, synthesizer: Synthesizer | None = None, r
     model, tok = load_model_and_tokenizer(args)
     chat = chat_tokenizer(tok, args)
     callback = callback_cls(curriculum, epochs)
+    from trainer.progress import TruthfulProgress
+
+    progress = TruthfulProgress(curriculum, epochs)
     trainer = trainer_cls(
         model=model, processing_class=tok, args=args, train_dataset=epoch_dataset(curriculum, unique),
-        reward_funcs=[rods_reward], callbacks=[callback, *(callbacks or [])], curriculum=curriculum,
+        reward_funcs=[rods_reward], callbacks=[callback, progress, *(callbacks or [])], curriculum=curriculum,
         rollout_func=make_rollout_func(curriculum.task, args, chat, _generator_factory(args, tok)),
     )
     callback.trainer = trainer
+    progress.trainer = trainer
     trainer.rods_callback = callback
-    if synth is not None:
-        curriculum.synthesizer = _on_main_process(synth, trainer.accelerator)
+    if synth is not None:  # background rounds on rank 0, bounded boundary waits, in-flight rounds resumed
+        curriculum.synthesizer = for_training(args, synth, trainer.accelerator, curriculum.synthesis_state)
     return trainer, curriculum, ckpt
 
 
@@ -341,11 +343,16 @@ def train(args: RODSConfig, *, resume: bool = False, synthesizer: Synthesizer | 
         log.warning("nothing to do: the checkpoint already finished %d epochs", curriculum.epoch)
         result_loss = None
     else:
-        out = trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
+        try:
+            out = trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
+        except BaseException:
+            getattr(curriculum.synthesizer, "close", lambda: None)()
+            raise
         result_loss = out.training_loss
     trainer.save_model(args.output_dir)
     if trainer.accelerator.is_main_process:
-        curriculum.save(Path(args.output_dir) / STATE_FILE)
+        curriculum.save(Path(args.output_dir) / STATE_FILE)  # with any synthesis round still in flight
+    getattr(curriculum.synthesizer, "close", lambda: None)()
     times = trainer.rods_callback.step_times
     summary = {
         "epochs": curriculum.epoch, "global_step": trainer.state.global_step, "train_seconds": time.perf_counter() - start,

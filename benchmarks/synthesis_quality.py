@@ -1,0 +1,187 @@
+"""Synthesis quality: do accepted variants keep their seed's difficulty and differ in substance?
+
+    python benchmarks/synthesis_quality.py [--num_seeds 400] [--variants_per_seed 2] [--seed 3] [--out quality.json]
+
+Runs the offline pipeline in process (``graphs.synthesis.synthesize``, what ``rods synthesize`` runs)
+over train seeds and measures, per seed category:
+
+- acceptance: accepted / samples;
+- skeleton / ground-truth identity: accepted variants whose parsed method sequence / parsed ground
+  truth (method + arguments bound to parameter names) equals the seed's; with the initial_config too;
+- implicit-call share of seeds and of accepted variants (``rods_agents.information_structure``);
+- conditions / references / transformations kept: of accepted variants whose seed has one, the share
+  with no ``condition_dropped`` / ``reference_dropped`` / ``transformation_dropped`` mismatch;
+- withheld-value rule (miss_param): variants that state the withheld value before its turn, or
+  withhold another parameter;
+- leftover old names: variants where a name the plan renamed (provenance ``renames``) is still in the
+  text, config or ground truth;
+- filler arguments: variants with a sentence where the seed had a short name, a value outside the
+  documented options, a person's name given to a title or folder (``rods_agents.variant_quality``);
+- patch share: accepted variants repaired by the config patch agent.
+
+Prints a table and one JSON line (also written to ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from envs.task import Task
+from rods_agents.information_structure import InformationStructure, information_structure, structure_mismatches
+from rods_agents.variant_quality import filler_arguments, leftover_names, same_config, same_ground_truth, skeleton
+
+CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
+
+
+def _share(n: int, d: int) -> float | None:
+    return round(n / d, 4) if d else None
+
+
+def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> dict[str, Any]:
+    """Every metric per category and over all, from a run's seeds, accepted tasks and rejection rows."""
+    by_id = {s.id: s for s in seeds}
+    seed_is: dict[str, InformationStructure] = {s.id: information_structure(s) for s in seeds}
+    c: dict[str, Counter] = defaultdict(Counter)
+    reasons: dict[str, Counter] = defaultdict(Counter)
+    for s in seeds:
+        k = seed_is[s.id].counts()
+        for cat in (s.category, "all"):
+            c[cat]["seeds"] += 1
+            c[cat]["seed_calls"] += k["calls"]
+            c[cat]["seed_implicit"] += k["implicit"]
+    for row in rejected:
+        seed = by_id.get(row.get("seed_id") or "")
+        cat = seed.category if seed else "unknown"
+        for key in (cat, "all"):
+            c[key]["samples"] += 1
+            reasons[key][(row.get("reasons") or ["unknown"])[0].split(":")[0]] += 1
+    for task in accepted:
+        prov = task.provenance or {}
+        seed = by_id[prov["seed_id"]]
+        vis = information_structure(task)
+        sis = seed_is[seed.id]
+        kinds = {m.reason for m in structure_mismatches(sis, vis)}
+        sk = sis.counts()
+        vk = vis.counts()
+        left = leftover_names(task, prov.get("renames") or {})
+        filler = filler_arguments(seed, task)
+        flags = {
+            "samples": 1, "accepted": 1,
+            "same_skeleton": skeleton(task) == skeleton(seed),
+            "same_ground_truth": same_ground_truth(task, seed),
+            "same_ground_truth_and_config": same_ground_truth(task, seed) and same_config(task, seed),
+            "var_calls": vk["calls"], "var_implicit": vk["implicit"],
+            "implicit_made_explicit": "implicit_made_explicit" in kinds,
+            "with_condition": sk["conditions"] > 0,
+            "condition_kept": sk["conditions"] > 0 and "condition_dropped" not in kinds,
+            "with_reference": sk["references"] > 0,
+            "reference_kept": sk["references"] > 0 and not kinds & {"reference_dropped", "reference_kind_changed"},
+            "with_transformation": sk["transformations"] > 0,
+            "transformation_kept": sk["transformations"] > 0 and "transformation_dropped" not in kinds,
+            "miss_param": task.category == "miss_param",
+            "withheld_stated": "withheld_stated" in kinds,
+            "withheld_other": bool(kinds & {"withheld_other_param", "withheld_dropped"}),
+            "leftover_names": bool(left), "leftover_count": len(left),
+            "filler": bool(filler), "filler_count": len(filler),
+            "patched": bool(prov.get("patches")),
+        }
+        for key in (seed.category, "all"):
+            c[key].update({k: int(v) for k, v in flags.items()})
+    out: dict[str, Any] = {}
+    for key in (*CATEGORIES, "all"):
+        x = c[key]
+        acc = x["accepted"]
+        out[key] = {
+            "samples": x["samples"], "accepted": acc, "acceptance": _share(acc, x["samples"]),
+            "same_skeleton": _share(x["same_skeleton"], acc),
+            "same_ground_truth": x["same_ground_truth"],
+            "same_ground_truth_and_config": x["same_ground_truth_and_config"],
+            "implicit_share_seeds": _share(x["seed_implicit"], x["seed_calls"]),
+            "implicit_share_variants": _share(x["var_implicit"], x["var_calls"]),
+            "implicit_made_explicit": _share(x["implicit_made_explicit"], acc),
+            "conditions_kept": _share(x["condition_kept"], x["with_condition"]), "with_condition": x["with_condition"],
+            "references_kept": _share(x["reference_kept"], x["with_reference"]), "with_reference": x["with_reference"],
+            "transformations_kept": _share(x["transformation_kept"], x["with_transformation"]),
+            "with_transformation": x["with_transformation"],
+            "withheld_stated": x["withheld_stated"], "withheld_other_param": x["withheld_other"],
+            "miss_param_accepted": x["miss_param"],
+            "leftover_old_names": x["leftover_names"], "leftover_occurrences": x["leftover_count"],
+            "filler_arguments": x["filler"], "filler_occurrences": x["filler_count"],
+            "patch_share": _share(x["patched"], acc),
+            "rejections": dict(reasons[key].most_common()),
+        }
+    return out
+
+
+ROWS = [("samples", "samples"), ("accepted", "accepted"), ("acceptance", "acceptance"),
+        ("same skeleton as seed", "same_skeleton"), ("same parsed ground truth", "same_ground_truth"),
+        ("... and same config", "same_ground_truth_and_config"),
+        ("implicit-call share, seeds", "implicit_share_seeds"), ("implicit-call share, variants", "implicit_share_variants"),
+        ("an implicit call made explicit", "implicit_made_explicit"),
+        ("conditions kept (seeds with one)", "conditions_kept"), ("  variants whose seed has a condition", "with_condition"),
+        ("references kept (seeds with one)", "references_kept"), ("  variants whose seed has a reference", "with_reference"),
+        ("transformations kept", "transformations_kept"), ("  variants whose seed has one", "with_transformation"),
+        ("withheld value stated", "withheld_stated"), ("another parameter withheld", "withheld_other_param"),
+        ("variants with leftover old names", "leftover_old_names"), ("variants with filler arguments", "filler_arguments"),
+        ("repaired by the patch agent", "patch_share")]
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def render(metrics: dict[str, Any], title: str) -> Table:
+    table = Table(title=title)
+    table.add_column("metric")
+    for key in (*CATEGORIES, "all"):
+        table.add_column(key, justify="right")
+    for label, field in ROWS:
+        table.add_row(label, *(_fmt(metrics[k][field]) for k in (*CATEGORIES, "all")))
+    return table
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--num_seeds", "--num-seeds", type=int, default=400)
+    ap.add_argument("--variants_per_seed", "--variants-per-seed", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--out", default=None, help="also write the JSON metrics here")
+    args = ap.parse_args()
+
+    from graphs.state import SynthesisContext
+    from graphs.synthesis import synthesize
+    from rods_cli.synthesize import select_seeds
+
+    seeds = select_seeds("train", args.num_seeds, seed=args.seed)
+    start = time.perf_counter()
+    result = synthesize(seeds, SynthesisContext(seed=args.seed, variants_per_seed=args.variants_per_seed))
+    synth_s = time.perf_counter() - start
+    metrics = measure(seeds, result.accepted, result.rejected)
+    measure_s = time.perf_counter() - start - synth_s
+    console = Console(width=140)
+    console.print(render(metrics, f"Synthesis quality: {len(seeds)} train seeds x {args.variants_per_seed}, "
+                                  f"offline, --seed {args.seed}"))
+    rej = metrics["all"]["rejections"]
+    console.print("rejections (first reason): " + ", ".join(f"{k} {v}" for k, v in rej.items()))
+    console.print(f"synthesis {synth_s:.1f} s, measurement {measure_s:.1f} s")
+    line = {"benchmark": "synthesis_quality", "num_seeds": len(seeds), "variants_per_seed": args.variants_per_seed,
+            "seed": args.seed, "synthesis_s": round(synth_s, 2), "metrics": metrics}
+    if args.out:
+        Path(args.out).write_text(json.dumps(line, indent=1))
+    print(json.dumps(line))  # noqa: T201 - the benchmark's one JSON line
+
+
+if __name__ == "__main__":
+    main()

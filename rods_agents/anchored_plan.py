@@ -1,0 +1,561 @@
+"""The offline plan, anchored on the seed: change only what the seed's own words can carry.
+
+Every change is chosen so that the seed's text can be rewritten to state it (see
+:mod:`rods_agents.seed_anchor`), and so that the variant stays the same task in a new story:
+
+- **renames** of entities the task controls (keys and leaves of the initial_config, new names the
+  user introduces), each with a new value of the same kind (:mod:`rods_agents.value_kinds`); a value
+  the user states is renamed only where the seed's text writes it in a form the rewrite can carry;
+  a person's first and last name are renamed together, so the same person is the same everywhere;
+- **numbers** the user states, in digits or words, perturbed (amounts may grow past the balance or the
+  tank: the config patch agent repairs the state, see :mod:`rods_agents.config_patch`);
+- **option swaps**: a documented option (a travel class, a currency, a city of the environment's
+  tables, a sector) replaced by another when the seed's text names it;
+- **method swaps** only where the seed turn holds a lexicon phrase of the old method and the lexicon
+  has one for the new method (``prompts/offline_value_kinds.json``);
+- values the assistant reads from earlier results are **re-derived** by the path they had in the
+  seed's result (the same key, the same position in the list), so references by position still hold;
+- a plan whose execution flips a yes/no outcome of the seed (a range that no longer falls short, a
+  tire that is no longer low) is made more conservative: a condition of the seed's text must keep
+  its answer.
+
+When nothing in the ground truth changed, the sampler tries again with every change forced; the
+verdict rejects a ground truth identical to the seed's.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+from envs.executor import CallError, parse_call, to_call_string
+from envs.task import Task
+from rods_agents.catalog import build_catalog
+from rods_agents.profile_extraction import Profile
+from rods_agents.seed_anchor import Substitution, _strings, has_number, substitute_phrases
+from rods_agents.tracing import Trace, bind_args, outcome_flips, trace_task
+from rods_agents.value_kinds import fresh, kind_of, method_swaps, mode_words, options, swap_option
+from rods_agents.value_sources import state_values
+
+_PROTECTED = {".", "..", "/", "~", "", "*"}
+_SYMBOL_LOOKUPS = {"get_symbol_by_name", "get_available_stocks", "filter_stocks_by_price"}
+# amounts that may grow past what the state allows (the patch agent then repairs the state)
+_GROWABLE = {("place_order", "amount"), ("fillFuelTank", "fuelAmount"), ("transfer_funds", "amount")}
+
+
+def _fs_kinds(tree: Any, out: dict[str, str]) -> dict[str, str]:
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            if isinstance(v, dict) and v.get("type") in ("file", "directory"):
+                out.setdefault(k, v["type"])
+                _fs_kinds(v.get("contents", {}), out)
+            elif isinstance(v, dict):
+                _fs_kinds(v, out)
+    return out
+
+
+def _scalar_strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _scalar_strings(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _scalar_strings(v)]
+    return []
+
+
+def _perturb(value: int | float, rng: Any, grow: bool = False) -> int | float:
+    if grow and rng.random() < 0.5:
+        factor = rng.uniform(1.6, 3.0)
+        return int(round(value * factor)) if isinstance(value, int) else round(value * factor, 1)
+    if isinstance(value, int):
+        step = max(1, abs(value) // 5)
+        new = value + rng.choice([-1, 1]) * rng.randint(1, step)
+        return new if (new > 0) == (value > 0) and new != value else value + step
+    decimals = len(repr(value).split(".")[1]) if "." in repr(value) else 1
+    new = round(value * rng.uniform(0.8, 1.2), decimals)
+    return new if new != value else round(value * 1.1, decimals)
+
+
+def _hardcoded(value: str, classes: list[str]) -> bool:
+    from rods_agents.catalog import class_source_text
+
+    return any(re.search(r"['\"]" + re.escape(value) + r"['\"]", class_source_text(c)) for c in classes)
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return None
+
+
+def _paths(obj: Any, value: Any, path: tuple = ()) -> list[tuple]:
+    """Paths (keys / list positions) at which ``value`` is a leaf of ``obj``."""
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in _paths(v, value, (*path, k))]
+    if isinstance(obj, list):
+        return [p for i, v in enumerate(obj) for p in _paths(v, value, (*path, (i, len(obj))))]
+    same = (obj == value and type(obj) is type(value)) or (
+        isinstance(obj, int | float) and isinstance(value, int | float) and not isinstance(obj, bool)
+        and not isinstance(value, bool) and float(obj) == float(value))
+    if not same and isinstance(obj, str) and isinstance(value, int | float) and not isinstance(value, bool):
+        same = obj == str(value)
+    if not same and isinstance(value, str) and isinstance(obj, int | float) and not isinstance(obj, bool):
+        same = value == str(obj)
+    return [path] if same else []
+
+
+def _at(obj: Any, path: tuple, from_end: bool) -> Any:
+    for step in path:
+        if isinstance(step, tuple):
+            i, n = step
+            if not isinstance(obj, list):
+                raise KeyError(step)
+            if len(obj) != n and not from_end:
+                raise KeyError("list length changed")
+            obj = obj[i - n] if from_end else obj[i]
+        else:
+            if not isinstance(obj, dict) or step not in obj:
+                raise KeyError(step)
+            obj = obj[step]
+    return obj
+
+
+_LAST = re.compile(r"\b(last|final|latest|most recent|bottom)\b", re.I)
+_POSITION = re.compile(r"\b(first|second|third|fourth|fifth|last|final|latest|most recent|earliest|top|bottom|"
+                       r"\d+(?:st|nd|rd|th))\b", re.I)
+
+
+def rederive(seed: Task, seed_trace: Trace, profile: Profile, gt: list[list[str]], config: dict,
+             max_rounds: int = 3) -> tuple[list[list[str]], list[list[Any]]] | None:
+    """Values read from earlier results, taken from the variant's results by the seed's path.
+
+    Returns the updated ground truth and [old, new] of the values that changed, or None when a value
+    cannot be found again (the reference would no longer hold)."""
+    call_args = [a for a in profile.arg_sources if a.source == "call" and a.producer is not None]
+    changed: list[list[Any]] = []
+    for _ in range(max_rounds):
+        draft = seed.model_copy(update={"ground_truth": gt, "initial_config": config})
+        vtrace = trace_task(draft)
+        if len(vtrace.calls) != len(seed_trace.calls):
+            return None
+        updates: dict[tuple[int, int], dict[str, Any]] = {}
+        for a in call_args:
+            seed_res, var_res = seed_trace.calls[a.producer].result, vtrace.calls[a.producer].result
+            if seed_res == var_res:
+                continue
+            pos = next(p for p, r in enumerate(seed_trace.calls) if (r.turn, r.index) == (a.turn, a.index))
+            if vtrace.calls[a.producer].error:
+                continue  # the patch agent repairs the producer first; the verdict re-checks the result
+            old_value = seed_trace.calls[pos].args.get(a.param)
+            cur_value = vtrace.calls[pos].args.get(a.param)
+            if isinstance(old_value, list | dict):
+                return None
+            sj, vj = _json(seed_res), _json(var_res)
+            text = " ".join(m.content for t in seed.turns[: a.turn + 1] for m in t)
+            positional = bool(_POSITION.search(text))
+            if not positional and (_paths(vj, cur_value) if vj is not None else
+                                   (isinstance(cur_value, str) and cur_value in var_res)):
+                continue  # the same entity (renamed alike) is still there: nothing to re-derive
+            paths = _paths(sj, old_value) if sj is not None else []
+            if not paths or vj is None:
+                return None
+            from_end = bool(_LAST.search(text))
+            try:
+                news = {json.dumps(_at(vj, p, from_end), sort_keys=True) for p in paths}
+            except (KeyError, IndexError, TypeError):
+                return None
+            if len(news) != 1:
+                return None
+            new_value = json.loads(news.pop())
+            if type(new_value) is not type(old_value) and not (isinstance(new_value, int | float)
+                                                               and isinstance(old_value, int | float)):
+                new_value = str(new_value) if isinstance(old_value, str) else new_value
+            if new_value != cur_value:
+                updates.setdefault((a.turn, a.index), {})[a.param] = new_value
+                changed.append([old_value, new_value])
+        if not updates:
+            return gt, changed
+        gt = [list(calls) for calls in gt]
+        for (t, i), args in updates.items():
+            parsed = parse_call(gt[t][i])
+            spec = build_catalog().methods.get(parsed.name)
+            bound = bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs)
+            bound.update(args)
+            gt[t][i] = to_call_string(parsed.name, bound)
+    return None
+
+
+# Scalar state the plan never names but its calls depend on: resampled in the new config; when a draw
+# breaks a precondition (not enough money or fuel) the config patch agent repairs it.
+_RESAMPLED_STATE: list[tuple[str, tuple[str, ...], Any]] = [
+    ("TradingBot", ("account_info", "balance"), lambda v, rng: round(float(v) * rng.uniform(0.2, 1.5), 2)),
+    ("VehicleControlAPI", ("fuelLevel",), lambda v, rng: round(rng.uniform(5.0, 48.0), 1)),
+]
+
+
+def resample_state(config: dict, trace: Trace, rng: Any) -> dict[str, Any]:
+    """Resample the scalars of ``_RESAMPLED_STATE`` in ``config`` (in place); class.path -> new value.
+
+    Half the time a draw is made to miss a precondition of the plan on purpose (a balance below the
+    order's cost, a tank too full for the fill, a card short of the fare): the config patch agent then
+    repairs the state, so the variant starts from a state the seed never had."""
+    numbers_used = {float(v) for r in trace.calls for v in r.args.values()
+                    if isinstance(v, int | float) and not isinstance(v, bool)}
+    changes: dict[str, Any] = {}
+    for cls, path, draw in _RESAMPLED_STATE:
+        node = config.get(cls)
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or not isinstance(node.get(path[-1]), int | float):
+            continue
+        old = node[path[-1]]
+        if float(old) in numbers_used or rng.random() < 0.5:
+            continue
+        short = _short_draw(cls, old, trace, rng)
+        node[path[-1]] = short if short is not None else draw(old, rng)
+        changes[f"{cls}.{'.'.join(path)}"] = node[path[-1]]
+    return changes
+
+
+def _short_draw(cls: str, old: float, trace: Trace, rng: Any) -> float | None:
+    """A value that misses the plan's first precondition on ``cls`` (None half the time, or when none)."""
+    if rng.random() < 0.5:
+        return None
+    if cls == "TradingBot":
+        costs = [float(r.args.get("price", 0) or 0) * float(r.args.get("amount", 0) or 0) for r in trace.calls
+                 if r.name == "place_order" and str(r.args.get("order_type", "")).lower() == "buy"]
+        return round(max(costs) * rng.uniform(0.3, 0.9), 2) if costs and max(costs) > 0 else None
+    if cls == "VehicleControlAPI":
+        fills = sum(float(r.args.get("fuelAmount", 0) or 0) for r in trace.calls if r.name == "fillFuelTank")
+        return round(rng.uniform(50.0 - fills + 0.5, 49.5), 1) if 0 < fills < 49 else None
+    return None
+
+
+def _parsed(gt: list[list[str]]) -> list[list[tuple]]:
+    out = []
+    for calls in gt:
+        row = []
+        for c in calls:
+            try:
+                p = parse_call(c)
+                row.append((p.name, repr(p.args), repr(sorted(p.kwargs.items()))))
+            except CallError:
+                row.append((c,))
+        out.append(row)
+    return out
+
+
+def _bound(trace: Trace, seed: Task) -> list[tuple[Any, dict[str, Any]]]:
+    out = []
+    pos = 0
+    for calls in seed.ground_truth:
+        for call in calls:
+            rec = trace.calls[pos]
+            try:
+                parsed = parse_call(call)
+                args = bind_args(rec.cls, parsed.name, parsed.args, parsed.kwargs)
+            except (CallError, TypeError):
+                args = dict(rec.args)
+            out.append((rec, args))
+            pos += 1
+    return out
+
+
+def _replace(value: Any, exact: dict[str, str], sub: Substitution, numbers: dict[str, Any]) -> Any:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return exact[value] if value in exact else sub.text(value)
+    if isinstance(value, int | float):
+        return numbers.get(repr(value), value)
+    if isinstance(value, list):
+        return [_replace(v, exact, sub, numbers) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_replace(v, exact, sub, numbers) for v in value)
+    if isinstance(value, dict):
+        return {k: _replace(v, exact, sub, numbers) for k, v in value.items()}
+    return value
+
+
+class _Draw:
+    """One draw of changes; ``level`` 0 is the most varied, higher levels keep more of the seed."""
+
+    def __init__(self, seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int, force: bool) -> None:
+        self.seed, self.profile, self.trace, self.rng = seed, profile, trace, rng
+        self.attempt, self.force = attempt, force
+        self.turn_text = [" ".join(m.content for m in turn) for turn in seed.turns]
+        self.sources = {(a.turn, a.index, a.param): a for a in profile.arg_sources}
+        self.composed = any(a.source == "composed" and a.value.strip("'\"") not in _PROTECTED
+                            for a in profile.arg_sources)
+
+    def text_upto(self, turn: int) -> str:
+        return " ".join(self.turn_text[: turn + 1])
+
+    def later_text(self, turn: int) -> str:
+        return " ".join(self.turn_text[turn:])
+
+    def p(self, base: float) -> bool:
+        return self.force or self.rng.random() < base
+
+
+def _person_parts(renames: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for old, new in renames.items():
+        if re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", old) and re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", new):
+            (of, ol), (nf, nl) = old.split(), new.split()
+            out.setdefault(of, nf)
+            out.setdefault(ol, nl)
+    return out
+
+
+def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, Any]:
+    """Renames, numbers, swaps and method swaps for one draw (not yet applied)."""
+    seed, catalog = d.seed, build_catalog()
+    config_strings = set(_strings(seed.initial_config, []))
+    state_strings, _ = state_values(seed)
+    fs = _fs_kinds(seed.initial_config.get("GorillaFileSystem", {}), {})
+    stocks = seed.initial_config.get("TradingBot", {}).get("stocks")
+    uses_lookup = any(r.name in _SYMBOL_LOOKUPS for r in d.trace.calls)
+    own_symbols = set(stocks) if isinstance(stocks, dict) and not uses_lookup else set()
+    arg_strings = {x for r in d.trace.calls for x in _scalar_strings(list(r.args.values())) if len(x) >= 3}
+    all_text = " ".join(d.turn_text)
+    taken = set(config_strings) | state_strings | set(re.findall(r"[A-Za-z0-9_.\-]+", all_text))
+    renames: dict[str, str] = {}
+    swaps: dict[str, str] = {}
+    numbers: dict[str, Any] = {}
+    phrases: list[dict[str, Any]] = []
+    first_names: dict[str, str] = {}
+    last_names: dict[str, str] = {}
+    # people first: one person, one new name, everywhere
+    for rec, args in bound:
+        for param, value in args.items():
+            for s in _scalar_strings(value):
+                if kind_of(s, rec.name, param) == "person" and s not in renames and not _hardcoded(s, seed.involved_classes):
+                    new = fresh(s, "person", d.rng, taken)
+                    if new:
+                        renames[s] = new
+                        taken.add(new)
+    parts = _person_parts(renames)
+    first_names.update({k: v for k, v in parts.items() if k in {o.split()[0] for o in renames if " " in o}})
+    last_names.update({k: v for k, v in parts.items() if k not in first_names})
+    for rec, args in bound:
+        spec = catalog.methods.get(rec.name)
+        for param, value in args.items():
+            src = d.sources.get((rec.turn, rec.index, param))
+            enum = next((p.enum for p in spec.params if p.name == param), None) if spec else None
+            for s in _scalar_strings(value):
+                if s in renames or s in swaps or s in _PROTECTED:
+                    continue
+                opts = options(rec.name, param)
+                if s in opts or (enum and s in enum):
+                    _maybe_swap(d, rec, param, s, swaps, phrases)
+                    continue
+                in_config = s in config_strings
+                stated = src is not None and src.source == "user"
+                if not in_config:
+                    if not stated or s in state_strings:
+                        continue
+                    if any(s in c for c in config_strings if len(c) > len(s)):
+                        continue  # a phrase inside file contents (grep pattern): keep it findable
+                if d.composed and " " in s.strip():
+                    continue
+                if any(o != s and o in s for o in arg_strings):
+                    continue
+                if _hardcoded(s, seed.involved_classes) and s not in own_symbols:
+                    continue
+                kind = kind_of(s, rec.name, param, fs.get(s))
+                if kind == "first_name" and s in first_names:
+                    renames[s] = first_names[s]
+                    continue
+                if kind == "last_name" and s in last_names:
+                    renames[s] = last_names[s]
+                    continue
+                if kind is None:
+                    continue
+                if stated and not Substitution({s: "\0"}).found(d.text_upto(rec.turn)):
+                    continue  # the text says it in a form the rewrite cannot carry
+                if kind == "sentence" and not d.p(0.5):
+                    continue
+                new = fresh(s, kind, d.rng, taken, rec.cls)
+                if new is not None:
+                    renames[s] = new
+                    taken.add(new)
+            if (not d.composed and (d.attempt == 0 or d.force) and src is not None and src.source == "user"
+                    and isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > 1
+                    and repr(value) not in numbers and has_number(d.text_upto(rec.turn), value) and d.p(0.5)):
+                numbers[repr(value)] = _perturb(value, d.rng, grow=(rec.name, param) in _GROWABLE)
+    # first or last names stated on their own, of a person renamed above
+    for name, new in {**first_names, **last_names}.items():
+        renames.setdefault(name, new)
+    # distractor entries of the file system (never referenced by the plan or the text)
+    if d.attempt < 2 and not d.composed and "GorillaFileSystem" in seed.initial_config:
+        for name, kind in fs.items():
+            if name in renames or name.lower() in all_text.lower() or _hardcoded(name, ["GorillaFileSystem"]):
+                continue
+            if any(name in s for s in arg_strings) or d.rng.random() < 0.5:
+                continue
+            k = kind_of(name, None, None, kind)
+            new = fresh(name, k, d.rng, taken) if k else None
+            if new is not None:
+                renames[name] = new
+                taken.add(new)
+    substitutions = _method_swaps(d, bound)
+    phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
+    return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases}
+
+
+def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str],
+                phrases: list[dict[str, Any]]) -> None:
+    key = f"{rec.name}.{param}"
+    from rods_agents.value_kinds import pools
+
+    if key not in pools()["swappable"] or d.attempt >= 2 or not d.p(0.5):
+        return
+    words = mode_words(rec.name, param)
+    text = d.turn_text[rec.turn] if rec.turn < len(d.turn_text) else ""
+    new = swap_option(value, rec.name, param, d.rng)
+    if new is None:
+        return
+    if words:  # a mode said in words ('count the lines'): the word must be there to follow
+        said = [(w, n) for w, n in zip(words.get(value, []), words.get(new, []), strict=False)
+                if re.search(rf"\b{re.escape(w)}\b", text, re.I)]
+        if not said or any(v == value for v in swaps.values()):
+            return
+        phrases.append({"turn": rec.turn, "phrases": [list(p) for p in said]})
+    elif not Substitution({value: "\0"}).found(d.text_upto(rec.turn)):
+        return
+    if any(v == value for v in swaps.values()):
+        return
+    swaps[value] = new
+
+
+def _method_swaps(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> list[dict[str, Any]]:
+    if d.attempt >= 2 or d.composed:
+        return []
+    catalog = build_catalog()
+    feeds = {e["source"] for e in d.profile.edges if e["kind"] == "data"}
+    held_out = {f for names in d.seed.missed_function.values() for f in names}
+    lexicon = method_swaps()
+    out: list[dict[str, Any]] = []
+    for pos, (rec, _args) in enumerate(bound):
+        entry = lexicon.get(rec.name)
+        if not entry or pos in feeds or rec.name in held_out or rec.turn >= len(d.turn_text):
+            continue
+        text = d.turn_text[rec.turn]
+        said = [ph for ph in entry["phrases"] if re.search(rf"\b{re.escape(ph)}\b", text, re.I)]
+        targets = [m for m in entry.get("to", {}) if m in catalog.alternatives(rec.name) and m not in held_out]
+        if not said or not targets or sum(r.name == rec.name for r, _ in bound) > 1 or not d.p(0.5):
+            continue
+        new = d.rng.choice(targets)
+        new_phrases = entry["to"][new]
+        phrases = [(ph, new_phrases[min(i, len(new_phrases) - 1)]) for i, ph in enumerate(entry["phrases"]) if ph in said]
+        out.append({"turn": rec.turn, "index": rec.index, "from": rec.name, "to": new,
+                    "phrases": [list(p) for p in phrases]})
+    return out
+
+
+def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: dict[str, Any]
+                  ) -> tuple[list[list[str]], dict]:
+    renames, swaps, numbers = changes["renames"], changes["swaps"], changes["numbers"]
+    sub = Substitution(renames)
+    sub_of = {(s["turn"], s["index"]): s["to"] for s in changes["substitutions"]}
+    exact = {**renames, **swaps}
+    gt: list[list[str]] = [[] for _ in seed.ground_truth]
+    for rec, args in bound:
+        name = sub_of.get((rec.turn, rec.index), rec.name)
+        new_args = {k: _replace(v, exact, sub, numbers) for k, v in args.items()}
+        gt[rec.turn].append(to_call_string(name, new_args))
+    config = sub.obj(copy.deepcopy(seed.initial_config))
+    return gt, config
+
+
+def _patchable(vtrace: Trace) -> bool:
+    """Every error of the draft is one the config patch agent has a rule for."""
+    from rods_agents.config_patch import RULES
+    from rods_agents.execution_orchestrator import classify_error
+
+    return all((classify_error(r.error or ""), r.cls or "") in RULES for r in vtrace.errors)
+
+
+def anchored_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int = 0, tries: int = 5
+                  ) -> dict[str, Any]:
+    """The plan's fields (see :class:`rods_agents.plan_sampling.Plan`) for one draw."""
+    bound = _bound(trace, seed)
+    seed_parsed = _parsed(seed.ground_truth)
+    best: dict[str, Any] | None = None
+    for n in range(tries):
+        d = _Draw(seed, profile, trace, rng, attempt, force=n >= 2)
+        changes = draw_changes(d, bound)
+        # progressively more conservative until the seed's yes/no outcomes hold and the plan runs
+        for level in range(4):
+            if level >= 1:
+                changes = {**changes, "state": False}
+            if level >= 2:
+                changes = {**changes, "numbers": {}}
+            if level >= 3:
+                changes = {**changes, "swaps": {}, "substitutions": [], "phrases": []}
+            plan = _realize(seed, profile, trace, bound, changes, d, rng, attempt)
+            if plan is None:
+                continue
+            if best is None:
+                best = plan
+            if _parsed(plan["ground_truth"]) != seed_parsed:
+                return plan
+            break
+    if best is not None:
+        return best
+    gt, config = apply_changes(seed, bound, {"renames": {}, "swaps": {}, "numbers": {}, "substitutions": [],
+                                             "phrases": []})
+    return {"ground_truth": gt, "initial_config": config, "attempt": attempt}
+
+
+def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: dict[str, Any], d: _Draw, rng: Any,
+             attempt: int) -> dict[str, Any] | None:
+    """Apply ``changes``, re-derive values read from results, and check the draft (None: not usable)."""
+    for _ in range(3):
+        gt, config = apply_changes(seed, bound, changes)
+        state_changes = {} if (d.composed or attempt >= 2 or not changes.get("state", True)) else \
+            resample_state(config, trace, rng)
+        derived = rederive(seed, trace, profile, gt, config)
+        if derived is None:
+            return None
+        gt, derived_values = derived
+        # a renamed value the environment still prints under its old name is not the task's to rename
+        back = {o for o, n in derived_values if isinstance(o, str) and o == n and o in changes["renames"]}
+        if not back:
+            break
+        changes = {**changes, "renames": {k: v for k, v in changes["renames"].items() if k not in back}}
+    else:
+        return None
+    vtrace = trace_task(seed.model_copy(update={"ground_truth": gt, "initial_config": config}))
+    if outcome_flips(trace, vtrace) or not _patchable(vtrace):
+        return None
+    derived_values = [p for p in derived_values if p[0] != p[1]]
+    return {"ground_truth": gt, "initial_config": config, "renames": changes["renames"],
+            "numbers": changes["numbers"], "swaps": changes["swaps"], "derived": derived_values,
+            "substitutions": changes["substitutions"], "phrases": changes["phrases"],
+            "state_changes": state_changes, "attempt": attempt}
+
+
+def carry_turn(text: str, turn: int, plan: Any) -> str:
+    """The seed's turn ``text`` with the plan's changes carried in (see :mod:`rods_agents.seed_anchor`)."""
+    from rods_agents.seed_anchor import substitute_numbers
+
+    strings = {**plan.renames, **plan.swaps}
+    numbers = dict(plan.numbers)
+    for old, new in plan.derived:
+        if isinstance(old, str) and isinstance(new, str):
+            strings.setdefault(old, new)
+        elif isinstance(old, int | float) and isinstance(new, int | float) and not isinstance(old, bool):
+            numbers.setdefault(repr(old), new)
+    text = Substitution(strings).text(text)
+    text = substitute_numbers(text, numbers)
+    phrases = [tuple(p) for entry in plan.phrases if entry.get("turn") == turn for p in entry.get("phrases", [])]
+    return substitute_phrases(text, phrases)
+
+
+__all__ = ["anchored_plan", "carry_turn", "rederive"]

@@ -1,0 +1,562 @@
+"""The information structure of a task: what the user says and what the assistant must work out.
+
+Computed for any task (seed or variant) from its user text, ground truth and execution trace, with a
+per-method lexicon kept as data (``prompts/method_lexicon.json``). Per turn:
+
+- **calls**, explicit or implicit: a call is *explicit* when the text that asks for its turn (the
+  turn's own text, plus the withholding / pre-reveal turn before it) carries one of the method's
+  lexicon phrases, or states one of its argument values (``by_value``; not for navigation,
+  preconditions, logins and id lookups, which the assistant infers: ``cd``, ``pressBrakePedal``,
+  ``ticket_login``, ``get_user_id``, ...);
+- **conditions**: a condition cue ("Should any tire fall below", "if", "unless", "in case") in a
+  sentence of a turn whose calls follow an earlier call whose result decides it;
+- **references**: an argument value picked out of an earlier result (or the explorable state)
+  that lists several candidates, with the cue that picks it (by position: "the last stock on the
+  list"; by property: "the most recent order"; by filter: "the one making GPUs");
+- **transformations**: a ``composed`` value (:mod:`rods_agents.value_sources`) with the cue that
+  says how it is built ("Round to nearest integer", "in the format ... where XXX");
+- **withheld** (miss_param): the parameter a turn leaves out and the turn that supplies it;
+- **held-out function** (miss_func): on the turn that asks for work needing a function that is only
+  revealed at the next turn.
+
+:func:`compare_structure` says, with machine-readable reasons, how a variant breaks its seed's
+structure; the verdict rejects on them. Accuracy on 30 hand-labelled seeds: docs/information-structure.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from envs.task import Task
+from rods_agents.catalog import build_catalog
+from rods_agents.tracing import CallRecord, Trace, trace_task
+from rods_agents.value_sources import ArgSource, _numbers, classify_arguments, is_flag
+
+LEXICON = Path(__file__).resolve().parent.parent / "prompts" / "method_lexicon.json"
+REASON = "information_structure"
+_SENTENCE = re.compile(r"[^.?!;]+[.?!;]?")
+_QUOTED = re.compile(r"(?<![\w])'[^'\n]{2,}?'(?![\w])|\"[^\"\n]+\"")
+_TOKENS = re.compile(r"[A-Za-z]{3,}|\d+(?:\.\d+)?")
+_ROUND_CUE = re.compile(r"\bround\w*|\bnearest (integer|whole|hundredth|tenth|dollar)|\bwhole number|\bdecimal places?\b"
+                        r"|\bonly (write )?the integer\b", re.I)
+
+
+class CallInfo(BaseModel):
+    turn: int
+    index: int
+    method: str
+    explicit: bool
+    cue: str | None = Field(default=None, description="The text span that asks for the call.")
+
+
+class Condition(BaseModel):
+    turn: int
+    cue: str = Field(description="The sentence part that makes the call conditional.")
+    depends_on: list[str] = Field(description="Methods whose earlier results decide the condition.")
+
+
+class Reference(BaseModel):
+    turn: int
+    kind: Literal["position", "property", "filter"]
+    cue: str
+    method: str
+    param: str
+
+
+class Transformation(BaseModel):
+    turn: int
+    cue: str = Field(description="The wording that says how the value is built ('' when none is found).")
+    method: str
+    param: str
+    kind: Literal["round", "number", "text"] = "text"
+
+
+class Withheld(BaseModel):
+    turn: int
+    method: str
+    param: str
+    supplied_at: int | None
+    stated_before: bool = Field(default=False, description="The value is already said at or before the withholding turn.")
+
+
+class TurnStructure(BaseModel):
+    turn: int
+    calls: list[CallInfo] = Field(default_factory=list)
+    conditions: list[Condition] = Field(default_factory=list)
+    references: list[Reference] = Field(default_factory=list)
+    transformations: list[Transformation] = Field(default_factory=list)
+    withheld: Withheld | None = None
+    held_out_function: str | None = None
+    unresolved_picks: int = Field(default=0, description="Values picked from several candidates with no cue "
+                                  "in the text: the text does not pin the ground truth down.")
+
+
+class InformationStructure(BaseModel):
+    turns: list[TurnStructure]
+
+    def implicit_share(self) -> float:
+        calls = [c for t in self.turns for c in t.calls]
+        return round(sum(not c.explicit for c in calls) / len(calls), 4) if calls else 0.0
+
+    def counts(self) -> dict[str, int]:
+        calls = [c for t in self.turns for c in t.calls]
+        return {"calls": len(calls), "implicit": sum(not c.explicit for c in calls),
+                "conditions": sum(len(t.conditions) for t in self.turns),
+                "references": sum(len(t.references) for t in self.turns),
+                "transformations": sum(len(t.transformations) for t in self.turns),
+                "withheld": sum(t.withheld is not None for t in self.turns),
+                "held_out": sum(t.held_out_function is not None for t in self.turns),
+                "unresolved_picks": sum(t.unresolved_picks for t in self.turns)}
+
+    def signature(self) -> list[dict[str, Any]]:
+        """Per turn, what a variant must match: implicit call positions, condition count, reference kinds,
+        transformation kinds, the withheld parameter and the held-out function."""
+        return [{"implicit": [c.index for c in t.calls if not c.explicit],
+                 "conditions": len(t.conditions),
+                 "references": sorted(r.kind for r in t.references),
+                 "transformations": sorted(x.kind for x in t.transformations),
+                 "withheld": (t.withheld.method, t.withheld.param) if t.withheld else None,
+                 "held_out": t.held_out_function} for t in self.turns]
+
+
+# ----------------------------------------------------------------------------- lexicon
+class _Lexicon:
+    def __init__(self, data: dict) -> None:
+        self.methods = {m: ([re.compile(p, re.I) for p in spec["phrases"]], bool(spec.get("by_value", True)))
+                        for m, spec in data["methods"].items()}
+        self.conditions = [re.compile(p, re.I) for p in data["conditions"]]
+        self.condition_exclusions = [re.compile(p, re.I) for p in data["condition_exclusions"]]
+        self.references = {k: [re.compile(p, re.I) for p in v] for k, v in data["references"].items()}
+        self.transformations = [re.compile(p, re.I) for p in data["transformations"]]
+
+
+@lru_cache(maxsize=1)
+def lexicon() -> _Lexicon:
+    """The per-method phrase table and cue lists (prompts/method_lexicon.json)."""
+    return _Lexicon(json.loads(LEXICON.read_text()))
+
+
+def _first(patterns: list[re.Pattern], text: str) -> re.Match | None:
+    found = [m for p in patterns if (m := p.search(text))]
+    return min(found, key=lambda m: m.start()) if found else None
+
+
+# ----------------------------------------------------------------------------- text of a turn
+def turn_text(task: Task, turn: int) -> str:
+    return "\n".join(m.content for m in task.turns[turn]) if 0 <= turn < len(task.turns) else ""
+
+
+def asking_text(task: Task, turn: int) -> str:
+    """The text that asks for ``turn``'s calls: its own, plus the turns before it that ask for the same
+    work but are answered empty (a miss_param turn withholding a value, the turn before a reveal)."""
+    parts = [turn_text(task, turn)]
+    t = turn - 1
+    while t >= 0 and not task.ground_truth[t] and (t + 1 in task.missed_function or task.category == "miss_param"):
+        parts.insert(0, turn_text(task, t))
+        t -= 1
+    return "\n".join(p for p in parts if p)
+
+
+def _scalars(value: Any) -> list[Any]:
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return [x for v in value for x in _scalars(v)]
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _scalars(v)]
+    return [value]
+
+
+def stated_values(rec: CallRecord, text: str) -> list[str]:
+    """The argument values of ``rec`` that ``text`` states (strings of 3+ characters, numbers other than 0/1)."""
+    low, nums, out = text.lower(), None, []
+    for param, value in rec.args.items():
+        if is_flag(rec.name, param, value):
+            continue
+        for s in _scalars(value):
+            if isinstance(s, str):
+                v = s.strip().lower()
+                if len(v) >= 3 and re.search(r"(?<![\w])" + re.escape(v) + r"(?![\w])", low):
+                    out.append(s)
+            elif isinstance(s, int | float) and float(s) not in (0.0, 1.0):
+                nums = _numbers(text) if nums is None else nums
+                if float(s) in nums:
+                    out.append(repr(s))
+    return out
+
+
+def _classify_calls(task: Task, trace: Trace, turn: int, text: str) -> list[CallInfo]:
+    lex = lexicon()
+    recs = [r for r in trace.calls if r.turn == turn]
+    per_method = Counter(r.name for r in recs)
+    out: list[CallInfo] = []
+    named_once: set[str] = set()
+    for rec in recs:
+        phrases, by_value = lex.methods.get(rec.name, ([], True))
+        m = _first(phrases, text)
+        stated = stated_values(rec, text)
+        cue: str | None = None
+        if m is not None:
+            # for an inferred step (by_value false) called several times in the turn, one phrase asks for the
+            # occurrences whose values it states, or only the first one
+            if per_method[rec.name] == 1 or by_value or stated or rec.name not in named_once:
+                cue = m.group(0)
+                if per_method[rec.name] > 1 and not stated:
+                    named_once.add(rec.name)
+        if cue is None and by_value and stated:
+            cue = stated[0]
+        out.append(CallInfo(turn=turn, index=rec.index, method=rec.name, explicit=cue is not None, cue=cue))
+    return out
+
+
+def unquoted(text: str) -> str:
+    """``text`` with quoted spans (values the user dictates) blanked, so their words are not read as cues."""
+    return _QUOTED.sub(lambda m: " " * len(m.group(0)), text)
+
+
+# ----------------------------------------------------------------------------- conditions
+def _conditions(turn: int, text: str, trace: Trace) -> list[Condition]:
+    lex = lexicon()
+    text = unquoted(text)
+    recs = [r for r in trace.calls if r.turn == turn]
+    if not recs:
+        return []
+    catalog = build_catalog()
+
+    def reads(r: CallRecord) -> bool:
+        spec = catalog.methods.get(r.name)
+        return spec is not None and spec.role in ("read", "compute") and bool(r.result)
+
+    deciders = [r.name for r in recs[:-1] if reads(r)]
+    if not deciders:
+        earlier = [r for r in trace.calls if r.turn < turn and reads(r)]
+        deciders = [earlier[-1].name] if earlier else []
+    if not deciders:
+        return []
+    excluded = [(m.start(), m.end()) for p in lex.condition_exclusions for m in p.finditer(text)]
+    out: list[Condition] = []
+    for sent in _SENTENCE.finditer(text):
+        for p in lex.conditions:
+            for m in p.finditer(sent.group(0)):
+                s, e = sent.start() + m.start(), sent.start() + m.end()
+                if any(a <= s and e <= b for a, b in excluded):
+                    continue
+                out.append(Condition(turn=turn, cue=sent.group(0).strip()[:160], depends_on=sorted(set(deciders))))
+                break
+            if out and out[-1].cue == sent.group(0).strip()[:160]:
+                break
+    return out
+
+
+# ----------------------------------------------------------------------------- references
+def _load_result(result: str) -> Any:
+    if len(result) > 200_000:
+        return None
+    try:
+        return json.loads(result)
+    except (json.JSONDecodeError, ValueError):
+        pass
+    try:
+        return ast.literal_eval(result)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        pass
+    if result[:1] in "[{(":  # a repr that does not parse (a list shown with '...'): its quoted items
+        items = [a or b for a, b in re.findall(r"'([^'\n]*)'|\"([^\"\n]*)\"", result)]
+        return items if len(items) >= 2 else None
+    return None
+
+
+def _eq(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return False
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return float(a) == float(b)
+    if isinstance(a, int | float) and isinstance(b, str) or isinstance(a, str) and isinstance(b, int | float):
+        return str(a) == str(b)
+    if isinstance(a, str) and isinstance(b, str):
+        # a name picked out of a listed path ('analysis_report.txt' or 'data' from './data/analysis_report.txt')
+        return a == b or ("/" in b and a in b.split("/"))
+    return False
+
+
+def among_candidates(value: Any, obj: Any, depth: int = 0) -> bool:
+    """True when ``value`` is one of several candidates in ``obj``: an item of a list of 2+, a key of a
+    dict of 2+ keys, or a field of one record among 2+ records."""
+    if depth > 12 or obj is None:
+        return False
+    if isinstance(obj, list | tuple):
+        if len(obj) >= 2 and any(_eq(value, x) for x in obj if not isinstance(x, dict | list)):
+            return True
+        records = [x for x in obj if isinstance(x, dict)]
+        if len(records) >= 2 and any(_eq(value, v) for r in records for v in r.values()):
+            return True
+        return any(among_candidates(value, x, depth + 1) for x in obj if isinstance(x, dict | list | tuple))
+    if isinstance(obj, dict):
+        if len(obj) >= 2 and any(_eq(value, k) for k in obj):
+            return True
+        records = [v for v in obj.values() if isinstance(v, dict)]
+        if len(records) >= 2 and any(_eq(value, v) for r in records for v in r.values()
+                                     if not isinstance(v, dict | list)):
+            return True
+        return any(among_candidates(value, v, depth + 1) for v in obj.values() if isinstance(v, dict | list | tuple))
+    return False
+
+
+def _state_of(task: Task, cls: str | None, cache: dict) -> Any:
+    if cls not in cache:
+        from rods_agents.obtainability import public_state
+
+        try:
+            cache[cls] = public_state(task, cls)
+        except Exception:  # noqa: BLE001 - a config the classes cannot load has no explorable state
+            cache[cls] = {}
+    return cache[cls]
+
+
+def _picked(a: ArgSource, rec: CallRecord, trace: Trace, task: Task, cache: dict) -> bool:
+    """Was this argument's value picked out of several candidates (an earlier result or the state)?"""
+    items = _scalars(rec.args.get(a.param))
+    if not items:
+        return False
+    if a.source == "call" and a.producer is not None and a.producer < len(trace.calls):
+        obj = _load_result(trace.calls[a.producer].result)
+        return all(among_candidates(v, obj) for v in items)
+    if a.source == "state":
+        if rec.siblings and all(isinstance(v, str) and v in rec.siblings for v in items) and len(rec.siblings) >= 2:
+            return True
+        return all(among_candidates(v, _state_of(task, rec.cls, cache)) for v in items)
+    return False
+
+
+def _reference_cue(text: str) -> tuple[str, str] | None:
+    text = unquoted(text)
+    best: tuple[int, str, str] | None = None
+    for kind in ("position", "property", "filter"):
+        m = _first(lexicon().references[kind], text)
+        if m is not None and (best is None or m.start() < best[0]):
+            best = (m.start(), kind, m.group(0))
+    return (best[1], best[2]) if best else None
+
+
+# ----------------------------------------------------------------------------- transformations
+def _transformation_kind(value: Any, results: list[str]) -> str:
+    items = _scalars(value)
+    nums = []
+    for v in items:
+        if isinstance(v, int | float):
+            nums.append(float(v))
+        elif isinstance(v, str) and re.fullmatch(r"-?\d+(\.\d+)?", v.strip()):
+            nums.append(float(v))
+    if not nums or len(nums) != len(items):
+        return "text"
+    pool = set().union(*(_numbers(r) for r in results if len(r) < 50_000)) if results else set()
+    for n in nums:
+        if any(x != n and any(abs(round(x, k) - n) < 1e-9 for k in (0, 1, 2)) for x in pool):
+            return "round"
+    return "number"
+
+
+def _as_number(v: Any) -> float | None:
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, str) and re.fullmatch(r"-?\d+(\.\d+)?", v.strip()):
+        return float(v)
+    return None
+
+
+def hidden_transformation(value: Any, text: str, results: list[str]) -> str | None:
+    """A value the value sources call stated or printed that is in fact built from results: a number
+    that only appears rounded off a longer one ('3333' from 3333.33), or a text the user describes by
+    its format whose numbers or words come from results and not from the text (a tweet 'Front Left
+    Tire: 32 PSI, ...' for 'Front Left Tire: XXX PSI')."""
+    items = _scalars(value)
+    if not items or not results:
+        return None
+    recent = [r for r in results if len(r) < 50_000]
+    pool = set().union(*(_numbers(r) for r in recent)) if recent else set()
+    nums = [_as_number(v) for v in items]
+    if all(n is not None for n in nums):
+        if any(n not in pool and any(x != n and any(abs(round(x, k) - n) < 1e-9 for k in (0, 1, 2)) for x in pool)
+               for n in nums if n is not None):
+            return "round"
+        return None
+    low_text = text.lower()
+    result_text = " ".join(recent).lower()
+    for v in items:
+        if not isinstance(v, str) or len(v) < 8 or v.lower() in low_text:
+            continue
+        toks = [t.lower() for t in _TOKENS.findall(v)]
+        if any(t not in low_text and t in result_text and (t[0].isdigit() or len(t) >= 4) for t in toks):
+            return "text"
+    return None
+
+
+def _transformation_cue(kind: str, text: str) -> str:
+    if kind == "round":
+        m = _ROUND_CUE.search(text)
+        return m.group(0) if m else ""
+    m = next((m for p in lexicon().transformations if (m := p.search(text))), None)  # the list is in priority order
+    return m.group(0) if m else ""
+
+
+# ----------------------------------------------------------------------------- withheld / held out
+def withheld_of(task: Task, trace: Trace, arg_sources: list[ArgSource], turn: int) -> Withheld | None:
+    """The parameter a miss_param ``turn`` (empty ground truth) withholds, supplied by the next turn.
+
+    Among the arguments of the next turn's calls, the first one that turn's text states and the text
+    before it does not; else the first the next turn states; else the first not said before (a value
+    the next turn points at: "the last file displayed"); else the first argument; a call without
+    arguments gives ``param=''`` (the turn withholds what to do, or a threshold)."""
+    nxt = turn + 1
+    if nxt >= len(task.ground_truth) or not task.ground_truth[nxt]:
+        return None
+    before = "\n".join(turn_text(task, t) for t in range(nxt))
+    supply = turn_text(task, nxt)
+    ranked: list[tuple[int, int, str, str]] = []
+    for order, rec in enumerate(r for r in trace.calls if r.turn == nxt):
+        for param, value in rec.args.items():
+            single = rec.model_copy(update={"args": {param: value}})
+            in_supply = bool(stated_values(single, supply)) or any(_value_in(x, supply) for x in _scalars(value))
+            in_before = any(_value_in(x, before) for x in _scalars(value))
+            rank = 0 if in_supply and not in_before else 1 if in_supply else 2 if not in_before else 3
+            ranked.append((rank, order, rec.name, param))
+    if ranked:
+        _, _, method, param = min(ranked)
+    else:
+        method, param = next(r.name for r in trace.calls if r.turn == nxt), ""
+    w = Withheld(turn=turn, method=method, param=param, supplied_at=nxt if supply.strip() else None)
+    said = "\n".join(turn_text(task, t) for t in range(turn + 1))
+    w.stated_before = bool(param) and any(_value_in(x, said) for x in withheld_value(task, trace, w))
+    return w
+
+
+def withheld_value(task: Task, trace: Trace, w: Withheld) -> list[Any]:
+    """The value(s) the withheld parameter takes in the supplying turn's call."""
+    t = w.supplied_at if w.supplied_at is not None else w.turn + 1
+    for r in trace.calls:
+        if r.turn == t and r.name == w.method and w.param in r.args:
+            return _scalars(r.args[w.param])
+    return []
+
+
+# ----------------------------------------------------------------------------- the structure
+def information_structure(task: Task, trace: Trace | None = None,
+                          arg_sources: list[ArgSource] | None = None) -> InformationStructure:
+    """The information structure of ``task`` (executes its ground truth unless a trace is given)."""
+    trace = trace if trace is not None else trace_task(task)
+    arg_sources = arg_sources if arg_sources is not None else classify_arguments(task, trace)
+    recs = {(r.turn, r.index): (p, r) for p, r in enumerate(trace.calls)}
+    states: dict = {}
+    turns: list[TurnStructure] = []
+    for t in range(len(task.ground_truth)):
+        text = asking_text(task, t)
+        ts = TurnStructure(turn=t, calls=_classify_calls(task, trace, t, text))
+        ts.conditions = _conditions(t, text, trace)
+        cue = _reference_cue(text)
+        for a in arg_sources:
+            if a.turn != t or (a.turn, a.index) not in recs:
+                continue
+            pos, rec = recs[(a.turn, a.index)]
+            if a.source in ("call", "state") and _picked(a, rec, trace, task, states):
+                if cue is not None:
+                    ts.references.append(Reference(turn=t, kind=cue[0], cue=cue[1], method=a.method, param=a.param))  # type: ignore[arg-type]
+                else:
+                    ts.unresolved_picks += 1
+            elif a.source == "composed" or (a.source in ("call", "user") and (hidden := hidden_transformation(
+                    rec.args.get(a.param), text, [c.result for c in trace.calls[:pos]]))):
+                results = [c.result for c in trace.calls[:pos]]
+                kind = hidden if a.source != "composed" else _transformation_kind(rec.args.get(a.param), results)
+                ts.transformations.append(Transformation(turn=t, cue=_transformation_cue(kind, text), method=a.method,
+                                                         param=a.param, kind=kind))  # type: ignore[arg-type]
+        if task.category == "miss_param" and not task.ground_truth[t] and t + 1 < len(task.ground_truth):
+            ts.withheld = withheld_of(task, trace, arg_sources, t)
+        if t + 1 in task.missed_function:
+            ts.held_out_function = ",".join(sorted(task.missed_function[t + 1]))
+        turns.append(ts)
+    return InformationStructure(turns=turns)
+
+
+# ----------------------------------------------------------------------------- comparison
+class Mismatch(BaseModel):
+    reason: str
+    turn: int
+    detail: str = ""
+
+
+def _same_role(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    catalog = build_catalog()
+    return a in catalog.methods and b in catalog.alternatives(a)
+
+
+def structure_mismatches(seed: InformationStructure, variant: InformationStructure) -> list[Mismatch]:
+    """Every way ``variant`` breaks ``seed``'s information structure, per turn (see :func:`compare_structure`)."""
+    out: list[Mismatch] = []
+    for t, s in enumerate(seed.turns):
+        v = variant.turns[t] if t < len(variant.turns) else TurnStructure(turn=t)
+        v_calls = {c.index: c for c in v.calls}
+        for c in s.calls:
+            vc = v_calls.get(c.index)
+            if vc is None:
+                continue
+            if not c.explicit and vc.explicit:
+                out.append(Mismatch(reason="implicit_made_explicit", turn=t, detail=f"{vc.method}: {vc.cue}"))
+            elif c.explicit and not vc.explicit:
+                out.append(Mismatch(reason="explicit_made_implicit", turn=t, detail=vc.method))
+        if len(v.conditions) < len(s.conditions):
+            out.append(Mismatch(reason="condition_dropped", turn=t, detail=s.conditions[0].cue))
+        s_kinds, v_kinds = Counter(r.kind for r in s.references), Counter(r.kind for r in v.references)
+        if len(v.references) < len(s.references):
+            out.append(Mismatch(reason="reference_dropped", turn=t, detail=s.references[0].cue))
+        elif s_kinds != v_kinds and sum(v_kinds.values()) == sum(s_kinds.values()):
+            out.append(Mismatch(reason="reference_kind_changed", turn=t,
+                                detail=f"{sorted(s_kinds.elements())} -> {sorted(v_kinds.elements())}"))
+        if v.unresolved_picks > s.unresolved_picks and len(v.references) <= len(s.references):
+            out.append(Mismatch(reason="reference_unresolved", turn=t, detail=f"{v.unresolved_picks} picks without a cue"))
+        s_cued = sum(1 for x in s.transformations if x.cue)
+        v_cued = sum(1 for x in v.transformations if x.cue)
+        if len(v.transformations) < len(s.transformations) or v_cued < s_cued:
+            out.append(Mismatch(reason="transformation_dropped", turn=t,
+                                detail=", ".join(f"{x.method}.{x.param} ({x.cue or 'no cue'})" for x in s.transformations)))
+        if s.withheld is not None:
+            if v.withheld is None:
+                out.append(Mismatch(reason="withheld_dropped", turn=t, detail=f"{s.withheld.method}.{s.withheld.param}"))
+            elif v.withheld.param != s.withheld.param or not _same_role(s.withheld.method, v.withheld.method):
+                out.append(Mismatch(reason="withheld_other_param", turn=t,
+                                    detail=f"{s.withheld.method}.{s.withheld.param} -> {v.withheld.method}.{v.withheld.param}"))
+            elif v.withheld.supplied_at is None:
+                out.append(Mismatch(reason="withheld_not_supplied", turn=t, detail=f"{v.withheld.method}.{v.withheld.param}"))
+            if v.withheld is not None and v.withheld.stated_before and not s.withheld.stated_before:
+                out.append(Mismatch(reason="withheld_stated", turn=t, detail=f"{v.withheld.method}.{v.withheld.param}"))
+        if s.held_out_function != v.held_out_function:
+            out.append(Mismatch(reason="held_out_changed", turn=t, detail=f"{s.held_out_function} -> {v.held_out_function}"))
+    return out
+
+
+def _value_in(value: Any, text: str) -> bool:
+    if isinstance(value, str):
+        v = value.strip().lower()
+        return len(v) >= 2 and re.search(r"(?<![\w])" + re.escape(v) + r"(?![\w])", text.lower()) is not None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value) in _numbers(text)
+    return False
+
+
+def compare_structure(seed: InformationStructure, variant: InformationStructure) -> list[str]:
+    """Machine-readable reasons (``information_structure:<kind>``) why ``variant`` does not keep ``seed``'s
+    information structure; ``[]`` when it keeps it."""
+    return sorted({f"{REASON}:{m.reason}" for m in structure_mismatches(seed, variant)})
+
+
+__all__ = ["CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
+           "TurnStructure", "Withheld", "asking_text", "compare_structure", "information_structure", "lexicon",
+           "structure_mismatches"]

@@ -1,0 +1,174 @@
+"""Value kinds: a new value keeps the kind of the value it replaces.
+
+The offline plan sampler renames entities (files, folders, people, titles, ids...). A variant reads
+as a real task only if the new value is the same kind of thing as the old one: a folder gets a name
+a real project folder has, a file keeps its extension and its naming style, a person stays one
+person everywhere (first and last name mapped together), a title stays a title, an address an
+address, an id keeps its letters and changes its digits. Pools live in
+``prompts/offline_value_kinds.json``; nothing here draws a random codename.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from rods_agents.value_sources import enum_values
+
+PROMPTS_FILE = "offline_value_kinds.json"
+_EXT = re.compile(r"^(?P<stem>[A-Za-z0-9][A-Za-z0-9_\-]*)\.(?P<ext>[A-Za-z0-9]{1,5})$")
+_FULL_NAME = re.compile(r"^[A-Z][a-z]+ [A-Z][a-z]+$")
+_NAME = re.compile(r"^[A-Z][a-z]{2,}$")
+_TICKER = re.compile(r"^[A-Z]{3,5}$")
+_WORDISH = re.compile(r"^[A-Za-z][A-Za-z_\-]*[A-Za-z]$")
+_ID = re.compile(r"^(?=.*\d)[A-Za-z0-9_\-]{3,40}$")
+_ADDRESS = re.compile(r"^\d+ [A-Z][a-z]+ .*,")
+_FIRST_PARAMS = {"first_name", "user_first_name", "user", "user_name", "name"}
+_LAST_PARAMS = {"last_name", "user_last_name"}
+_FOLDER_PARAMS = {"folder", "dir_name"}
+_FILE_PARAMS = {"file_name", "file_name1", "file_name2", "source"}
+_TITLE_PARAMS = {"title"}
+_TEXT_PARAMS = {"content", "message", "description", "comment_content", "resolution"}
+
+
+@lru_cache(maxsize=1)
+def pools() -> dict[str, Any]:
+    path = Path(__file__).resolve().parent.parent / "prompts" / PROMPTS_FILE
+    return {k: v for k, v in json.loads(path.read_text()).items() if not k.startswith("_")}
+
+
+def options(method: str, param: str) -> tuple[str, ...]:
+    """The documented options of a parameter (enum, '[Enum]:' or 'options: a, b, c' in its description)."""
+    listed = pools()["swappable"].get(f"{method}.{param}")
+    if listed:
+        return tuple(listed)
+    return enum_values(method, param)
+
+
+def kind_of(value: str, method: str | None, param: str | None, fs_kind: str | None = None) -> str | None:
+    """The kind of a string value, from where it is used and how it looks (None: not renameable)."""
+    v = value.strip()
+    if not v or v in (".", "..", "/", "~"):
+        return None
+    if fs_kind == "directory":
+        return "folder"
+    if fs_kind == "file":
+        return "file" if _EXT.match(v) else "folder_like_file"
+    if param in _TITLE_PARAMS:
+        return "title"
+    if param in _TEXT_PARAMS and " " in v and len(v) >= 15 and not re.search(r"[\n{}\[\]]", v):
+        return "sentence"
+    if param == "destination" and method == "set_navigation" and _ADDRESS.match(v):
+        return "address"
+    if _EXT.match(v) and (param in _FILE_PARAMS or param in ("destination", None) or param == "file_name"):
+        return "file"
+    if param in _FOLDER_PARAMS or (param == "destination" and _WORDISH.match(v)):
+        return "folder"
+    if _FULL_NAME.match(v):
+        return "person"
+    if param in _LAST_PARAMS and _NAME.match(v):
+        return "last_name"
+    if _NAME.match(v) and (param in _FIRST_PARAMS or param is None):
+        return "first_name"
+    if _TICKER.match(v):
+        return "ticker"
+    if _ID.match(v):
+        return "id"
+    return None
+
+
+def _style(old: str, words: list[str]) -> str:
+    """Join ``words`` the way ``old`` joins its parts: snake_case, kebab-case, CamelCase, Title Case."""
+    if "_" in old:
+        out = "_".join(words)
+    elif "-" in old:
+        out = "-".join(words)
+    elif re.search(r"[a-z][A-Z]", old) or (old[:1].isupper() and len(words) > 1 and " " not in old):
+        out = "".join(w.capitalize() for w in words)
+    elif " " in old:
+        out = " ".join(words)
+    else:
+        out = words[0] if len(words) == 1 else "_".join(words)
+    if old[:1].isupper() and not out[:1].isupper():
+        out = out[:1].upper() + out[1:]
+    if old.isupper():
+        out = out.upper()
+    m = re.search(r"(\d+)$", re.sub(r"\.[A-Za-z0-9]+$", "", old))
+    if m and not re.search(r"\d$", out):
+        out += m.group(1)
+    return out
+
+
+def _new_digits(old: str, rng: Any) -> str:
+    """Same letters, new digits (the first digit of a run stays non-zero when it was)."""
+    out = []
+    prev_digit = False
+    for ch in old:
+        if ch.isdigit():
+            d = str(rng.randint(1 if (not prev_digit and ch != "0") else 0, 9))
+            out.append(d)
+            prev_digit = True
+        else:
+            out.append(ch)
+            prev_digit = False
+    return "".join(out)
+
+
+def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None) -> str | None:
+    """A new value of ``kind`` in ``old``'s style, not in ``taken`` (None when none is found)."""
+    p = pools()
+    taken_low = {t.lower() for t in taken}
+    for _ in range(40):
+        if kind == "file":
+            m = _EXT.match(old)
+            if not m:
+                return None
+            n = len(re.findall(r"[A-Z]?[a-z]+|\d+", m.group("stem"))) or 1
+            stem_words = rng.choice(p["file_stems"]).split("_")[: max(1, min(3, n))]
+            new = _style(m.group("stem"), stem_words) + "." + m.group("ext")
+        elif kind in ("folder", "folder_like_file"):
+            words = rng.choice(p["folders"]).split("_")
+            new = _style(old, words)
+        elif kind == "person":
+            new = f"{rng.choice(p['first_names'])} {rng.choice(p['last_names'])}"
+        elif kind == "first_name":
+            new = rng.choice(p["first_names"])
+        elif kind == "last_name":
+            new = rng.choice(p["last_names"])
+        elif kind == "title":
+            new = rng.choice(p["titles"])
+            if old.istitle():
+                new = new.title()
+        elif kind == "address":
+            new = rng.choice(p["addresses"])
+        elif kind == "sentence":
+            new = rng.choice(p["sentences"].get(cls or "", p["sentences"]["default"]))
+        elif kind == "ticker":
+            new = "".join(rng.choice("ABCDEFGHIJKLMNOPRSTUVWXYZ") for _ in old)
+        elif kind == "id":
+            new = _new_digits(old, rng)
+        else:
+            return None
+        if new.lower() not in taken_low and new.lower() != old.lower():
+            return new
+    return None
+
+
+def swap_option(value: str, method: str, param: str, rng: Any) -> str | None:
+    """Another documented option of ``method.param`` (None when it has no other)."""
+    opts = [o for o in options(method, param) if o != value]
+    if value not in options(method, param) or not opts:
+        return None
+    return rng.choice(opts)
+
+
+def mode_words(method: str, param: str) -> dict[str, list[str]]:
+    """Words the text uses for each option of a mode parameter (wc's 'l' is 'lines')."""
+    return pools().get("mode_words", {}).get(f"{method}.{param}", {})
+
+
+def method_swaps() -> dict[str, Any]:
+    return pools().get("methods", {})

@@ -1,0 +1,223 @@
+"""Synthesis overlapped with training: bounded boundary waits, late rounds, failures, resume, preflight."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from envs.dataset import load_split
+from rods_cli.train import parse_recipe
+from trainer.curriculum import Curriculum
+from trainer.synthesis_bridge import (
+    BackgroundSynthesizer,
+    SynthesisOutcome,
+    SynthesisUnavailable,
+    background_synthesizer,
+    make_synthesizer,
+    preflight,
+)
+
+RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "tiny-cpu.yaml"
+
+
+@pytest.fixture(scope="module")
+def seeds():
+    return [t for t in load_split("train", ["base"]) if t.involved_classes == ["GorillaFileSystem"]][:4]
+
+
+@pytest.fixture()
+def args(tmp_path):
+    return parse_recipe(RECIPE, ["--output_dir", str(tmp_path)])
+
+
+def _variant(task, suffix):
+    t = task.model_copy(deep=True)
+    t.id = f"{task.id}__rods_{suffix}"
+    return t
+
+
+class SlowSynth:
+    """A synthesis round that blocks until released (the LLM server's latency), one variant per seed."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.started = threading.Event()
+        self.calls: list[tuple[list[str], int]] = []
+
+    def __call__(self, seeds, epoch):
+        self.calls.append(([s.id for s in seeds], epoch))
+        self.started.set()
+        assert self.release.wait(30), "never released"
+        return SynthesisOutcome(seeds=[s.id for s in seeds], accepted=[_variant(s, f"e{epoch}") for s in seeds],
+                                attempted=len(seeds))
+
+
+def _wait_until(cond, timeout=10.0):
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.01)
+
+
+def _boundary_seeds(cur, seeds, step=1):
+    """Record one generation batch in which every seed is a boundary task (rewards 0/1 over K=4)."""
+    ids = [s.id for s in seeds for _ in range(4)]
+    cur.record(step, ids, [0.0, 1.0, 0.0, 1.0] * len(seeds), 4)
+    cur.generations_in_epoch = cur.epoch_generations = 1
+
+
+def test_boundary_returns_within_the_wait_while_synthesis_continues(seeds, args):
+    slow = SlowSynth()
+    bg = BackgroundSynthesizer(make_synthesizer(args, slow), wait_s=0.3)
+    cur = Curriculum(seeds, args, bg)
+    _boundary_seeds(cur, seeds)
+    t0 = time.perf_counter()
+    rep0 = cur.end_epoch(1)
+    took = time.perf_counter() - t0
+    assert took < 2.0, f"the boundary waited {took:.1f} s for a blocked synthesis round (bound 0.3 s)"
+    assert rep0.seeds and slow.started.is_set()
+    assert rep0.synthesized == [] and rep0.injected == [] and sorted(rep0.synthesis_pending) == sorted(rep0.seeds)
+    assert rep0.synthesis_wait_seconds >= 0.25
+
+    slow.release.set()  # the round lands during epoch 1 ...
+    _wait_until(lambda: not bg.pending_seeds)
+    variants = {f"{s}__rods_e0" for s in rep0.seeds}
+    rows = {r["task_id"] for r in cur.epoch_rows(2)}
+    assert not rows & variants, "a variant that landed mid-epoch entered the running epoch"
+    assert not variants & set(cur.buffer.queued_ids())
+
+    _boundary_seeds(cur, seeds, step=2)  # ... and is queued and injected at the next boundary
+    rep1 = cur.end_epoch(2)
+    assert variants <= set(rep1.synthesized) and rep1.synthesis_rounds >= 1  # (+ this boundary's own fast round)
+    assert rep1.injected and set(rep1.injected) <= variants
+    assert set(rep1.injected) <= {r["task_id"] for r in cur.epoch_rows(2)}
+    bg.close()
+
+
+def test_wait_for_completion_is_synchronous_and_deterministic(seeds, args):
+    slow = SlowSynth()
+    slow.release.set()
+    cur = Curriculum(seeds, args, BackgroundSynthesizer(make_synthesizer(args, slow), wait_s=None))
+    _boundary_seeds(cur, seeds)
+    rep = cur.end_epoch(1)
+    assert rep.synthesized == [f"{s}__rods_e0" for s in rep.seeds] and not rep.synthesis_pending
+    assert rep.injected  # injected at the same boundary, as the synchronous loop did
+
+
+def test_in_flight_rounds_survive_a_restart(seeds, args):
+    slow = SlowSynth()
+    bg = BackgroundSynthesizer(make_synthesizer(args, slow), wait_s=0.0)
+    cur = Curriculum(seeds, args, bg)
+    _boundary_seeds(cur, seeds)
+    rep0 = cur.end_epoch(1)
+    assert rep0.synthesis_pending
+    state = cur.state_dict()  # the checkpoint written at this boundary
+    assert [s["id"] for r in state["synthesis"]["rounds"] for s in r["seeds"]] == rep0.synthesis_pending
+    bg.close()  # the run is killed: the round never lands
+
+    fresh = SlowSynth()
+    fresh.release.set()
+    cur2 = Curriculum(seeds, args)
+    cur2.load_state_dict(state, 2)
+    bg2 = BackgroundSynthesizer(make_synthesizer(args, fresh), wait_s=None)
+    bg2.load_state_dict(cur2.synthesis_state)
+    cur2.synthesizer = bg2
+    _boundary_seeds(cur2, seeds, step=2)
+    rep1 = cur2.end_epoch(2)
+    assert fresh.calls[0] == (rep0.synthesis_pending, 0)  # resubmitted with its original epoch (same variant ids)
+    assert {f"{s}__rods_e0" for s in rep0.synthesis_pending} <= set(rep1.synthesized)
+
+
+def _failing(calls):
+    def run(seeds, epoch):
+        calls.append(epoch)
+        raise ConnectionError("Connection refused")
+
+    return run
+
+
+def test_failed_rounds_are_loud_and_stop_after_n(seeds, args):
+    calls: list[int] = []
+    bg = BackgroundSynthesizer(make_synthesizer(args, _failing(calls)), wait_s=None, max_failures=2, on_failure="stop")
+    cur = Curriculum(seeds, args, bg)
+    _boundary_seeds(cur, seeds)
+    rep = cur.end_epoch(1)
+    assert rep.synthesis_errors == 1 and "Connection refused" in rep.synthesis_error
+    assert rep.metrics()["rods/synthesis_errors"] == 1.0
+    _boundary_seeds(cur, seeds, step=2)
+    with pytest.raises(SynthesisUnavailable, match="2 synthesis rounds failed in a row"):
+        cur.end_epoch(2)
+
+
+def test_failed_rounds_fall_back_to_offline_when_asked(seeds, args, caplog):
+    calls: list[int] = []
+    args.synthesis_max_failures, args.synthesis_on_failure, args.synthesis_wait_s = 1, "offline", -1
+    bg = background_synthesizer(args, make_synthesizer(args, _failing(calls)))
+    fallback_calls: list[int] = []
+
+    def offline_fallback():
+        def run(seeds, epoch):
+            fallback_calls.append(epoch)
+            return SynthesisOutcome(seeds=[s.id for s in seeds], accepted=[_variant(s, "off") for s in seeds],
+                                    attempted=len(seeds))
+
+        return run
+
+    bg.fallback = offline_fallback
+    cur = Curriculum(seeds, args, bg)
+    _boundary_seeds(cur, seeds)
+    with caplog.at_level("ERROR"):
+        rep0 = cur.end_epoch(1)
+    assert rep0.synthesis_errors == 1 and any("offline backbone" in r.message for r in caplog.records)
+    _boundary_seeds(cur, seeds, step=2)
+    rep1 = cur.end_epoch(2)
+    assert fallback_calls == [1] and rep1.synthesized and rep1.synthesis_errors == 0
+
+
+def _closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_preflight_names_the_unreachable_url():
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    with pytest.raises(SynthesisUnavailable, match=url.replace(".", r"\.")):
+        preflight(url, timeout=2.0)
+
+
+def test_a_round_against_a_dead_server_is_an_error_not_an_empty_success(args, seeds, monkeypatch):
+    """The graph files unreachable samples as rejections; the round must report an error naming the server."""
+    import graphs.synthesis as gs
+    from trainer.synthesis_bridge import _graph_synthesizer
+
+    class Result:
+        accepted: list = []
+        report = {"samples": 2, "rejections_by_reason": {"llm_invalid_output": 2}}  # even when misfiled
+
+    monkeypatch.setattr(gs, "synthesize", lambda s, ctx: Result())
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    args.synthesis_backbone, args.synthesis_model, args.synthesis_base_url = "llm", "m", url
+    out = make_synthesizer(args, _graph_synthesizer(args))(seeds[:1], 0)
+    assert out.error and url in out.error and out.failed_rounds == 1
+
+
+def test_train_refuses_an_unreachable_synthesis_server_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from rods_cli.main import app
+
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    res = CliRunner().invoke(app, ["train", "--config", str(RECIPE), "--output_dir", str(tmp_path / "run"),
+                                   "--synthesis_backbone", "llm", "--synthesis_model", "m",
+                                   "--synthesis_base_url", url])
+    assert res.exit_code == 2, res.output
+    errors = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and url in errors[0], res.output
+    assert not (tmp_path / "run" / "checkpoint-1").exists()

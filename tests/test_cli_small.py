@@ -1,0 +1,123 @@
+"""Everyday CLI details: repeated ids run once, `rods tasks` listings feed `--tasks`/`--seeds`, outputs are
+world-readable like any file the user writes, error messages keep their brackets, docs references resolve."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from envs.dataset import load_split
+from envs.task import atomic_write_text, dedupe_tasks, read_tasks, write_tasks
+from rods_cli.main import app
+
+runner = CliRunner()
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def base_tasks():
+    return [t for t in load_split("train", ["base"])][:3]
+
+
+def test_repeated_ids_in_tasks_file_are_evaluated_once_with_a_warning(tmp_path, base_tasks, caplog):
+    path, out = tmp_path / "tasks.jsonl", tmp_path / "report.json"
+    write_tasks(path, [base_tasks[0], base_tasks[1], base_tasks[0]])
+    with caplog.at_level("WARNING"):
+        result = runner.invoke(app, ["eval", "--tasks", str(path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["overall"]["total"] == 2 and sorted(e["id"] for e in report["entries"]) == sorted(
+        t.id for t in base_tasks[:2])
+    assert any("repeated task id" in r.getMessage() and base_tasks[0].id in r.getMessage() for r in caplog.records)
+    result = runner.invoke(app, ["eval", "--id", base_tasks[0].id, "--id", base_tasks[0].id, "--split", "train",
+                                 "--out", str(out)])
+    assert result.exit_code == 0 and json.loads(out.read_text())["overall"]["total"] == 1
+
+
+def test_same_id_with_different_content_is_refused(tmp_path, base_tasks):
+    other = base_tasks[1].model_copy(update={"id": base_tasks[0].id})
+    path = tmp_path / "tasks.jsonl"
+    write_tasks(path, [base_tasks[0], other])
+    result = runner.invoke(app, ["eval", "--tasks", str(path)])
+    assert result.exit_code == 2 and "appears twice with different content" in result.output
+
+
+@given(st.lists(st.integers(0, 4), max_size=12))
+def test_dedupe_keeps_first_occurrences_in_order(picks):
+    pool = load_split("train", ["base"])[:5]
+    tasks = [pool[i] for i in picks]
+    assert [t.id for t in dedupe_tasks(tasks)] == list(dict.fromkeys(t.id for t in tasks))
+
+
+def test_tasks_listing_feeds_eval_and_synthesize_seeds(tmp_path):
+    listing = runner.invoke(app, ["tasks", "--split", "train", "-c", "miss_func", "--format", "jsonl"])
+    assert listing.exit_code == 0
+    path = tmp_path / "seeds.jsonl"
+    path.write_text("\n".join(listing.output.splitlines()[:3]) + "\n")
+    tasks = read_tasks(path)
+    assert [t.id for t in tasks] == [json.loads(line)["id"] for line in path.read_text().splitlines()]
+    assert all(t.ground_truth and t.missed_function for t in tasks)  # the shipped tasks, ground truth included
+    out = tmp_path / "report.json"
+    result = runner.invoke(app, ["eval", "--tasks", str(path), "--out", str(out)])
+    assert result.exit_code == 0 and json.loads(out.read_text())["overall"]["passed"] == 3
+    result = runner.invoke(app, ["synthesize", "--seeds", str(path), "--num-seeds", "1", "--variants-per-seed", "1",
+                                 "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "run" / "report.json").read_text())
+
+
+@pytest.mark.parametrize(("umask", "expected"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_outputs_get_the_mode_open_would_give(tmp_path, umask, expected):
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "out.json", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "out.json").stat().st_mode) == expected
+
+
+def test_rewriting_a_file_keeps_its_mode(tmp_path):
+    path = tmp_path / "out.json"
+    path.write_text("old")
+    path.chmod(0o640)
+    atomic_write_text(path, "new")
+    assert path.read_text() == "new" and stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_cli_run_writes_world_readable_report(tmp_path):
+    out = tmp_path / "report.json"
+    old = os.umask(0o022)
+    try:
+        result = runner.invoke(app, ["eval", "--split", "train", "-c", "base", "--limit", "1", "--out", str(out)])
+    finally:
+        os.umask(old)
+    assert result.exit_code == 0 and stat.S_IMODE(out.stat().st_mode) == 0o644
+
+
+def test_error_messages_keep_their_brackets(tmp_path):
+    bad = tmp_path / "replay.jsonl"
+    bad.write_text('{"id": "multi_turn_base_0", "turns": "nope"}\n')
+    result = runner.invoke(app, ["eval", "--policy", f"replay:{bad}", "--split", "train", "--limit", "1"])
+    assert result.exit_code == 2
+    assert "expected {'id': str, 'turns': [[call string, ...], ...]}" in " ".join(result.output.split())
+
+
+def test_docs_cited_in_the_repo_exist():
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
+                           text=True, check=True).stdout.split()
+    cited = set()
+    for f in files:
+        if f.endswith((".py", ".yaml", ".md", ".toml", ".sh")) and (REPO / f).is_file() and not f.startswith("tests/"):
+            cited |= set(re.findall(r"docs/[\w./-]+\.md", (REPO / f).read_text(errors="replace")))
+    assert cited, "expected the code to cite docs/"
+    missing = sorted(c for c in cited if not (REPO / c).exists())
+    assert not missing, missing

@@ -1,0 +1,123 @@
+"""GPU-run settings: token-level importance sampling, the ZeRO choice, the gpu extra, memory per 80 GB card.
+
+Nothing here needs a GPU: the checks run at config time and the memory estimate is arithmetic
+(trainer/gpu_settings.py), pinned to the numbers the GPU recipe's comments show.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from rods_cli.train import parse_recipe
+from trainer.gpu_settings import (
+    CARD_80GB_GIB,
+    QWEN3_4B,
+    TOKEN_IS_MODES,
+    check_gpu_settings,
+    estimate_memory,
+    n_params,
+    recipe_memory,
+    zero_stage,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPES = ROOT / "recipes"
+CPU = ["--use_cpu", "true", "--bf16", "false"]
+GPU_RECIPE = RECIPES / "qwen3-4b-rods.yaml"
+
+
+def _launch_config() -> Path:
+    """The accelerate config the GPU recipe's header tells 8-GPU users to launch with."""
+    m = re.search(r"accelerate launch --config_file (\S+)", GPU_RECIPE.read_text())
+    assert m, "the GPU recipe names its multi-GPU launch"
+    return ROOT / m.group(1)
+
+
+def _accelerate_env(path: Path, world: int = 8) -> dict[str, str]:
+    """What `accelerate launch --config_file path` exports to each rank (accelerate/utils/launch.py)."""
+    ds = yaml.safe_load(path.read_text())["deepspeed_config"]
+    return {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": str(ds["zero_stage"]),
+            "WORLD_SIZE": str(world)}
+
+
+# ---------------------------------------------------------------------------------------------- importance sampling
+@pytest.mark.parametrize("recipe", ["qwen3-4b-rods.yaml", "tiny-cpu-vllm.yaml"])
+def test_vllm_recipes_use_bounded_token_level_importance_sampling(recipe, tmp_path):
+    args = parse_recipe(RECIPES / recipe, [*CPU, "--output_dir", str(tmp_path)])
+    assert args.use_vllm and args.vllm_importance_sampling_correction
+    assert args.vllm_importance_sampling_mode in TOKEN_IS_MODES  # one ratio per token, not per episode
+    assert args.vllm_importance_sampling_clip_max is not None and math.isfinite(args.vllm_importance_sampling_clip_max)
+
+
+def test_sequence_level_or_unbounded_importance_sampling_is_refused(tmp_path):
+    with pytest.raises(Exception, match="sequence-level"):
+        parse_recipe(GPU_RECIPE, [*CPU, "--output_dir", str(tmp_path), "--vllm_importance_sampling_mode", "sequence_mask"])
+    base = dict(use_vllm=True, vllm_importance_sampling_correction=True, vllm_importance_sampling_mode="token_truncate")
+    with pytest.raises(ValueError, match="finite positive bound"):
+        check_gpu_settings(SimpleNamespace(**base, vllm_importance_sampling_clip_max=math.inf), env={})
+    check_gpu_settings(SimpleNamespace(**base, vllm_importance_sampling_clip_max=2.0), env={})  # accepted
+    off = dict(base, vllm_importance_sampling_correction=False, vllm_importance_sampling_mode="sequence_mask")
+    check_gpu_settings(SimpleNamespace(**off, vllm_importance_sampling_clip_max=None), env={})  # no IS: nothing to check
+
+
+# ---------------------------------------------------------------------------------------------- ZeRO choice
+def test_readme_recipe_and_launch_config_agree_on_zero2():
+    launch = _launch_config()
+    assert launch.name == "zero2.yaml" and zero_stage(SimpleNamespace(deepspeed=None), _accelerate_env(launch)) == 2
+    assert f"--config_file recipes/accelerate/{launch.name}" in (ROOT / "README.md").read_text()
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
+    assert any(r.startswith("deepspeed") for r in extra)  # accelerate raises ImportError at launch without it
+    assert any(r.startswith("vllm==0.31") for r in extra)  # the newest vLLM TRL 1.16 supports (0.22-0.31)
+
+
+def test_zero3_with_transformers_generation_on_several_ranks_is_refused():
+    zero3 = _accelerate_env(RECIPES / "accelerate" / "zero3.yaml", world=8)
+    hf = SimpleNamespace(use_vllm=False, deepspeed=None)
+    with pytest.raises(ValueError, match="would hang"):
+        check_gpu_settings(hf, env=zero3)
+    check_gpu_settings(hf, env={**zero3, "WORLD_SIZE": "1"})  # one rank: nobody to wait for
+    check_gpu_settings(hf, env=_accelerate_env(_launch_config()))  # ZeRO-2: weights whole, no gather
+    with pytest.raises(ValueError, match="would hang"):  # a DeepSpeed dict in the config says stage 3 as well
+        check_gpu_settings(SimpleNamespace(use_vllm=False, deepspeed={"zero_optimization": {"stage": 3}}),
+                           env={"WORLD_SIZE": "2"})
+    vllm = SimpleNamespace(use_vllm=True, deepspeed=None, vllm_importance_sampling_correction=False)
+    check_gpu_settings(vllm, env=zero3)  # vLLM generation never gathers per round
+
+
+# ---------------------------------------------------------------------------------------------- memory
+def test_qwen3_4b_parameter_count():
+    assert abs(n_params(QWEN3_4B) / 1e9 - 4.02) < 0.01  # Qwen3-4B: 4.0 B parameters, tied embeddings
+
+
+def test_gpu_recipe_fits_an_80gb_card_per_gpu(tmp_path):
+    args = parse_recipe(GPU_RECIPE, [*CPU, "--output_dir", str(tmp_path)])
+    zero = zero_stage(SimpleNamespace(deepspeed=None), _accelerate_env(_launch_config()))
+    est = recipe_memory(args, QWEN3_4B, world_size=8, zero=zero)
+    assert args.gradient_checkpointing and args.per_device_train_batch_size <= 2
+    assert est.total < CARD_80GB_GIB, est
+    # the same effective batch per optimizer step as the paper: 512 trajectories = 32 prompts x K = 16
+    assert 8 * args.per_device_train_batch_size * args.gradient_accumulation_steps == 512 == 32 * args.num_generations
+    # the estimate can fail: the old per-device batch of 8 needs about twice the card
+    old = recipe_memory(SimpleNamespace(**{**vars(args), "per_device_train_batch_size": 8}), QWEN3_4B,
+                        world_size=8, zero=zero)
+    assert old.total > 1.5 * CARD_80GB_GIB
+
+
+def test_memory_estimate_components():
+    est = estimate_memory(QWEN3_4B, per_device_batch=1, seq_len=32768, world_size=8, zero=2, beta=0.01,
+                          vllm_share=0.35, gpu_gib=CARD_80GB_GIB)
+    p = n_params(QWEN3_4B) / 1024**3
+    assert math.isclose(est.params, 2 * p) and math.isclose(est.optimizer, 12 * p / 8) and math.isclose(est.reference, 2 * p)
+    z3 = estimate_memory(QWEN3_4B, per_device_batch=1, seq_len=32768, world_size=8, zero=3, beta=0.01,
+                         vllm_share=0.35, gpu_gib=CARD_80GB_GIB)
+    assert z3.params < est.params and z3.reference < est.reference  # ZeRO-3 shards the weights too
+    one = estimate_memory(QWEN3_4B, per_device_batch=1, seq_len=32768, world_size=1, zero=None, beta=0.01,
+                          vllm_share=0.35, gpu_gib=CARD_80GB_GIB)
+    assert one.total > CARD_80GB_GIB  # one 80 GB card cannot hold fp32 master weights + AdamW + vLLM (README says so)
