@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BFCL := bfcl-eval==2026.3.23
 
-.PHONY: install demo test test-fast lint clean
+.PHONY: install demo test test-fast lint wheel clean
 
 install: $(STAMP)
 
@@ -36,6 +36,11 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+# A normal (non-editable) install: the wheel carries prompts/ and envs/split_manifest.json (tests/test_wheel.py).
+wheel: $(STAMP)
+	$(BIN)/python -m pip wheel --no-deps --no-build-isolation -q . -w dist
+	@ls dist/rods-*.whl
 
 clean:
 	rm -rf $(VENV) .venv-vllm runs .pytest_cache .cache

@@ -200,7 +200,7 @@ _RESAMPLED_STATE: list[tuple[str, tuple[str, ...], Any]] = [
 def resample_state(config: dict, trace: Trace, rng: Any) -> dict[str, Any]:
     """Resample the scalars of ``_RESAMPLED_STATE`` in ``config`` (in place); class.path -> new value.
 
-    Half the time a draw is made to miss a precondition of the plan on purpose (a balance below the
+    About a third of the draws miss a precondition of the plan on purpose (a balance below the
     order's cost, a tank too full for the fill, a card short of the fare): the config patch agent then
     repairs the state, so the variant starts from a state the seed never had."""
     numbers_used = {float(v) for r in trace.calls for v in r.args.values()
@@ -213,18 +213,25 @@ def resample_state(config: dict, trace: Trace, rng: Any) -> dict[str, Any]:
         if not isinstance(node, dict) or not isinstance(node.get(path[-1]), int | float):
             continue
         old = node[path[-1]]
-        if float(old) in numbers_used or rng.random() < 0.5:
+        r = rng.random()
+        if float(old) in numbers_used or r >= 0.7:
             continue
-        short = _short_draw(cls, old, trace, rng)
+        short = _short_draw(cls, old, trace, rng) if r < 0.35 else None
         node[path[-1]] = short if short is not None else draw(old, rng)
         changes[f"{cls}.{'.'.join(path)}"] = node[path[-1]]
+    cards = config.get("TravelAPI", {}).get("credit_card_list")
+    booked = {r.args.get("card_id") for r in trace.calls if r.name == "book_flight"}
+    for card in sorted(c for c in booked if isinstance(c, str)):
+        entry = cards.get(card) if isinstance(cards, dict) else None
+        if isinstance(entry, dict) and isinstance(entry.get("balance"), int | float) and rng.random() < 0.35 \
+                and float(entry["balance"]) not in numbers_used:
+            entry["balance"] = round(rng.uniform(40.0, 400.0), 2)  # short of any fare
+            changes[f"TravelAPI.credit_card_list.{card}.balance"] = entry["balance"]
     return changes
 
 
 def _short_draw(cls: str, old: float, trace: Trace, rng: Any) -> float | None:
-    """A value that misses the plan's first precondition on ``cls`` (None half the time, or when none)."""
-    if rng.random() < 0.5:
-        return None
+    """A value that misses the plan's first precondition on ``cls`` (None when there is none)."""
     if cls == "TradingBot":
         costs = [float(r.args.get("price", 0) or 0) * float(r.args.get("amount", 0) or 0) for r in trace.calls
                  if r.name == "place_order" and str(r.args.get("order_type", "")).lower() == "buy"]
@@ -291,6 +298,14 @@ class _Draw:
         self.sources = {(a.turn, a.index, a.param): a for a in profile.arg_sources}
         self.composed = any(a.source == "composed" and a.value.strip("'\"") not in _PROTECTED
                             for a in profile.arg_sources)
+        self.composed_values = [a.value.strip("'\"") for a in profile.arg_sources
+                                if a.source == "composed" and a.value.strip("'\"") not in _PROTECTED]
+
+    def feeds_composed(self, value: str) -> bool:
+        """True when ``value`` shares a word with a composed argument (a piece it is built from)."""
+        words = {w for w in re.findall(r"[a-z0-9]{4,}", value.lower())}
+        return any(value.lower() in c.lower() or c.lower() in value.lower() or words & set(re.findall(r"[a-z0-9]{4,}", c.lower()))
+                   for c in self.composed_values)
 
     def text_upto(self, turn: int) -> str:
         return " ".join(self.turn_text[: turn + 1])
@@ -309,6 +324,9 @@ def _person_parts(renames: dict[str, str]) -> dict[str, str]:
             (of, ol), (nf, nl) = old.split(), new.split()
             out.setdefault(of, nf)
             out.setdefault(ol, nl)
+            # handles made from the name ('cmartinez', 'carlosmartinez') follow the person
+            out.setdefault((of[0] + ol).lower(), (nf[0] + nl).lower())
+            out.setdefault((of + ol).lower(), (nf + nl).lower())
     return out
 
 
@@ -339,6 +357,18 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                     if new:
                         renames[s] = new
                         taken.add(new)
+    # a first and a last name given together (verify_traveler_information) are one person too
+    for rec, args in bound:
+        first = next((args[p] for p in ("first_name", "user_first_name") if isinstance(args.get(p), str)), None)
+        last = next((args[p] for p in ("last_name", "user_last_name") if isinstance(args.get(p), str)), None)
+        full = f"{first} {last}" if first and last else None
+        if (full and re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", full) and full not in renames
+                and first not in {o.split()[0] for o in renames if " " in o}
+                and not _hardcoded(first, seed.involved_classes) and not _hardcoded(last, seed.involved_classes)):
+            new = fresh(full, "person", d.rng, taken)
+            if new:
+                renames[full] = new
+                taken.add(new)
     parts = _person_parts(renames)
     first_names.update({k: v for k, v in parts.items() if k in {o.split()[0] for o in renames if " " in o}})
     last_names.update({k: v for k, v in parts.items() if k not in first_names})
@@ -361,8 +391,8 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                         continue
                     if any(s in c for c in config_strings if len(c) > len(s)):
                         continue  # a phrase inside file contents (grep pattern): keep it findable
-                if d.composed and " " in s.strip():
-                    continue
+                if d.feeds_composed(s):
+                    continue  # a piece of a value the assistant composes: the composition must still hold
                 if any(o != s and o in s for o in arg_strings):
                     continue
                 if _hardcoded(s, seed.involved_classes) and s not in own_symbols:
@@ -378,8 +408,8 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                     continue
                 if stated and not Substitution({s: "\0"}).found(d.text_upto(rec.turn)):
                     continue  # the text says it in a form the rewrite cannot carry
-                if kind == "sentence" and not d.p(0.5):
-                    continue
+                if kind in ("sentence", "title") and not d.force:
+                    continue  # dictated free text is rewritten only when nothing else can change
                 new = fresh(s, kind, d.rng, taken, rec.cls)
                 if new is not None:
                     renames[s] = new
@@ -426,8 +456,10 @@ def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str
         if not said or any(v == value for v in swaps.values()):
             return
         phrases.append({"turn": rec.turn, "phrases": [list(p) for p in said]})
-    elif not Substitution({value: "\0"}).found(d.text_upto(rec.turn)):
-        return
+    else:  # the option word must name this choice only: 'business' in 'business class', not in 'business trip'
+        hits = Substitution({value: "\0"}).pattern.findall(" ".join(d.turn_text)) if len(value) >= 3 else []
+        if len(hits) != 1 or not Substitution({value: "\0"}).found(d.text_upto(rec.turn)):
+            return
     if any(v == value for v in swaps.values()):
         return
     swaps[value] = new

@@ -1,7 +1,9 @@
 """Near-duplicate detection over user text and call sequences, combined.
 
 ``similarity(a, b) = 0.5 * jaccard(word 3-grams of the user turns) + 0.5 * containment(calls of a in b)``
-where calls are normalized (name plus sorted keyword arguments). Call overlap alone is a poor
+where calls are compared parsed (:func:`rods_agents.variant_quality.parsed_call`: name plus the
+arguments bound to parameter names, so ``sort('a')``, ``sort(file_name='a')`` and a copy without the
+spaces after commas are one call). Call overlap alone is a poor
 signal: distinct BFCL scenarios on opposite sides of the train/test split already share most of
 their calls (bfcl-multi-turn.md §9), so text and structure are compared together, and the
 rejection threshold is calibrated against that natural train-vs-test baseline: it sits above the
@@ -16,8 +18,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from envs.executor import CallError, parse_call
 from envs.task import Task
+from rods_agents.variant_quality import parsed_call
 
 _WORD = re.compile(r"[a-z0-9_.']+")
 MARGIN = 0.05
@@ -32,12 +34,8 @@ class Fingerprint:
 
 
 def _norm_call(call: str) -> str:
-    try:
-        p = parse_call(call)
-    except CallError:
-        return call
-    args = [repr(a) for a in p.args] + [f"{k}={v!r}" for k, v in sorted(p.kwargs.items())]
-    return f"{p.name}({','.join(args)})"
+    name, args = parsed_call(call)
+    return f"{name}({args})"
 
 
 def fingerprint(task: Task) -> Fingerprint:

@@ -337,13 +337,21 @@ def _picked(a: ArgSource, rec: CallRecord, trace: Trace, task: Task, cache: dict
 
 
 def _reference_cue(text: str) -> tuple[str, str] | None:
+    """(kind, cue) of the earliest reference cue; the cue spans every match of its kind that overlaps it
+    ('the last' + 'last stock on the list' -> 'the last stock on the list')."""
     text = unquoted(text)
-    best: tuple[int, str, str] | None = None
+    best: tuple[int, int, str] | None = None
     for kind in ("position", "property", "filter"):
-        m = _first(lexicon().references[kind], text)
-        if m is not None and (best is None or m.start() < best[0]):
-            best = (m.start(), kind, m.group(0))
-    return (best[1], best[2]) if best else None
+        spans = sorted((m.start(), m.end()) for p in lexicon().references[kind] for m in p.finditer(text))
+        if not spans:
+            continue
+        start, end = spans[0]
+        for s, e in spans[1:]:
+            if s < end:
+                end = max(end, e)
+        if best is None or start < best[0]:
+            best = (start, end, kind)
+    return (best[2], text[best[0]:best[1]]) if best else None
 
 
 # ----------------------------------------------------------------------------- transformations

@@ -241,10 +241,13 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
     reveal = min(seed.missed_function, default=None)
     held = {f for names in seed.missed_function.values() for f in names}
     strings = config_strings(seed.initial_config, set())
+    gt_strings = {v for turn in seed.ground_truth for call in turn for v in _flat(_bound(call)[1].values())
+                  if isinstance(v, str)}
+    text = "\n".join(m.content for turn in seed.turns for m in turn)
     renames: dict[str, str] = {}
     for r in out.renames:
-        if r.old not in strings:
-            raise ValueError(f"rename of {r.old!r}: not in the initial_config")
+        if r.old not in strings and r.old not in gt_strings and r.old not in draft.renames and r.old not in text:
+            raise ValueError(f"rename of {r.old!r}: not in the seed's initial_config, calls or text")
         if not r.new.strip() or r.new in strings or len(r.new) > 200 or r.new in renames.values():
             raise ValueError(f"rename {r.old!r} -> {r.new!r}: empty, too long or already taken")
         renames[r.old] = r.new
@@ -284,8 +287,54 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
     unfixable = [r for r in trace_task(probe).errors if classify_error(r.error or "") in ("bad_call", "other")]
     if unfixable:
         raise ValueError(f"execution error no patch fixes: {unfixable[0].call}: {(unfixable[0].error or '')[:120]}")
-    return Plan(ground_truth=ground_truth, initial_config=config, renames=renames, state_changes=changes,
-                substitutions=[{"source": "llm"}], attempt=draft.attempt)
+    if ground_truth == draft.ground_truth and all(draft.renames.get(o) == n for o, n in renames.items()):
+        # the draft's own plan: keep what the offline rewrite needs to carry it into the seed's words
+        return draft.model_copy(update={"initial_config": config, "renames": {**draft.renames, **renames},
+                                        "state_changes": {**draft.state_changes, **changes},
+                                        "substitutions": [*draft.substitutions, {"source": "llm"}]})
+    found, numbers, swaps, subs = positional_changes(seed.ground_truth, ground_truth)
+    return Plan(ground_truth=ground_truth, initial_config=config, renames={**found, **renames}, numbers=numbers,
+                swaps=swaps, state_changes=changes, substitutions=[*subs, {"source": "llm"}], attempt=draft.attempt)
+
+
+def _bound(call: str) -> tuple[str, dict[str, Any]]:
+    from rods_agents.tracing import bind_args
+
+    parsed = parse_call(call)
+    spec = build_catalog().methods.get(parsed.name)
+    return parsed.name, bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs)
+
+
+def positional_changes(old_gt: list[list[str]], new_gt: list[list[str]]
+                       ) -> tuple[dict[str, str], dict[str, Any], dict[str, str], list[dict[str, Any]]]:
+    """What a plan changed, call by call against the seed: (renames, numbers, option swaps, substitutions).
+
+    The offline rewrite carries these into the seed's own words, so the text names the new values.
+    """
+    catalog = build_catalog()
+    renames: dict[str, str] = {}
+    numbers: dict[str, Any] = {}
+    swaps: dict[str, str] = {}
+    subs: list[dict[str, Any]] = []
+    for t, (old_turn, new_turn) in enumerate(zip(old_gt, new_gt, strict=True)):
+        for i, (old, new) in enumerate(zip(old_turn, new_turn, strict=True)):
+            (on, oa), (nn, na) = _bound(old), _bound(new)
+            if on != nn:
+                subs.append({"turn": t, "index": i, "from": on, "to": nn})
+            spec = catalog.methods.get(nn)
+            enums = {p.name for p in spec.params if p.enum} if spec else set()
+            for param in oa.keys() & na.keys():
+                ov, nv = _flat([oa[param]]), _flat([na[param]])
+                if len(ov) != len(nv):
+                    continue
+                for a, b in zip(ov, nv, strict=True):
+                    if a == b or type(a) is not type(b) and not (isinstance(a, int | float) and isinstance(b, int | float)):
+                        continue
+                    if isinstance(a, str):
+                        (swaps if param in enums else renames).setdefault(a, b)
+                    elif isinstance(a, int | float) and not isinstance(a, bool):
+                        numbers.setdefault(repr(a), b)
+    return renames, numbers, swaps, subs
 
 
 def _flat(values: Any) -> list[Any]:
@@ -346,9 +395,10 @@ def validate_rewrite(out: Any, drafts: list[str], ground_truth: list[list[str]],
                      values: list[dict[str, list[Any]]], slots: list[int]) -> list[str]:
     """Check an LLM rewrite as data: shape, length, no leaked names, stated and unstated values.
 
-    Every value the user must state (by the seed's information structure) and every quoted value of
-    the draft must be said in the turn or before it; a value that must stay unstated (an earlier
-    result, a value to find in the state) and that the draft does not state must not appear.
+    Every value the draft states that the user must state (by the seed's information structure), and
+    every quoted value of the draft, must be said in the turn or before it (a must-state value the
+    draft dropped may be restored); a value that must stay unstated (an earlier result, a value to
+    find in the state) and that the draft does not state must not appear.
     """
     if out is None:
         raise ValueError("empty or unparsable answer")
@@ -364,8 +414,8 @@ def validate_rewrite(out: Any, drafts: list[str], ground_truth: list[list[str]],
         if _SCAFFOLD.search(text) or any(re.search(rf"\b{re.escape(n)}\b", text) for n in names if "_" in n or len(n) > 6):
             raise ValueError("a turn leaks reasoning scaffolds or function names")
         so_far = " ".join([*texts, text])
-        want = [v for v in values[slot]["state"] if isinstance(v, str) and len(v) >= 3 or
-                isinstance(v, int | float) and _said(v, draft)] if slot < len(values) else []
+        want = [v for v in values[slot]["state"] if (isinstance(v, str) and len(v) >= 3 or isinstance(v, int | float))
+                and _said(v, draft)] if slot < len(values) else []
         missing = [v for v in [*_QUOTED.findall(draft), *want] if not _said(v, so_far)]
         if missing:
             raise ValueError(f"turn {slot + 1} drops values the user must state: {missing[:3]}")

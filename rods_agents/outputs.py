@@ -16,6 +16,8 @@ The dataset is what a TRL or verl user trains on without rebuilding anything (on
 * ``id``, ``category``, ``scenario``, ``involved_classes``, ``initial_config``, ``missed_function``: enough to rebuild
   the :class:`~envs.task.Task` (:func:`task_from_row`) and score an episode with ``envs.checker.check``.
 * provenance: ``seed_id`` (typed) and the full ``provenance`` record.
+* optional ``completion`` (``rods export --completion oracle``): the rest of the conversation when the ground truth
+  plays it, so ``prompt`` + ``completion`` + ``tools`` is an SFT example as TRL's ``SFTTrainer`` takes it.
 
 Typed nested features throughout; two columns are ``datasets.Json`` (stored as Arrow JSON, decoded to Python
 objects), because their schema is heterogeneous: ``initial_config`` maps each involved class to that class's own state
@@ -38,6 +40,22 @@ from envs.task import Task, atomic_write_text, new_file_mode, write_tasks
 
 ExportFormat = Literal["trl", "verl", "bfcl"]
 FORMATS: tuple[str, ...] = ("trl", "verl", "bfcl")
+TOOLS_IN_SYSTEM: tuple[str, ...] = ("none", "hermes")
+
+# The Hermes tool block of the Qwen2.5/Qwen3 chat templates (TRL's qwen3_instruct_2507.jinja, the tiny model's and the
+# GPU recipe's template), byte for byte: a system message holding it renders, without ``tools=``, the same text as
+# the template renders with ``tools=`` (tests/test_export.py checks it on the tiny model's tokenizer).
+HERMES_TOOLS_HEAD = ("# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided "
+                     "with function signatures within <tools></tools> XML tags:\n<tools>")
+HERMES_TOOLS_TAIL = ("\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+                     "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
+                     "\"arguments\": <args-json-object>}\n</tool_call>")
+
+
+def hermes_system(tools: list[dict], system_prompt: str | None = None) -> str:
+    """The system message text a Qwen/Hermes template writes for ``tools`` (after ``system_prompt``, if any)."""
+    block = HERMES_TOOLS_HEAD + "".join("\n" + json.dumps(t, ensure_ascii=False) for t in tools) + HERMES_TOOLS_TAIL
+    return f"{system_prompt}\n\n{block}" if system_prompt else block
 
 
 def write_outputs(out_dir: str | Path, accepted: list[Task], rejected: list[dict], report: dict) -> None:
@@ -49,8 +67,9 @@ def write_outputs(out_dir: str | Path, accepted: list[Task], rejected: list[dict
 
 
 # ---------------------------------------------------------------------------------------------------- features
-def features(fmt: ExportFormat = "trl") -> Any:
-    """The ``datasets.Features`` of an export (``trl``: the base columns; ``verl`` adds verl's own columns)."""
+def features(fmt: ExportFormat = "trl", completion: bool = False) -> Any:
+    """The ``datasets.Features`` of an export (``trl``: the base columns; ``verl`` adds verl's own columns;
+    ``completion``: the oracle continuation of the prompt, :func:`oracle_completions`)."""
     from datasets import Features, Json, List, Value
 
     message = {"role": Value("string"), "content": Value("string")}
@@ -74,6 +93,11 @@ def features(fmt: ExportFormat = "trl") -> Any:
         "seed_id": Value("string"),
         "provenance": Json(),
     }
+    if completion:
+        call = {"id": Value("string"), "type": Value("string"),
+                "function": {"name": Value("string"), "arguments": Json()}}
+        base["completion"] = List({"role": Value("string"), "content": Value("string"), "tool_calls": List(call),
+                                   "tool_call_id": Value("string")})
     if fmt == "verl":
         base.update({
             "data_source": Value("string"),
@@ -86,12 +110,19 @@ def features(fmt: ExportFormat = "trl") -> Any:
     return Features(base)
 
 
-def task_row(task: Task, system_prompt: str | None = None) -> dict[str, Any]:
-    """One task as a row of the ``trl`` export (module docstring)."""
+def task_row(task: Task, system_prompt: str | None = None, tools_in_system: str = "none") -> dict[str, Any]:
+    """One task as a row of the ``trl`` export (module docstring).
+
+    ``tools_in_system="hermes"`` writes turn 0's tool block into the system message (:func:`hermes_system`): TRL
+    1.16's ``GRPOTrainer`` renders every prompt with one trainer-wide ``tools`` list and ignores a per-row one.
+    """
     from envs.tools import tools_for_turn
 
-    prompt = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + task.user_messages(0)
+    if tools_in_system not in TOOLS_IN_SYSTEM:
+        raise ValueError(f"tools_in_system must be one of {list(TOOLS_IN_SYSTEM)}, got {tools_in_system!r}")
     turn_tools = [tools_for_turn(task, t) for t in range(len(task.turns))]
+    system = hermes_system(turn_tools[0], system_prompt) if tools_in_system == "hermes" else system_prompt
+    prompt = ([{"role": "system", "content": system}] if system else []) + task.user_messages(0)
     return {
         "id": task.id,
         "prompt": [_message(m) for m in prompt],
@@ -125,6 +156,82 @@ def task_from_row(row: dict[str, Any]) -> Task:
                 provenance=row.get("provenance"))
 
 
+def oracle_completions(tasks: list[Task], system_prompt: str | None = None) -> list[list[dict[str, Any]]]:
+    """For each task, the messages after ``prompt`` when the ground truth plays the episode (``envs.runner`` with the
+    oracle policy): assistant tool calls, their ``tool`` results, the closing replies and the later user turns.
+
+    ``prompt + completion`` is then a whole conversational example for TRL's ``SFTTrainer`` (prompt-completion
+    format, loss on the completion); tool-call arguments are objects, as chat templates want them. A chat template
+    renders one tool list per conversation, ``tools`` (turn 0's): on a miss_func task the functions revealed later
+    are called without being listed there (``turn_tools`` has them per turn).
+    """
+    import asyncio
+    import concurrent.futures
+
+    from envs.policies import OraclePolicy
+    from envs.runner import run_episode
+
+    async def play() -> list[Any]:
+        policy = OraclePolicy()
+        return list(await asyncio.gather(*(run_episode(t, policy, system_prompt=system_prompt) for t in tasks)))
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        episodes = asyncio.run(play())
+    else:  # called from a running loop (Jupyter): run ours on a worker thread
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            episodes = pool.submit(asyncio.run, play()).result()
+    out = []
+    for task, episode in zip(tasks, episodes, strict=True):
+        if episode.error:
+            raise ValueError(f"{task.id}: the ground truth does not play through ({episode.error})")
+        start = (1 if system_prompt else 0) + len(task.user_messages(0))
+        out.append([_full_message(m) for m in episode.messages[start:]])
+    return out
+
+
+def _full_message(m: dict[str, Any]) -> dict[str, Any]:
+    calls = [{"id": c["id"], "type": c.get("type", "function"),
+              "function": {"name": c["function"]["name"], "arguments": _arguments(c["function"]["arguments"])}}
+             for c in m.get("tool_calls") or []]
+    return {"role": m["role"], "content": m.get("content") or "", "tool_calls": calls,
+            "tool_call_id": m.get("tool_call_id")}
+
+
+def _arguments(args: Any) -> Any:
+    if isinstance(args, str):
+        try:
+            return json.loads(args)
+        except ValueError:
+            return args
+    return args
+
+
+def first_turn_reward(completions: list[Any], **columns: Any) -> list[float]:
+    """A TRL reward function for a single-turn GRPO run on the ``trl`` export: 1.0 when the completion's Hermes
+    ``<tool_call>`` blocks pass BFCL's check of turn 0 (state and results), else 0.0.
+
+    TRL calls it with the completions and every dataset column as a list; the columns rebuild each task
+    (:func:`task_from_row`). Multi-turn episodes need the environment in the loop (``rods train`` does that).
+    """
+    from envs.checker import check
+    from envs.policies import parse_hermes
+    from envs.runner import decode
+
+    rewards = []
+    for i, completion in enumerate(completions):
+        row = {k: v[i] for k, v in columns.items() if isinstance(v, list) and len(v) == len(completions)}
+        text = completion[-1]["content"] if isinstance(completion, list) else str(completion)
+        calls = decode(parse_hermes(text or "").tool_calls)
+        if not calls:
+            rewards.append(0.0)
+            continue
+        score = check(task_from_row(row), [[calls]])
+        rewards.append(1.0 if score.turns and score.turns[0].passed else 0.0)
+    return rewards
+
+
 def _verl_row(row: dict[str, Any], index: int) -> dict[str, Any]:
     return {**row, "data_source": f"rods/bfcl_multi_turn_{row['category']}", "ability": "multi_turn_tool_use",
             "agent_name": "tool_agent",
@@ -133,16 +240,22 @@ def _verl_row(row: dict[str, Any], index: int) -> dict[str, Any]:
                            "interaction_kwargs": {"name": "rods_bfcl", "task_id": row["id"]}}}
 
 
-def to_dataset(tasks: Iterable[Task], fmt: ExportFormat = "trl", system_prompt: str | None = None) -> Any:
-    """Tasks as a typed ``datasets.Dataset`` (``trl`` or ``verl`` columns; module docstring)."""
+def to_dataset(tasks: Iterable[Task], fmt: ExportFormat = "trl", system_prompt: str | None = None,
+               completion: bool = False, tools_in_system: str = "none") -> Any:
+    """Tasks as a typed ``datasets.Dataset`` (``trl`` or ``verl`` columns; module docstring); ``completion`` adds the
+    oracle continuation of each prompt (:func:`oracle_completions`), for SFT."""
     import datasets
 
     if fmt not in ("trl", "verl"):
         raise ValueError(f"to_dataset: format {fmt!r} is not a datasets format (use export() for bfcl)")
-    rows = [task_row(t, system_prompt) for t in tasks]
+    tasks = list(tasks)
+    rows = [task_row(t, system_prompt, tools_in_system) for t in tasks]
+    if completion:
+        for row, messages in zip(rows, oracle_completions(tasks, system_prompt), strict=True):
+            row["completion"] = messages
     if fmt == "verl":
         rows = [_verl_row(r, i) for i, r in enumerate(rows)]
-    feats = features(fmt)
+    feats = features(fmt, completion)
     if not rows:
         return datasets.Dataset.from_dict({k: [] for k in feats}, features=feats)
     return datasets.Dataset.from_list(rows, features=feats)
@@ -214,7 +327,8 @@ def _write_dataset(ds: Any, folder: Path, fmt: str, parquet: bool, jsonl: bool) 
 
 
 def export(tasks: list[Task], out_dir: str | Path, fmt: ExportFormat = "trl", *, system_prompt: str | None = None,
-           parquet: bool = False, jsonl: bool = False, overwrite: bool = False) -> dict[str, Any]:
+           completion: bool = False, tools_in_system: str = "none", parquet: bool = False, jsonl: bool = False,
+           overwrite: bool = False) -> dict[str, Any]:
     """Write ``tasks`` to ``out_dir`` in ``fmt``; returns a summary (rows, files). Atomic: a temp folder renamed.
 
     ``trl``/``verl``: ``datasets.Dataset.save_to_disk`` (load with ``datasets.load_from_disk``), plus
@@ -237,9 +351,11 @@ def export(tasks: list[Task], out_dir: str | Path, fmt: ExportFormat = "trl", *,
                 atomic_write_text(tmp / name, text)
                 files.append(name)
         else:
-            files += _write_dataset(to_dataset(tasks, fmt, system_prompt), tmp, fmt, parquet, jsonl)
+            ds = to_dataset(tasks, fmt, system_prompt, completion, tools_in_system)
+            files += _write_dataset(ds, tmp, fmt, parquet, jsonl)
         (tmp / "rods_export.json").write_text(json.dumps(
-            {"format": fmt, "rows": len(tasks), "system_prompt": system_prompt, "files": files}, indent=1) + "\n")
+            {"format": fmt, "rows": len(tasks), "system_prompt": system_prompt, "completion": completion,
+             "tools_in_system": tools_in_system, "files": files}, indent=1) + "\n")
         tmp.chmod(new_file_mode(0o777))  # mkdtemp makes it 0700
         if out.exists():
             shutil.rmtree(out)

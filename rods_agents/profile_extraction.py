@@ -3,8 +3,10 @@
 Φ is what a variant must keep so it stays at its seed's difficulty: the turn shape, involved
 classes, category features, the call graph's longest dependency path, edge counts by kind, a
 Weisfeiler-Lehman hash of the graph over *role-level* labels (so a role-preserving method
-substitution keeps it), and the information structure (how many argument values per turn come
-from the user, earlier calls, the state, or a transformation).
+substitution keeps it), and the information structure: how many argument values per turn come
+from the user, earlier calls, the state, or a transformation, plus the rest of it (implicit calls,
+conditions, references, transformations, withheld value, held-out function;
+:mod:`rods_agents.information_structure`), which the verdict compares on its own.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from envs.task import Task
 from rods_agents.catalog import ApiCatalog, build_catalog
+from rods_agents.information_structure import InformationStructure, information_structure
 from rods_agents.tracing import CONFIG_ERROR, Trace, trace_task
 from rods_agents.value_sources import SOURCES, ArgSource, classify_arguments
 
@@ -39,6 +42,9 @@ class Profile(BaseModel):
     arg_sources: list[ArgSource] = Field(default_factory=list)
     nodes: list[dict[str, Any]] = Field(default_factory=list)
     edges: list[dict[str, Any]] = Field(default_factory=list)
+    information: InformationStructure | None = Field(
+        default=None, description="Per turn: implicit calls, conditions, references, transformations, the withheld "
+        "value and the held-out function (rods_agents.information_structure); compared by the verdict.")
 
     # fields a variant must reproduce exactly
     MATCHED: ClassVar[tuple[str, ...]] = ("turn_shape", "classes", "category", "miss_func_turns", "miss_param_turns",
@@ -111,6 +117,7 @@ def profile_task(task: Task, trace: Trace | None = None, catalog: ApiCatalog | N
         arg_sources=arg_sources,
         nodes=[{"id": n, **d} for n, d in g.nodes(data=True)],
         edges=[{"source": u, "target": v, **d} for u, v, d in g.edges(data=True)],
+        information=information_structure(task, trace, arg_sources),
     )
 
 

@@ -23,6 +23,7 @@ from rods_agents.tracing import Trace, bind_args, trace_task
 from rods_agents.value_sources import is_choice, is_flag
 
 MAX_STATE_CHARS = 6000
+_LOGIN_ATTRS = {"authenticated", "current_user", "access_token"}
 MAX_RESULT_CHARS = 300
 _ID_KEY = re.compile(r"(^|_)ids?$|_id$|^id", re.I)
 
@@ -110,8 +111,8 @@ def function_docs(classes: list[str], held_out: dict[int, list[str]] | None = No
         if options:
             line += " Options: " + "; ".join(options) + "."
         pre = [by_method[name]] if name in by_method else []
-        pre += [phrase for attr, phrase in by_attr.items()
-                if attr in spec.reads and attr not in spec.writes and phrase not in pre]  # a login sets it
+        pre += [phrase for attr, phrase in by_attr.items()  # a login method sets what it would need
+                if attr in spec.reads and not (attr in _LOGIN_ATTRS and attr in spec.writes) and phrase not in pre]
         if pre:
             line += " Needs: " + "; ".join(dict.fromkeys(pre)) + "."
         if name in reveal_of:
@@ -302,6 +303,7 @@ def values_text(values: list[dict[str, list[Any]]], slots: list[int] | None = No
             continue
         lines.append(f"Turn {t + 1}: must state {json.dumps(v['state'], default=str)}; "
                      f"must stay unstated {json.dumps(v['unstated'], default=str)}")
+    lines.append("(a value to state may already be said in an earlier turn, as the seed does; say it once)")
     return "\n".join(lines)
 
 

@@ -26,6 +26,7 @@ _TICKER = re.compile(r"^[A-Z]{3,5}$")
 _WORDISH = re.compile(r"^[A-Za-z][A-Za-z_\-]*[A-Za-z]$")
 _ID = re.compile(r"^(?=.*\d)[A-Za-z0-9_\-]{3,40}$")
 _ADDRESS = re.compile(r"^\d+ [A-Z][a-z]+ .*,")
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _FIRST_PARAMS = {"first_name", "user_first_name", "user", "user_name", "name"}
 _LAST_PARAMS = {"last_name", "user_last_name"}
 _FOLDER_PARAMS = {"folder", "dir_name"}
@@ -75,6 +76,8 @@ def kind_of(value: str, method: str | None, param: str | None, fs_kind: str | No
         return "first_name"
     if _TICKER.match(v):
         return "ticker"
+    if _DATE.match(v):
+        return "date"
     if _ID.match(v):
         return "id"
     return None
@@ -150,6 +153,14 @@ def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None
             new = "".join(rng.choice("ABCDEFGHIJKLMNOPRSTUVWXYZ") for _ in old)
         elif kind == "id":
             new = _new_digits(old, rng)
+        elif kind == "date":  # whole weeks later or earlier: 'next Tuesday 2026-11-10' stays a Tuesday
+            import datetime as dt
+
+            try:
+                day = dt.date.fromisoformat(old)
+            except ValueError:
+                return None
+            new = (day + dt.timedelta(days=7 * rng.choice([-2, -1, 1, 2, 3]))).isoformat()
         else:
             return None
         if new.lower() not in taken_low and new.lower() != old.lower():

@@ -22,7 +22,8 @@ from rods_agents.value_sources import enum_values
 
 _SENTENCE_END = re.compile(r"[.!?]\s*$")
 _WORD = re.compile(r"[A-Za-z0-9']+")
-_NAME_PARAMS = ("title", "dir_name", "folder", "file_name", "destination", "source", "name", "path")
+_NAME_PARAMS = frozenset({"title", "dir_name", "folder", "file_name", "destination", "source", "path", "name"})
+_PERSON_SHAPE = re.compile(r"^[A-Z][a-z]+(?: [A-Z][a-z]+)?$")
 
 
 def _canon(value: Any) -> Any:
@@ -96,11 +97,13 @@ def documented_options(method: str, param: str) -> tuple[str, ...]:
 
 
 def _is_sentence(v: str) -> bool:
-    return len(_WORD.findall(v)) >= 5 or (bool(_SENTENCE_END.search(v)) and " " in v.strip())
+    n = len(_WORD.findall(v))
+    return n >= 9 or (n >= 5 and bool(_SENTENCE_END.search(v)))
 
 
 def _is_short_name(v: str) -> bool:
-    return 0 < len(_WORD.findall(v)) <= 4 and not _SENTENCE_END.search(v)
+    """A name, path, title or address: a few words, no sentence ending."""
+    return 0 < len(_WORD.findall(v)) <= 6 and not _SENTENCE_END.search(v)
 
 
 def _looks_like_person(v: str) -> bool:
@@ -143,8 +146,8 @@ def filler_arguments(seed: Task, variant: Task) -> list[str]:
                     out.append(f"{where}: outside the documented options {list(options)}")
                 elif isinstance(old, str) and _is_short_name(old) and _is_sentence(value):
                     out.append(f"{where}: a sentence where the seed had {old[:40]!r}")
-                elif (isinstance(old, str) and any(k in param.lower() for k in _NAME_PARAMS)
-                      and _looks_like_person(value) and not _looks_like_person(old)):
+                elif (isinstance(old, str) and param in _NAME_PARAMS and _looks_like_person(value)
+                      and not _PERSON_SHAPE.match(old)):
                     out.append(f"{where}: a person's name where the seed had {old[:40]!r}")
     return out
 

@@ -7,14 +7,32 @@ Machine-readable rejection reasons (the first word before ':' is the kind):
   itself (a call to a function not offered at its turn fails; seeds that already do so, e.g.
   miss_func_49, only fail on new violations);
 - ``profile_mismatch:<fields>``: Φ differs from the seed's (topology, depth, turn shape, features);
-- ``information_structure``: per-turn counts of value sources differ from the seed's (one exception,
-  counted in ``detail['stated_fallbacks']``: a value the seed left to discover in the state is stated
-  when the variant's state has no hint that singles it out, see :mod:`rods_agents.obtainability`);
+- ``information_structure:value_sources``: per-turn counts of value sources differ from the seed's (one
+  exception, counted in ``detail['stated_fallbacks']``: a value the seed left to discover in the state
+  is stated when the variant's state has no hint that singles it out, see :mod:`rods_agents.obtainability`);
+- ``information_structure:<kind>``: the rest of the seed's information structure is not kept
+  (:func:`rods_agents.information_structure.compare_structure`; per-turn findings in
+  ``detail['information_structure']``): ``implicit_made_explicit`` (the text now asks for a call the
+  seed left to the assistant), ``explicit_made_implicit``, ``condition_dropped``, ``reference_dropped``,
+  ``reference_kind_changed``, ``reference_unresolved`` (a value picked from several candidates with
+  nothing in the text that picks it), ``transformation_dropped``, ``withheld_stated`` (miss_param: the
+  withheld value is said before its turn), ``withheld_other_param``, ``withheld_dropped``,
+  ``withheld_not_supplied``, ``held_out_changed``; a reference the seed made to a state value may be
+  replaced by the value itself where the variant's state offers no hint (a stated fallback, above);
 - ``unobtainable_value``: an argument the agent cannot obtain: a ``state`` value whose turn text
   carries no unique hint, or a ``composed`` value that cannot be rebuilt from obtainable pieces
-  following a recipe the text states;
+  following a recipe the text states (or, where the variant and its seed both pick it out by a cued
+  reference or transformation, the cue: see :func:`obtainability_problems`);
 - ``category_rule:<category>``: the miss_param / miss_func / long_context rules are broken;
-- ``near_duplicate_seed`` / ``near_duplicate_accepted``: too close to its seed or another sample;
+- ``leftover_name``: a name the plan renamed is still in the variant's text, config or ground truth;
+- ``filler_argument``: a sentence where the seed had a short name or title, a value outside the
+  parameter's documented options, a person's name given to a title or folder
+  (:mod:`rods_agents.variant_quality`);
+- ``near_duplicate_seed``: the same *parsed* ground truth as the seed (calls compared after parsing,
+  arguments bound to parameter names: dropping the spaces after commas is no change), or the seed's
+  initial_config with at least 90% of its calls (``detail['seed_copy']`` says which); the text is not
+  compared with the seed's (a seed-anchored rewrite keeps its wording by design);
+  ``near_duplicate_accepted``: too close to another accepted sample;
 - ``contamination``: too close to a test-split task (see :mod:`rods_agents.contamination`).
 """
 
@@ -28,17 +46,20 @@ from envs.task import Task
 from envs.tools import held_out
 from rods_agents.contamination import (
     contamination_threshold,
-    duplicate_threshold,
     fingerprint,
     nearest,
     similarity,
     test_index,
 )
+from rods_agents.information_structure import InformationStructure, information_structure, structure_mismatches
 from rods_agents.obtainability import public_state, recomposable, state_hints, state_obtainable
 from rods_agents.profile_extraction import Profile, profile_task
 from rods_agents.runtime_utils import emit, stage_timer
-from rods_agents.tracing import CONFIG_ERROR, Trace
+from rods_agents.tracing import CONFIG_ERROR, Trace, trace_task
 from rods_agents.value_sources import state_values, user_text_upto
+from rods_agents.variant_quality import filler_arguments, leftover_names, same_config, same_ground_truth
+
+NEAR_COPY_CALLS = 0.9
 
 
 def category_violations(task: Task, seed: Task, profile: Profile) -> list[str]:
@@ -86,9 +107,23 @@ def _sources_by_turn(profile: Profile, fallbacks: list[str]) -> list[dict[str, i
     return [{s: c[s] for s in ("user", "call", "state", "composed") if c.get(s)} for c in per_turn]
 
 
+def _picked_slots(info: InformationStructure | None) -> set[tuple[int, str, str]]:
+    """(turn, method, param) the text itself picks out: a reference with its cue, a transformation with its cue."""
+    if info is None:
+        return set()
+    return ({(r.turn, r.method, r.param) for t in info.turns for r in t.references}
+            | {(x.turn, x.method, x.param) for t in info.turns for x in t.transformations if x.cue})
+
+
 def obtainability_problems(task: Task, trace: Trace, profile: Profile, seed_profile: Profile
                            ) -> tuple[list[str], list[str]]:
-    """(unobtainable arguments, stated fallbacks) of a candidate; see :mod:`rods_agents.obtainability`."""
+    """(unobtainable arguments, stated fallbacks) of a candidate; see :mod:`rods_agents.obtainability`.
+
+    A value the obtainability rules find no hint or recipe for still counts as obtainable where both the
+    variant's text and its seed's pick it out the same way: a reference by position, property or filter
+    ("the last order I made") or a transformation with its cue ("in 'number.pdf' format"), as found by
+    :mod:`rods_agents.information_structure` (the seed's human wording, kept by a seed-anchored rewrite)."""
+    picked = _picked_slots(profile.information) & _picked_slots(seed_profile.information)
     seed_src = {(a.turn, a.index, a.param): a.source for a in seed_profile.arg_sources}
     pos_of = {(r.turn, r.index): p for p, r in enumerate(trace.calls)}
     strings = state_values(task)[0]
@@ -104,6 +139,8 @@ def obtainability_problems(task: Task, trace: Trace, profile: Profile, seed_prof
         if rec.cls not in states:
             states[rec.cls] = public_state(task, rec.cls)
         key = f"turn {a.turn} {a.method}.{a.param}={a.value[:60]}"
+        if (a.turn, a.method, a.param) in picked:
+            continue
         text = user_text_upto(task, a.turn)
         if a.source == "user" and seed_src.get((a.turn, a.index, a.param)) == "state":
             items = value if isinstance(value, list) else [value]
@@ -117,8 +154,29 @@ def obtainability_problems(task: Task, trace: Trace, profile: Profile, seed_prof
     return problems, fallbacks
 
 
-def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace) -> tuple[list[str], dict[str, Any]]:
-    """All rejection reasons for ``task`` (empty when accepted) and the measured details."""
+def seed_structure(seed: Task, seed_profile: Profile) -> InformationStructure:
+    """The seed's information structure: from its profile, or computed (a profile made before it existed)."""
+    if seed_profile.information is not None:
+        return seed_profile.information
+    return information_structure(seed, trace_task(seed))
+
+
+def structure_problems(task: Task, seed: Task, seed_profile: Profile, profile: Profile, fallbacks: list[str]
+                       ) -> tuple[list[str], list[dict[str, Any]]]:
+    """(reasons, per-turn findings) where ``task`` breaks its seed's information structure. A reference
+    dropped where the value is a stated fallback (no hint in the variant's state) is the documented
+    exception."""
+    variant = profile.information if profile.information is not None else information_structure(task, trace_task(task))
+    fallback_turns = {int(k.split(" ", 2)[1]) for k in fallbacks}
+    found = [m for m in structure_mismatches(seed_structure(seed, seed_profile), variant)
+             if not (m.reason == "reference_dropped" and m.turn in fallback_turns)]
+    return sorted({f"information_structure:{m.reason}" for m in found}), [m.model_dump() for m in found[:8]]
+
+
+def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace,
+          renames: dict[str, str] | None = None) -> tuple[list[str], dict[str, Any]]:
+    """All rejection reasons for ``task`` (empty when accepted) and the measured details; ``renames``
+    (the plan's old -> new names) enables the leftover-name check."""
     reasons: list[str] = []
     detail: dict[str, Any] = {}
     if trace.errors:
@@ -139,18 +197,37 @@ def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace) -> tuple[
     if fallbacks:
         detail["stated_fallbacks"] = fallbacks
     if _sources_by_turn(profile, fallbacks) != seed_profile.sources_by_turn:
-        reasons.append("information_structure")
+        reasons.append("information_structure:value_sources")
+    structure, findings = structure_problems(task, seed, seed_profile, profile, fallbacks)
+    if structure:
+        reasons += structure
+        detail["information_structure"] = findings
     if unobtainable:
         reasons.append("unobtainable_value")
         detail["unobtainable"] = unobtainable[:5]
     # BFCL itself has a few seeds that use a held-out function early (miss_func_49): only new violations count
     reasons += sorted(set(category_violations(task, seed, seed_profile)) - set(category_violations(seed, seed, seed_profile)))
+    left = leftover_names(task, renames or {})
+    if left:
+        reasons.append("leftover_name")
+        detail["leftover_names"] = left[:5]
+    filler = filler_arguments(seed, task)
+    if filler:
+        reasons.append("filler_argument")
+        detail["filler_arguments"] = filler[:5]
     fp = fingerprint(task)
-    seed_sim = similarity(fp, fingerprint(seed))
+    seed_sim = similarity(fp, fingerprint(seed))  # recorded in provenance
     detail["seed_similarity"] = round(seed_sim, 4)
-    if seed_sim >= duplicate_threshold() or (task.ground_truth == seed.ground_truth
-                                             and task.initial_config == seed.initial_config):
+    # novelty by substance: parsed calls and config, not strings; a variant anchored on its seed's wording
+    # shares most of its text by design, so text similarity is not held against it
+    seed_fp = fingerprint(seed)
+    call_overlap = len(fp.calls & seed_fp.calls) / len(fp.calls) if fp.calls else 1.0
+    if same_ground_truth(task, seed):
         reasons.append("near_duplicate_seed")
+        detail["seed_copy"] = "ground_truth_and_config" if same_config(task, seed) else "ground_truth"
+    elif same_config(task, seed) and call_overlap >= NEAR_COPY_CALLS:
+        reasons.append("near_duplicate_seed")
+        detail["seed_copy"] = "config_and_calls"
     test_sim, test_id = nearest(fp, test_index())
     detail["test_similarity"], detail["nearest_test"] = round(test_sim, 4), test_id
     if test_sim >= contamination_threshold():
@@ -164,12 +241,14 @@ def judge_variant(state: dict, runtime: Any = None) -> dict:
         task = Task.model_validate(state["task"])
         seed = Task.model_validate(state["seed"])
         trace = Trace.model_validate(state["trace"])
-        reasons, detail = judge(task, seed, Profile.model_validate(state["profile"]), trace)
+        renames = (state.get("plan") or {}).get("renames") or {}
+        reasons, detail = judge(task, seed, Profile.model_validate(state["profile"]), trace, renames)
         if state.get("patch_failed") and reasons[:1] in (["execution_error"], ["invalid_config"]):
             reasons.append("patch_exhausted")
             if state.get("llm_error"):
                 detail["llm_patch"] = state["llm_error"]  # why every LLM patch proposal was refused
-    verdict = {"accepted": not reasons, "reasons": reasons, "detail": detail}
+    # the shape of rods_agents.outcome.Verdict (the graph validates it); rule rejections are never terminal
+    verdict = {"accepted": not reasons, "reasons": reasons, "detail": detail, "terminal": False}
     emit(runtime, state, "verdict", "accepted" if not reasons else "rejected", reasons=reasons)
     return {"verdict": verdict, "timings": timings,
             "plan_attempt": int(state.get("plan_attempt", 0)) + (1 if reasons else 0)}

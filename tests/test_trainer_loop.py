@@ -112,20 +112,73 @@ def test_boundary_round_synthesizes_queues_and_injects_at_the_boundary(seeds, ar
     assert line["epoch"] == 0 and line["injected"] == rep.injected
 
 
-@pytest.mark.parametrize("mode", ["static", "random-seeds", "no-retirement"])
-def test_ablation_modes(seeds, args, mode):
+def _run_epochs(seeds, args, mode, epochs=3, variant_reward=0.0):
+    """Epochs whose rewards put two seeds on the boundary (so rods mode synthesizes and injects) and score every
+    injected variant ``variant_reward`` (0: each would fail burn-in in rods mode)."""
     args.mode = mode
     synth = FakeSynth()
-    cur = Curriculum(seeds, args, None if mode == "static" else synth)
+    cur = Curriculum(seeds, args, synth)  # a synthesizer is given in every mode: the mode alone must decide
+    a, b, c, d = (t.id for t in seeds)
+    fixed = {a: [0, 1, 0, 1], b: [0, 1, 1, 1], c: [1] * 4, d: [0] * 4}
+    reports = []
+    for epoch in range(epochs):
+        _record_epoch(cur, {t.id: fixed.get(t.id, [variant_reward] * 4) for t in cur.active_tasks()})
+        reports.append(cur.end_epoch(step=epoch))
+    return cur, synth, reports
+
+
+def test_static_mode_never_synthesizes_or_injects(seeds, args):
+    cur, synth, reports = _run_epochs(seeds, args, "static")
+    assert synth.calls == [] and all(r.boundary == 2 for r in reports)  # boundary tasks existed every epoch
+    assert all(r.injected == [] and r.synthesized == [] for r in reports)
+    assert cur.buffer.active_ids() == [t.id for t in seeds]
+    _, rods_synth, rods_reports = _run_epochs(seeds, args, "rods")  # the same rewards do trigger the loop in rods mode
+    assert rods_synth.calls and any(r.injected for r in rods_reports)
+
+
+def test_no_retirement_mode_never_retires(seeds, args):
+    cur, synth, reports = _run_epochs(seeds, args, "no-retirement")
+    assert synth.calls and any(r.injected for r in reports)
+    assert all(not ids for r in reports for ids in r.retired.values())
+    injected = [t for r in reports for t in r.injected]
+    assert set(injected) <= set(cur.buffer.active_ids())  # every variant stayed although it scored 0
+    _, _, rods_reports = _run_epochs(seeds, args, "rods")  # in rods mode the same variants are burned in
+    assert any(r.retired["burn_in"] for r in rods_reports)
+
+
+def test_random_seeds_mode_draws_seeds_regardless_of_the_boundary(seeds, args):
+    args.mode = "random-seeds"
+    synth = FakeSynth()
+    cur = Curriculum(seeds, args, synth)
     for epoch in range(3):
         _record_epoch(cur, {t.id: [0.0] * 4 for t in cur.active_tasks()})
-        rep = cur.end_epoch(step=epoch)
-    if mode == "static":
-        assert synth.calls == [] and len(cur.buffer) == 4
-    if mode == "random-seeds":  # seeds drawn although no task is on the boundary
-        assert synth.calls and all(len(s) == args.seeds_per_epoch for s, _ in synth.calls)
-    if mode == "no-retirement":
-        assert all(not v for v in rep.retired.values())
+        cur.end_epoch(step=epoch)
+    assert synth.calls and all(len(s) == args.seeds_per_epoch for s, _ in synth.calls)  # no task is on the boundary
+
+
+def test_burn_in_evicts_a_planted_variant_with_a_low_first_reward(seeds, args):
+    args.injection_cap = 1.0
+    cur = Curriculum(seeds, args, None)
+    low, ok = _variant(seeds[0], "low"), _variant(seeds[0], "ok")
+    cur.buffer.enqueue([low, ok], epoch=0)
+    for t in (low, ok):
+        cur._known[t.id] = t
+    _record_epoch(cur, {t.id: [0, 1, 0, 1] for t in seeds})
+    rep0 = cur.end_epoch(step=0)
+    assert rep0.injected == [low.id, ok.id] and rep0.retired["burn_in"] == []  # not evaluated yet: no burn-in
+    _record_epoch(cur, {**{t.id: [0, 1, 0, 1] for t in seeds}, low.id: [0.0, 0.0, 0.0, 0.5], ok.id: [0, 1, 0, 1]})
+    rep1 = cur.end_epoch(step=1)
+    assert rep1.retired["burn_in"] == [low.id]  # first mean 0.125 < 0.20
+    assert low.id not in cur.buffer.active_ids() and ok.id in cur.buffer.active_ids()
+
+
+def test_last_boundary_sends_no_seeds(seeds, args):
+    synth = FakeSynth()
+    cur = Curriculum(seeds, args, synth)
+    a, b, c, d = (t.id for t in seeds)
+    _record_epoch(cur, {a: [0, 1, 0, 1], b: [0, 1, 1, 1], c: [1] * 4, d: [0] * 4})
+    rep = cur.end_epoch(step=1, last=True)
+    assert synth.calls == [] and rep.seeds == [] and "last boundary" in rep.seed_reason and rep.boundary == 2
 
 
 def test_state_round_trips_and_resume_skips_generated_rows(seeds, args):
@@ -228,11 +281,11 @@ def test_graph_context_passes_the_llm_stages(args):
     from trainer.synthesis_bridge import graph_context
 
     assert graph_context(args, 0).backbone == "offline"
-    args.synthesis_backbone, args.synthesis_model = "openai", "m"
+    args.synthesis_backbone, args.synthesis_model = "llm", "m"
     ctx = graph_context(args, 0)
-    assert ctx.backbone == "llm" and ctx.llm_stages == ["plan", "rewrite", "patch"] and ctx.concurrency == 8
+    assert ctx.backbone == "llm" and ctx.llm_stages == ["plan", "rewrite", "patch", "judge"] and ctx.concurrency == 8
     parsed = parse_recipe(RECIPES / "tiny-cpu.yaml", ["--output_dir", str(args.output_dir), "--synthesis_backbone",
-                                                      "openai", "--synthesis_model", "m", "--synthesis_llm_stages",
+                                                      "llm", "--synthesis_model", "m", "--synthesis_llm_stages",
                                                       "plan,patch"])
     assert graph_context(parsed, 0).llm_stages == ["plan", "patch"]
     with pytest.raises(ValueError, match="unknown stage"):

@@ -188,6 +188,12 @@ class RODSConfig(GRPOConfig):
         default=8,
         metadata={"help": "Synthesis samples (seed x variant pairs) in flight at once (the graph's max_concurrency)."},
     )
+    synthesis_dispatch: str = field(
+        default="step",
+        metadata={"help": "step: boundary seeds go to background synthesis after the generation batch that found "
+                          "them (per-epoch quotas; variants usually land before the boundary, as in the paper) | "
+                          "boundary: seeds are chosen over the whole epoch at its boundary (globally ranked)."},
+    )
     synthesis_wait_s: float = field(
         default=60.0,
         metadata={"help": "Seconds an epoch boundary waits for synthesis rounds in flight (they run on a background "
@@ -223,6 +229,8 @@ class RODSConfig(GRPOConfig):
             self.synthesis_backbone = "llm"
         if self.synthesis_backbone not in ("offline", "llm"):
             raise ValueError(f"synthesis_backbone must be 'offline' or 'llm' (got {self.synthesis_backbone!r})")
+        if self.synthesis_dispatch not in ("step", "boundary"):
+            raise ValueError(f"synthesis_dispatch must be 'step' or 'boundary' (got {self.synthesis_dispatch!r})")
         if self.synthesis_on_failure not in ("stop", "offline"):
             raise ValueError(f"synthesis_on_failure must be 'stop' or 'offline' (got {self.synthesis_on_failure!r})")
         stages = [p.strip() for s in (self.synthesis_llm_stages or []) for p in str(s).split(",") if p.strip()]

@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field
 from envs.task import Task, atomic_write_text
 from trainer.buffer import BoundaryReport, BufferConfig, ReplayBuffer
 from trainer.detection import BoundaryDetector, DetectorConfig, format_changes
+from trainer.dispatch import dispatches_in_epoch, step_seeds
 from trainer.synthesis_bridge import SynthesisOutcome, Synthesizer
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,8 @@ class Curriculum:
         self._epoch_rewards: list[float] = []
         self._epoch_group_means: list[float] = []
         self.synthesis_state: dict[str, Any] | None = None
+        self.dispatched: list[str] = []
+        """Seeds submitted during the current epoch (``synthesis_dispatch: step``; trainer/dispatch.py)."""
 
     # ------------------------------------------------------------------ views
     def task(self, task_id: str) -> Task:
@@ -170,6 +173,10 @@ class Curriculum:
         batch = self.detector.record(step, self.epoch, list(task_ids), list(rewards), k)
         self._epoch_rewards.extend(float(r) for r in rewards)
         self._epoch_group_means.extend(g.mean for g in batch.groups)
+        seeds = step_seeds(self, list(task_ids))  # boundary seeds of this batch, submitted now (step dispatch)
+        if seeds:
+            self.dispatched.extend(seeds)
+            self.synthesizer.submit([self._known[i] for i in seeds], self.epoch)  # type: ignore[union-attr]
 
     # ------------------------------------------------------------------ boundary
     def end_epoch(self, step: int, last: bool = False) -> EpochReport:
@@ -186,7 +193,7 @@ class Curriculum:
         outcome = SynthesisOutcome(seeds=seed_ids, rounds=0)
         # a collecting (background) synthesizer is called at every boundary: earlier rounds may have landed
         if self.synthesizer is not None and (seed_ids or getattr(self.synthesizer, "collects", False)):
-            outcome = self.synthesizer([self._known[i] for i in seed_ids], self.epoch)
+            outcome = self.synthesizer([self._known[i] for i in seed_ids if i not in self.dispatched], self.epoch)
         if not seed_ids and reason:
             log.warning("epoch %d: no synthesis round (%s)", self.epoch, reason)
         queued: list[str] = []
@@ -219,11 +226,14 @@ class Curriculum:
         self.epoch += 1
         self.generations_in_epoch = 0
         self._epoch_rewards, self._epoch_group_means = [], []
+        self.dispatched = []
         return report
 
     def _pick_seeds(self, active: list[str], boundary: list[str]) -> tuple[list[str], str | None]:
         args = self.args
         n = args.seeds_per_epoch
+        if dispatches_in_epoch(self):  # chosen and submitted during the epoch already
+            return list(self.dispatched), None if self.dispatched else "no boundary task during the epoch"
         if self.mode == "static" or n <= 0:
             return [], "static pool (mode=static)" if self.mode == "static" else "seeds_per_epoch is 0"
         if self.mode == "random-seeds":
@@ -259,6 +269,7 @@ class Curriculum:
             "epoch_group_means": self._epoch_group_means,
             # background synthesis: rounds in flight (resubmitted on resume) and results not handed over yet
             "synthesis": getattr(self.synthesizer, "state_dict", lambda: None)(),
+            "dispatched": list(self.dispatched),
         }
 
     def load_state_dict(self, state: dict[str, Any], unique_per_batch: int) -> None:
@@ -286,6 +297,7 @@ class Curriculum:
         self._epoch_rewards = list(state["epoch_rewards"])
         self._epoch_group_means = list(state["epoch_group_means"])
         self.synthesis_state = state.get("synthesis")
+        self.dispatched = list(state.get("dispatched", []))
         """Saved background-synthesis rounds; the trainer hands them to its synthesizer (``load_state_dict``)."""
 
     def save(self, path: str | Path) -> None:

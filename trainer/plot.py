@@ -72,7 +72,9 @@ def _pool_figure(plt: Any, run_dir: Path, reports: list[EpochReport]) -> Any:
 
     epochs = [r.epoch for r in reports]
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.8), gridspec_kw={"width_ratios": [1, 1, 1.25]})
-    fig.suptitle(_title(run_dir, reports, "pool dynamics"), fontsize=12)
+    zero = all_zero(reports)
+    fig.suptitle(_title(run_dir, reports, "pool dynamics") + (f": {ZERO_NOTE}" if zero else ""), fontsize=12,
+                 color="firebrick" if zero else "black")
 
     ax = axes[0]
     seeds, gen = [r.pool_seeds for r in reports], [r.pool_generated for r in reports]
@@ -162,7 +164,7 @@ def _curves(fig: Any, reports: list[EpochReport], history: list[dict[str, Any]],
         _note(ax_sig, ZERO_NOTE)
 
     for ax, keys, title, ylabel in (
-        (ax_r, (("reward", "reward (after shaping)"), ("rods/raw_reward", "checker reward")), "reward per step",
+        (ax_r, (("reward", "reward (GRPO's, after any shaping)"), ("rods/raw_reward", "checker reward (raw)")), "reward per step",
          "mean reward"),
         (ax_l, (("loss", "loss"),), "loss per step", "GRPO loss"),
         (ax_kl, (("kl", "KL to reference"),), "KL per step", "KL"),
@@ -183,8 +185,10 @@ def _curves(fig: Any, reports: list[EpochReport], history: list[dict[str, Any]],
         if not drawn:
             _note(ax, "no training log found" if not history else
                   ("not logged (beta = 0: no reference model)" if keys[0][0] == "kl" else "not logged"))
-        elif keys[0][0] == "reward" and zero:
-            ax.set_ylim(-0.05, 1.05)
+        elif all(v == 0 for key, _ in keys for v in _series(history, key)[1]):
+            ax.set_ylim(-0.05, 1.05)  # not a -0.04..0.04 axis around nothing
+            _note(ax, f"{keys[0][0]} is 0 at every step" + ("\n(no group had reward variance)"
+                                                              if keys[0][0] == "loss" else ""))
 
 
 def _reward_figure(plt: Any, run_dir: Path, reports: list[EpochReport], history: list[dict[str, Any]]) -> Any:

@@ -377,6 +377,11 @@ class on_main_process:  # noqa: N801 - used like a function
             raise box[0]
         return box[0]
 
+    def submit(self, seeds: list[Task], epoch: int) -> None:
+        """Step dispatch: every rank makes the same choice; only rank 0 synthesizes (no collective here)."""
+        if self.accelerator.is_main_process:
+            self.synth.submit(seeds, epoch)
+
     def state_dict(self) -> dict[str, Any] | None:
         fn = getattr(self.synth, "state_dict", None)
         return fn() if fn and self.accelerator.is_main_process else None

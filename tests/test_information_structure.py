@@ -1,0 +1,131 @@
+"""The information-structure detector on known seeds, and compare_structure on broken variants."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from envs.dataset import load_split, load_tasks
+from envs.task import Message, Task
+from rods_agents.catalog import build_catalog
+from rods_agents.information_structure import LEXICON, compare_structure, information_structure
+from rods_agents.profile_extraction import profile_task
+from rods_agents.tracing import trace_task
+from rods_agents.verdict import judge
+
+TRAIN = load_split("train")
+
+
+def _seed(name: str) -> Task:
+    return load_tasks(ids=[f"multi_turn_{name}"])[0]
+
+
+def _edited(seed: Task, **turns: str) -> Task:
+    """The seed with some turns' text replaced (``t2="..."``), ground truth and config unchanged."""
+    task = seed.model_copy(deep=True)
+    task.id = seed.id + "__edited"
+    for key, text in turns.items():
+        task.turns[int(key[1:])] = [Message(role="user", content=text)]
+    return task
+
+
+def _reasons(seed: Task, variant: Task) -> list[str]:
+    return compare_structure(information_structure(seed), information_structure(variant))
+
+
+def test_every_catalog_method_has_lexicon_phrases():
+    methods = json.loads(LEXICON.read_text())["methods"]
+    assert set(methods) == set(build_catalog().methods)
+    for name, spec in methods.items():
+        assert spec["phrases"], name
+        for p in spec["phrases"]:
+            re.compile(p)
+
+
+def test_base_94_conditions_and_the_implicit_brake_press():
+    s = information_structure(_seed("base_94"))
+    t0, t1, t2 = s.turns
+    assert [c.cue.startswith("Should the range fall short") for c in t0.conditions] == [True]
+    assert t0.conditions[0].depends_on == ["estimate_drive_feasibility_by_mileage"]
+    assert len(t1.conditions) == 1 and "40 PSI" in t1.conditions[0].cue
+    assert "check_tire_pressure" in t1.conditions[0].depends_on
+    assert [(c.method, c.explicit) for c in t2.calls] == [("pressBrakePedal", False), ("startEngine", True)]
+    assert all(c.explicit for c in t0.calls + t1.calls)
+
+
+def test_base_112_the_last_stock_on_the_list_is_a_position_reference():
+    s = information_structure(_seed("base_112"))
+    refs = s.turns[1].references
+    assert [(r.kind, r.method, r.param) for r in refs] == [("position", "get_stock_info", "symbol")]
+    assert "last stock" in refs[0].cue
+    assert s.turns[0].references == [] and s.turns[1].unresolved_picks == 0
+
+
+def test_base_34_rounding_is_a_transformation():
+    s = information_structure(_seed("base_34"))
+    tr = s.turns[1].transformations
+    assert [(x.kind, x.method, x.param) for x in tr] == [("round", "echo", "content")]
+    assert tr[0].cue.lower().startswith("round")
+    assert [c.explicit for c in s.turns[1].calls] == [False, True, True, True]  # the cat nobody asked for
+
+
+def test_miss_param_withheld_value_and_where_it_is_supplied():
+    s = information_structure(_seed("miss_param_1"))
+    w = s.turns[3].withheld
+    assert w is not None and (w.method, w.param, w.supplied_at, w.stated_before) == ("tail", "lines", 4, False)
+    assert [t.turn for t in s.turns if t.withheld] == [3]
+    assert s.turns[4].calls[0].explicit  # asked for by the withholding turn's text
+
+
+def test_miss_func_held_out_function_sits_on_the_turn_that_asks_for_it():
+    s = information_structure(_seed("miss_func_0"))
+    assert [(t.turn, t.held_out_function) for t in s.turns if t.held_out_function] == [(2, "sort")]
+    assert s.turns[3].calls[0].method == "sort" and s.turns[3].calls[0].explicit
+    assert [c.explicit for c in s.turns[0].calls] == [False, True, True]  # cd into 'document' is implicit
+
+
+def test_compare_structure_names_each_break():
+    b94, b112, b34, mp1 = _seed("base_94"), _seed("base_112"), _seed("base_34"), _seed("miss_param_1")
+    assert _reasons(b94, b94) == [] and _reasons(b112, b112) == [] and _reasons(mp1, mp1) == []
+    assert "information_structure:implicit_made_explicit" in _reasons(
+        b94, _edited(b94, t2="Press the brake pedal all the way down, then start the engine."))
+    assert "information_structure:condition_dropped" in _reasons(
+        b94, _edited(b94, t1="Verify the tire pressures, pinpoint the nearest tire shop for me and set navigation."))
+    assert "information_structure:reference_dropped" in _reasons(
+        b112, _edited(b112, t1="Could you provide a comprehensive breakdown of the stock from the earlier result?"))
+    assert "information_structure:transformation_dropped" in _reasons(
+        b34, _edited(b34, t1="According to the whole financial report, what's the mean of revenue and expense and "
+                             "profit? Write it in a new file called statistics.txt."))
+    assert "information_structure:withheld_stated" in _reasons(
+        mp1, _edited(mp1, t3="Finally, show the last 20 lines of the file."))
+    assert "information_structure:withheld_other_param" in _reasons(
+        mp1, _edited(mp1, t3="Finally, show the last 20 lines of a file.", t4="I mean log.txt."))
+
+
+def test_verdict_rejects_a_variant_that_spells_out_an_implicit_step():
+    seed = _seed("base_94")
+    variant = _edited(seed, t2="Press the brake pedal all the way down, then start the engine.")
+    reasons, detail = judge(variant, seed, profile_task(seed), trace_task(variant))
+    assert "information_structure:implicit_made_explicit" in reasons
+    assert any(f["reason"] == "implicit_made_explicit" and f["turn"] == 2 for f in detail["information_structure"])
+
+
+def test_detector_lands_near_the_hand_labelled_implicit_share():
+    calls = implicit = 0
+    for task in TRAIN:
+        c = information_structure(task).counts()
+        calls, implicit = calls + c["calls"], implicit + c["implicit"]
+    # hand labels on 30 seeds: 20.5% implicit (docs/information-structure.md); the issue author measured ~13%
+    assert 0.12 <= implicit / calls <= 0.24
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(index=st.integers(0, len(TRAIN) - 1))
+def test_every_seed_keeps_its_own_structure(index):
+    s = information_structure(TRAIN[index])
+    assert compare_structure(s, s) == []
+    assert len(s.turns) == len(TRAIN[index].ground_truth)
+    assert s.counts()["calls"] == sum(len(t) for t in TRAIN[index].ground_truth)
