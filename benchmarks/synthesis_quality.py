@@ -8,7 +8,8 @@ over train seeds and measures, per seed category:
 - acceptance: accepted / samples;
 - skeleton / ground-truth identity: accepted variants whose parsed method sequence / parsed ground
   truth (method + arguments bound to parameter names) equals the seed's; with the initial_config too;
-- implicit-call share of seeds and of accepted variants (``rods_agents.information_structure``);
+- implicit-call share of all seeds, of the seeds of accepted variants (paired: each seed counted once
+  per accepted variant) and of accepted variants (``rods_agents.information_structure``);
 - conditions / references / transformations kept: of accepted variants whose seed has one, the share
   with no ``condition_dropped`` / ``reference_dropped`` / ``transformation_dropped`` mismatch;
 - withheld-value rule (miss_param): variants that state the withheld value before its turn, or
@@ -51,6 +52,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
     seed_is: dict[str, InformationStructure] = {s.id: information_structure(s) for s in seeds}
     c: dict[str, Counter] = defaultdict(Counter)
     reasons: dict[str, Counter] = defaultdict(Counter)
+    every: dict[str, Counter] = defaultdict(Counter)
     for s in seeds:
         k = seed_is[s.id].counts()
         for cat in (s.category, "all"):
@@ -63,6 +65,10 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
         for key in (cat, "all"):
             c[key]["samples"] += 1
             reasons[key][(row.get("reasons") or ["unknown"])[0].split(":")[0]] += 1
+            every[key].update(row.get("reasons") or ["unknown"])
+            copy = (row.get("detail") or {}).get("seed_copy")
+            if copy:
+                every[key][f"near_duplicate_seed[{copy}]"] += 1
     for task in accepted:
         prov = task.provenance or {}
         seed = by_id[prov["seed_id"]]
@@ -79,6 +85,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "same_ground_truth": same_ground_truth(task, seed),
             "same_ground_truth_and_config": same_ground_truth(task, seed) and same_config(task, seed),
             "var_calls": vk["calls"], "var_implicit": vk["implicit"],
+            "paired_seed_calls": sk["calls"], "paired_seed_implicit": sk["implicit"],
             "implicit_made_explicit": "implicit_made_explicit" in kinds,
             "with_condition": sk["conditions"] > 0,
             "condition_kept": sk["conditions"] > 0 and "condition_dropped" not in kinds,
@@ -105,6 +112,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "same_ground_truth": x["same_ground_truth"],
             "same_ground_truth_and_config": x["same_ground_truth_and_config"],
             "implicit_share_seeds": _share(x["seed_implicit"], x["seed_calls"]),
+            "implicit_share_paired_seeds": _share(x["paired_seed_implicit"], x["paired_seed_calls"]),
             "implicit_share_variants": _share(x["var_implicit"], x["var_calls"]),
             "implicit_made_explicit": _share(x["implicit_made_explicit"], acc),
             "conditions_kept": _share(x["condition_kept"], x["with_condition"]), "with_condition": x["with_condition"],
@@ -117,6 +125,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "filler_arguments": x["filler"], "filler_occurrences": x["filler_count"],
             "patch_share": _share(x["patched"], acc),
             "rejections": dict(reasons[key].most_common()),
+            "rejection_reasons_all": dict(every[key].most_common()),
         }
     return out
 
@@ -124,7 +133,9 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
 ROWS = [("samples", "samples"), ("accepted", "accepted"), ("acceptance", "acceptance"),
         ("same skeleton as seed", "same_skeleton"), ("same parsed ground truth", "same_ground_truth"),
         ("... and same config", "same_ground_truth_and_config"),
-        ("implicit-call share, seeds", "implicit_share_seeds"), ("implicit-call share, variants", "implicit_share_variants"),
+        ("implicit-call share, all seeds", "implicit_share_seeds"),
+        ("implicit-call share, seeds of accepted", "implicit_share_paired_seeds"),
+        ("implicit-call share, accepted variants", "implicit_share_variants"),
         ("an implicit call made explicit", "implicit_made_explicit"),
         ("conditions kept (seeds with one)", "conditions_kept"), ("  variants whose seed has a condition", "with_condition"),
         ("references kept (seeds with one)", "references_kept"), ("  variants whose seed has a reference", "with_reference"),
@@ -175,6 +186,7 @@ def main() -> None:
                                   f"offline, --seed {args.seed}"))
     rej = metrics["all"]["rejections"]
     console.print("rejections (first reason): " + ", ".join(f"{k} {v}" for k, v in rej.items()))
+    console.print("all rejection reasons: " + ", ".join(f"{k} {v}" for k, v in metrics["all"]["rejection_reasons_all"].items()))
     console.print(f"synthesis {synth_s:.1f} s, measurement {measure_s:.1f} s")
     line = {"benchmark": "synthesis_quality", "num_seeds": len(seeds), "variants_per_seed": args.variants_per_seed,
             "seed": args.seed, "synthesis_s": round(synth_s, 2), "metrics": metrics}

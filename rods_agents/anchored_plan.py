@@ -505,12 +505,68 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
     return gt, config
 
 
-def _patchable(vtrace: Trace) -> bool:
-    """Every error of the draft is one the config patch agent has a rule for."""
-    from rods_agents.config_patch import RULES
-    from rods_agents.execution_orchestrator import classify_error
+_SKIP_KEYS = re.compile(r"id$|_id|counter|number|count|limit|level$|pressure|speed|^cvv$", re.I)
 
-    return all((classify_error(r.error or ""), r.cls or "") in RULES for r in vtrace.errors)
+
+def _numeric_leaves(obj: Any, path: tuple = (), out: list | None = None) -> list[tuple[tuple, float]]:
+    out = [] if out is None else out
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                if not _SKIP_KEYS.search(str(k)):
+                    out.append(((*path, k), v))
+            elif isinstance(v, dict | list) and len(path) < 5:
+                _numeric_leaves(v, (*path, k), out)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj[:20]):
+            if isinstance(v, dict):
+                _numeric_leaves(v, (*path, i), out)
+    return out
+
+
+def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]], config: dict, d: _Draw, rng: Any
+                ) -> tuple[list[list[str]], dict, list[list[Any]], dict[str, Any]] | None:
+    """Perturb one number of the state that neither the text nor the ground truth names; results that
+    change carry into values read from them. None when no such number keeps the seed's outcomes."""
+    text = " ".join(d.turn_text)
+    used = {float(v) for r in trace.calls for v in r.args.values() if isinstance(v, int | float) and not isinstance(v, bool)}
+    leaves = [(cls, p, v) for cls, cfg in config.items() if cls != "GorillaFileSystem"
+              for p, v in _numeric_leaves(cfg) if float(v) not in used and not has_number(text, v) and v != 0]
+    rng.shuffle(leaves)
+    for cls, path, value in leaves[:4]:
+        new_config = copy.deepcopy(config)
+        node = new_config[cls]
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = _perturb(value, rng)
+        derived = rederive(seed, trace, profile, gt, new_config)
+        if derived is None:
+            continue
+        new_gt, more = derived
+        draft = seed.model_copy(update={"ground_truth": new_gt, "initial_config": new_config})
+        vtrace = trace_task(draft)
+        if vtrace.errors or outcome_flips(trace, vtrace):
+            continue
+        if d.composed and any(a.result != b.result for a, b in zip(trace.calls, vtrace.calls, strict=False)):
+            continue  # a composed value may be built from this result
+        key = f"{cls}." + ".".join(str(k) for k in path)
+        return new_gt, new_config, [m for m in more if m[0] != m[1]], {key: node[path[-1]]}
+    return None
+
+
+def _patchable(draft: Task, rounds: int = 3) -> bool:
+    """The config patch agent's rule table repairs every error of ``draft`` within ``rounds`` patches."""
+    from rods_agents.config_patch import propose_patch
+    from rods_agents.execution_orchestrator import error_report
+
+    config = copy.deepcopy(draft.initial_config)
+    for _ in range(rounds + 1):
+        vtrace = trace_task(draft.model_copy(update={"initial_config": config}))
+        if not vtrace.errors:
+            return True
+        if propose_patch(config, error_report(vtrace.errors[0]), vtrace) is None:
+            return False
+    return False
 
 
 def anchored_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int = 0, tries: int = 5
@@ -563,10 +619,17 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
         changes = {**changes, "renames": {k: v for k, v in changes["renames"].items() if k not in back}}
     else:
         return None
-    vtrace = trace_task(seed.model_copy(update={"ground_truth": gt, "initial_config": config}))
-    if outcome_flips(trace, vtrace) or not _patchable(vtrace):
+    draft = seed.model_copy(update={"ground_truth": gt, "initial_config": config})
+    vtrace = trace_task(draft)
+    if outcome_flips(trace, vtrace) or (vtrace.errors and not _patchable(draft)):
         return None
     derived_values = [p for p in derived_values if p[0] != p[1]]
+    if config == seed.initial_config:  # a new state as well as new calls
+        varied = _vary_state(seed, profile, trace, gt, config, d, rng)
+        if varied is not None:
+            gt, config, more, extra = varied
+            state_changes = {**state_changes, **extra}
+            derived_values += more
     return {"ground_truth": gt, "initial_config": config, "renames": changes["renames"],
             "numbers": changes["numbers"], "swaps": changes["swaps"], "derived": derived_values,
             "substitutions": changes["substitutions"], "phrases": changes["phrases"],

@@ -15,7 +15,7 @@ ERROR_KINDS: list[tuple[str, re.Pattern]] = [
     ("not_authenticated", re.compile(r"not (?:authenticated|logged in)|log ?in (?:first|required)|authenticat|no user is currently logged|user not logged", re.I)),
     ("market_closed", re.compile(r"market is closed", re.I)),
     ("insufficient_funds", re.compile(r"insufficient|not enough (?:balance|funds)|exceeds? (?:the )?(?:budget|balance)", re.I)),
-    ("fuel", re.compile(r"fuel", re.I)),
+    ("fuel", re.compile(r"fuel|tank capacity|fill gas", re.I)),
     ("missing_entity", re.compile(r"no such|not found|does not exist|doesn't exist|invalid (?:tweet|order|booking|ticket|card)", re.I)),
     ("already_exists", re.compile(r"already exists", re.I)),
     ("bad_call", re.compile(r"unexpected keyword|positional argument|unparsable|is not defined|missing \d+ required", re.I)),

@@ -18,10 +18,8 @@ keeps methods and distractors.
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -30,11 +28,11 @@ from envs.executor import CallError, parse_call, to_call_string
 from envs.task import Task
 from rods_agents.catalog import build_catalog, class_source_text
 from rods_agents.profile_extraction import Profile
+from rods_agents.prompt_files import PROMPTS, load_prompt_json  # noqa: F401 - the one prompts/ loader; PROMPTS re-exported
 from rods_agents.runtime_utils import emit, rng_for, stage_timer
 from rods_agents.tracing import Trace, bind_args
 from rods_agents.value_sources import state_values
 
-PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
 _PROTECTED = {".", "..", "/", "~", "", "*"}
 _FILENAME = re.compile(r"^([A-Za-z0-9]+(?:([_\-])[A-Za-z0-9]+)*)\.([A-Za-z0-9]{1,5})$")
 _IDENT = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
@@ -61,7 +59,7 @@ class Plan(BaseModel):
 
 @lru_cache(maxsize=1)
 def vocab() -> dict[str, list[str]]:
-    return json.loads((PROMPTS / "offline_vocab.json").read_text())
+    return load_prompt_json("offline_vocab.json")
 
 
 def config_strings(obj: Any, out: set[str]) -> set[str]:

@@ -22,7 +22,9 @@ Machine-readable rejection reasons (the first word before ':' is the kind):
 - ``unobtainable_value``: an argument the agent cannot obtain: a ``state`` value whose turn text
   carries no unique hint, or a ``composed`` value that cannot be rebuilt from obtainable pieces
   following a recipe the text states (or, where the variant and its seed both pick it out by a cued
-  reference or transformation, the cue: see :func:`obtainability_problems`);
+  reference or transformation, the cue: see :func:`obtainability_problems`); a slot (turn,
+  method.param) the seed's own text fails the same way is not held against the variant
+  (:func:`seed_unobtainable`);
 - ``category_rule:<category>``: the miss_param / miss_func / long_context rules are broken;
 - ``leftover_name``: a name the plan renamed is still in the variant's text, config or ground truth;
 - ``filler_argument``: a sentence where the seed had a short name or title, a value outside the
@@ -173,6 +175,27 @@ def structure_problems(task: Task, seed: Task, seed_profile: Profile, profile: P
     return sorted({f"information_structure:{m.reason}" for m in found}), [m.model_dump() for m in found[:8]]
 
 
+def slot(problem: str) -> str:
+    """The argument slot of an obtainability problem: 'turn 1 get_order_details.order_id=12446 (...)' ->
+    'turn 1 get_order_details.order_id'."""
+    return problem.split("=", 1)[0]
+
+
+@lru_cache(maxsize=2048)
+def _seed_unobtainable(seed_json: str) -> frozenset[str]:
+    seed = Task.model_validate_json(seed_json)
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    return frozenset(slot(p) for p in obtainability_problems(seed, trace, profile, profile)[0])
+
+
+def seed_unobtainable(seed: Task) -> frozenset[str]:
+    """Slots the seed's own human wording leaves to the reader with no hint or recipe the rules recognise
+    ("one with a substantial order value", "so that my tank is full"): a variant that keeps the seed's
+    wording is not held to more than its seed there (like :func:`seed_fails_strict`)."""
+    return _seed_unobtainable(seed.model_dump_json())
+
+
 def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace,
           renames: dict[str, str] | None = None) -> tuple[list[str], dict[str, Any]]:
     """All rejection reasons for ``task`` (empty when accepted) and the measured details; ``renames``
@@ -194,6 +217,8 @@ def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace,
     if mismatch:
         reasons.append("profile_mismatch:" + ",".join(mismatch))
     unobtainable, fallbacks = obtainability_problems(task, trace, profile, seed_profile)
+    if unobtainable:
+        unobtainable = [p for p in unobtainable if slot(p) not in seed_unobtainable(seed)]
     if fallbacks:
         detail["stated_fallbacks"] = fallbacks
     if _sources_by_turn(profile, fallbacks) != seed_profile.sources_by_turn:

@@ -1,11 +1,12 @@
-"""`rods studio`: serve the synthesis graph to LangGraph Studio, offline, on loopback.
+"""`rods studio`: serve the synthesis graph's API for LangGraph Studio, on loopback.
 
-Runs ``langgraph dev --no-browser --host 127.0.0.1`` on ``langgraph.json`` with analytics, the
-version check and LangSmith tracing switched off (otherwise the CLI reaches the internet at
-start). Point Studio (or ``langgraph-sdk``) at the printed URL and step through a sample:
-profile -> plan -> rewrite -> execute -> patch -> verdict. The server keeps its state in
-``.langgraph_api/`` of its working directory: the repo root for ``rods studio`` (git-ignored), a
-scratch folder when :func:`start_studio` is given ``workdir`` (the tests do that).
+Runs ``langgraph dev --no-browser --host 127.0.0.1`` with ``--config`` pointing at the package's
+``langgraph.json`` and analytics, the version check and LangSmith tracing switched off (otherwise
+the CLI reaches the internet at start). The API server itself is local and offline; the Studio UI
+is a hosted web page (smith.langchain.com) that the user's *browser* must reach, pointed at this
+server's URL. Without it, ``langgraph-sdk`` drives the same API and every step's state stays in
+the server's checkpoints. The server keeps its state in ``.langgraph_api/`` of the directory
+``rods studio`` is started from (the user's working directory, not the installed package).
 """
 
 from __future__ import annotations
@@ -38,17 +39,23 @@ def start_studio(port: int = 2024, host: str = "127.0.0.1", log_path: Path | Non
     """Start the dev server in the background (the caller stops it by its PID).
 
     ``workdir`` is the server's working directory, where it writes ``.langgraph_api/`` (default: the
-    repo root); the graph always comes from the repo's ``langgraph.json`` (``--config``)."""
+    current directory); the graph always comes from the package's ``langgraph.json`` (``--config``)."""
     cmd, env = studio_command(port, host)
     out = open(log_path, "w") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
-    return subprocess.Popen(cmd, cwd=workdir or ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    return subprocess.Popen(cmd, cwd=workdir or Path.cwd(), env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 def studio(
     port: Annotated[int, typer.Option("--port", help="Loopback port (langgraph dev moves on if it is taken).")] = 2024,
     host: Annotated[str, typer.Option("--host", help="Interface to bind; keep it on loopback.")] = "127.0.0.1",
 ) -> None:
-    """Serve the synthesis graph for LangGraph Studio (offline, loopback only)."""
+    """Serve the synthesis graph's API for LangGraph Studio on loopback (state in ./.langgraph_api/).
+
+    The API server runs offline; the Studio UI is a hosted page your browser must reach. Without it,
+    drive the same API with langgraph-sdk."""
     cmd, env = studio_command(port, host)
-    typer.echo(f"serving graphs.synthesis:graph on http://{host}:{port} (Ctrl-C to stop)", err=True)
-    raise typer.Exit(subprocess.call(cmd, cwd=ROOT, env=env))
+    typer.echo(f"serving graphs.synthesis:graph on http://{host}:{port} (Ctrl-C to stop); state in "
+               f"{Path.cwd() / '.langgraph_api'}", err=True)
+    typer.echo(f"Studio UI (a hosted page your browser must reach): "
+               f"https://smith.langchain.com/studio/?baseUrl=http://{host}:{port}", err=True)
+    raise typer.Exit(subprocess.call(cmd, cwd=Path.cwd(), env=env))

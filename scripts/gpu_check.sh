@@ -1,81 +1,74 @@
 #!/usr/bin/env bash
-# One prepared GPU check: 3 GRPO steps of recipes/qwen3-4b-rods.yaml with vLLM colocate on a randomly
-# initialised Qwen3-4B-architecture model built from its config (no weights, no network), reporting step time
-# and rollout tokens/s.
+# One prepared GPU check, ending within 8 minutes on one GPU (H100/H200): a few GRPO steps of
+# recipes/qwen3-4b-rods.yaml on a random-weight Qwen3-4B-architecture model built from its config (no download),
+# with a base and a miss_func task through an epoch boundary with offline synthesis. Prints a table and ONE JSON
+# line (also written to $OUT/gpu_check.json): step time, rollout tokens/s, peak GPU memory, share of weights
+# changed, IS ratio min/mean/max (vLLM only), miss_func tool rendering. Code: scripts/gpu_check.py.
 #
-#   bash scripts/gpu_check.sh            # needs a GPU box with the `gpu` extra installed (vllm), see Makefile
+#   bash scripts/gpu_check.sh fetch-wheels   # on a machine with PyPI: the pure-Python wheels the GPU box lacks,
+#                                            # into .whl/ (git-ignored; pass it as `carry`, <= 64 MiB)
+#   bash scripts/gpu_check.sh                # on the GPU box (offline): install the carried wheels, run the check
 #
-# The box is offline, so the Qwen3-4B config is written inline (36 layers, hidden 2560, 32/8 GQA heads of 128,
-# intermediate 9728, rope theta 5e6, tied embeddings: Qwen3-4B-Instruct-2507's config.json) and the tokenizer is
-# the local tiny one (trainer/tiny_model.py: TRL's qwen3_instruct_2507 template, Hermes tool calls); the
-# vocabulary is cut to that tokenizer (2048 rows instead of 151936: ~3.6B instead of 4.0B parameters) so every
-# sampled id decodes. Random weights emit no tool calls: the numbers measure the machinery, not the policy.
-set -euo pipefail
+# The GPU box is expected to have torch (CUDA), transformers >= 5.15, accelerate (and maybe vLLM; without it the
+# transformers generation path runs). The project itself is not installed: it runs from the working tree.
+# Knobs: LAYERS (36 = Qwen3-4B; fewer if time demands), STEPS (3), LIMIT_S (450: the check's own timeout), OUT.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-PY=${PY:-.venv/bin/python}
+WHEELS=${WHEELS:-.whl}
 OUT=${OUT:-runs/gpu-check}
-MODEL_DIR=${MODEL_DIR:-.cache/qwen3-4b-random}
+LAYERS=${LAYERS:-36}
 STEPS=${STEPS:-3}
-export TRL_EXPERIMENTAL_SILENCE=1 TOKENIZERS_PARALLELISM=false VLLM_LOGGING_LEVEL=WARNING
-mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv | tee "$OUT/gpu.csv"
+LIMIT_S=${LIMIT_S:-450}
+# what the checker needs beyond torch/transformers/accelerate (pinned to the versions the project resolves with)
+REQS="trl==1.16.0 datasets==5.2.0 langchain-core==1.8.3 langchain-openai==1.7.4 langgraph==1.2.24
+langgraph-checkpoint==4.3.2 langgraph-checkpoint-sqlite==3.1.2 langgraph-prebuilt==1.1.3 langgraph-sdk==0.4.14
+langchain-protocol==0.0.20 langsmith==0.15.1 openai==3.57.0 typer==0.29.2 rich==15.0.0 shellingham==1.5.4
+markdown-it-py==4.3.0 mdurl==0.1.2 pygments==2.21.0 aiosqlite==0.22.1 sqlite-vec==0.1.9 jsonpatch==1.48
+jsonpointer==3.12 tenacity==9.2.1 ormsgpack==1.13.1 orjson==3.13.0 uuid_utils==0.19.0 xxhash==4.1.0 dill==0.4.1
+multiprocess==0.70.19 jiter==0.19.0 distro==1.9.0 tiktoken==0.14.0 zstandard==0.25.0 bfcl-eval==2026.3.23"
+# big wheels fetched only on request (FETCH_BIG=1): most GPU images have them; the check names any that are missing
+BIG="pandas==3.1.1 pyarrow==26.0.1"
 
-# 1. the random Qwen3-4B-architecture model, saved once
-"$PY" - "$MODEL_DIR" <<'PYEOF'
-import sys, time
-from pathlib import Path
-import torch
-from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
-from trainer.tiny_model import ensure_tiny_model
+if [[ "${1:-}" == "fetch-wheels" ]]; then
+  PIP=${PIP:-.venv/bin/pip}
+  PYV=${PYV:-3.11}
+  mkdir -p "$WHEELS"
+  # shellcheck disable=SC2086
+  "$PIP" download --no-deps --only-binary=:all: --python-version "$PYV" -d "$WHEELS" $REQS \
+    $([[ "${FETCH_BIG:-0}" == 1 ]] && echo $BIG) || exit 1
+  du -sh "$WHEELS"
+  exit 0
+fi
 
-out = Path(sys.argv[1])
-if (out / "config.json").exists():
-    print(f"model already at {out}"); raise SystemExit
-t0 = time.perf_counter()
-tok = AutoTokenizer.from_pretrained(ensure_tiny_model())
-cfg = Qwen3Config(  # Qwen/Qwen3-4B-Instruct-2507 config.json, vocabulary cut to the local tokenizer
-    vocab_size=len(tok), hidden_size=2560, intermediate_size=9728, num_hidden_layers=36, num_attention_heads=32,
-    num_key_value_heads=8, head_dim=128, max_position_embeddings=262144, rope_theta=5_000_000.0,
-    rms_norm_eps=1e-6, tie_word_embeddings=True, hidden_act="silu", attention_bias=False,
-    bos_token_id=tok.convert_tokens_to_ids("<|im_start|>"), eos_token_id=tok.eos_token_id,
-    pad_token_id=tok.pad_token_id, torch_dtype="bfloat16",
-)
-with torch.device("cuda"):
-    model = Qwen3ForCausalLM(cfg).to(torch.bfloat16)
-model.generation_config.eos_token_id = tok.eos_token_id
-model.generation_config.pad_token_id = tok.pad_token_id
-model.save_pretrained(out)
-tok.save_pretrained(out)
-print(f"built {sum(p.numel() for p in model.parameters())/1e9:.2f}B-parameter random model in {time.perf_counter()-t0:.0f} s")
-PYEOF
-
-# 2. three steps of the GPU recipe on one GPU: vLLM colocate, 2 prompts x K=16 per step, offline synthesis,
-#    shorter episodes so three steps fit in a few minutes
-rm -rf "$OUT/run"
 START=$(date +%s)
-"$PY" -c 'import sys; from pathlib import Path; from rods_cli.train import parse_recipe; from trainer.grpo import train
-print(train(parse_recipe(Path(sys.argv[1]), sys.argv[2:])))' recipes/qwen3-4b-rods.yaml \
-  --model_name_or_path "$MODEL_DIR" --output_dir "$OUT/run" \
-  --max_steps "$STEPS" --per_device_train_batch_size 8 --gradient_accumulation_steps 4 \
-  --max_completion_length 2048 --max_new_tokens_per_step 512 --max_steps_per_turn 2 \
-  --vllm_max_model_length 16384 --vllm_gpu_memory_utilization 0.35 --beta 0.0 \
-  --num_seed_tasks 8 --synthesis_backbone offline --save_strategy no --report_to none \
-  2>&1 | tee "$OUT/train.log"
-echo "wall_s=$(( $(date +%s) - START ))" | tee -a "$OUT/train.log"
-
-# 3. step time and rollout tokens/s from the logged metrics (RUN/log_history.json, written by trainer.grpo.train)
-"$PY" - "$OUT" <<'PYEOF'
-import json, sys
-from pathlib import Path
-out = Path(sys.argv[1])
-rows = [h for h in json.loads((out / "run" / "log_history.json").read_text()) if "step_time" in h]
-keys = ["step_time", "rods/rollout_s", "rods/rollout_tokens_per_s", "rods/generate_calls", "completions/mean_length",
-        "reward", "loss"]
-print(f"{'step':>4} " + " ".join(f"{k:>26}" for k in keys))
-for i, r in enumerate(rows, 1):
-    print(f"{i:>4} " + " ".join(f"{float(r.get(k, float('nan'))):>26.3f}" for k in keys))
-summary = {k: sum(float(r.get(k, 0.0)) for r in rows) / max(len(rows), 1) for k in keys}
-summary["steps"] = len(rows)
-(out / "gpu_check.json").write_text(json.dumps(summary, indent=1))
-print(json.dumps(summary))
+mkdir -p "$OUT"
+PY=${PY:-python3}
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv | tee "$OUT/gpu.csv"
+# a venv over the system packages (torch, transformers, accelerate stay the box's), carried wheels on top
+if [[ ! -x "$OUT/venv/bin/python" ]]; then
+  "$PY" -m venv --system-site-packages "$OUT/venv" || exit 1
+fi
+VPY="$OUT/venv/bin/python"
+if compgen -G "$WHEELS/*.whl" >/dev/null; then
+  "$VPY" -m pip install -q --no-index --no-deps --find-links "$WHEELS" "$WHEELS"/*.whl 2>&1 | tail -3
+fi
+MISSING=$("$VPY" - <<'PYEOF'
+import importlib.util
+mods = ["torch", "transformers", "accelerate", "trl", "datasets", "pyarrow", "pandas", "langgraph", "langchain_core",
+        "langchain_openai", "openai", "typer", "rich", "bfcl_eval", "networkx", "pydantic", "yaml", "mpmath"]
+print(" ".join(m for m in mods if importlib.util.find_spec(m) is None))
 PYEOF
+)
+if [[ -n "$MISSING" ]]; then
+  echo "{\"error\": \"missing modules on this box: $MISSING\", \"hint\": \"fetch their wheels (FETCH_BIG=1 for pandas/pyarrow) and carry $WHEELS\"}"
+  exit 3
+fi
+"$VPY" -c 'import torch, transformers, trl; print("torch", torch.__version__, "cuda", torch.version.cuda,
+  "transformers", transformers.__version__, "trl", trl.__version__)'
+export TRL_EXPERIMENTAL_SILENCE=1 TOKENIZERS_PARALLELISM=false VLLM_LOGGING_LEVEL=WARNING HF_HUB_OFFLINE=1
+timeout --signal=TERM --kill-after=15 "$LIMIT_S" "$VPY" scripts/gpu_check.py --out "$OUT" --layers "$LAYERS" \
+  --steps "$STEPS" "${@}" 2>&1 | grep -v -E "Loading weights|it/s\]$" | tee "$OUT/check.log" | tail -40
+RC=${PIPESTATUS[0]}
+echo "wall_s=$(( $(date +%s) - START )) rc=$RC"
+[[ $RC -eq 0 ]] || tail -1 "$OUT/check.log" | grep -q '^{' || echo "{\"error\": \"gpu_check.py exited $RC (124 = over ${LIMIT_S}s)\"}"
+exit "$RC"

@@ -38,3 +38,68 @@ def test_ruff_clean():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     result = subprocess.run([ruff, "check", str(ROOT)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+# ----------------------------------------------------------------------------- layers
+# envs <- rods_agents <- graphs <- trainer; rods_cli may import all; nothing imports trainer but rods_cli
+LAYER = {"envs": 0, "rods_agents": 1, "graphs": 2, "trainer": 3, "rods_cli": 4}
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """Every module ``path`` imports, at module level *and* inside functions (deferred imports hide cycles)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative import
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            out.append((base, node.lineno))
+            # `from rods_agents import verdict` imports the submodule rods_agents.verdict
+            out += [(f"{base}.{a.name}", node.lineno) for a in node.names
+                    if (ROOT / Path(*base.split("."), f"{a.name}.py")).exists()]
+    return out
+
+
+def _modules(pkg: str) -> dict[str, Path]:
+    return {".".join(p.relative_to(ROOT).with_suffix("").parts): p for p in (ROOT / pkg).rglob("*.py")}
+
+
+def test_imports_follow_the_layers_at_module_and_function_level():
+    offenders = []
+    for pkg, level in LAYER.items():
+        for path in _modules(pkg).values():
+            for target, line in _imports(path):
+                top = target.split(".")[0]
+                if top not in LAYER or top == pkg:
+                    continue
+                if top == "trainer" and pkg != "rods_cli" or LAYER[top] > level:
+                    offenders.append(f"{path.relative_to(ROOT)}:{line} imports {target} ({pkg} may not)")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_no_import_cycle_among_rods_agents_modules():
+    """Including cycles that function-level imports hide (llm_backbone <-> plan_sampling once was one)."""
+    import networkx as nx
+
+    mods = _modules("rods_agents")
+    g = nx.DiGraph()
+    g.add_nodes_from(mods)
+    for name, path in mods.items():
+        for target, _ in _imports(path):
+            if target in mods and target != name and not target.endswith("__init__"):
+                g.add_edge(name, target)
+    cycles = list(nx.simple_cycles(g))
+    assert not cycles, cycles
+
+
+def test_the_layer_rule_sees_function_level_imports(tmp_path, monkeypatch):
+    """The checker itself: a deferred import inside a function is found."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from graphs.state import SynthesisContext\n    return SynthesisContext\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert ("graphs.state", 2) in _imports(probe)

@@ -11,9 +11,9 @@ from envs.checker import check
 from envs.dataset import load_split, load_tasks
 from rods_agents.catalog import build_catalog
 from rods_agents.coherence_rewrite import build_variant, describe_call, narratives, rewrite_plan, templates
-from rods_agents.prompt_files import load_prompt, placeholders
 from rods_agents.plan_sampling import fresh_value, sample_variant_plan
 from rods_agents.profile_extraction import profile_task
+from rods_agents.prompt_files import load_prompt, placeholders
 from rods_agents.runtime_utils import rng_for
 from rods_agents.tracing import trace_task
 from rods_agents.verdict import _sources_by_turn, judge, seed_fails_strict

@@ -125,3 +125,15 @@ def test_failed_write_leaves_the_old_file(tmp_path, bfcl_tasks):
         write_tasks(path, [bfcl_tasks[0], broken])
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["tasks.jsonl"]
+
+
+def test_listing_rows_resolve_to_shipped_tasks_next_to_full_entries(tmp_path, bfcl_tasks):
+    """`rods tasks --format jsonl` rows name BFCL tasks by id; they read as those tasks, full entries as themselves."""
+    variant = bfcl_tasks[1].model_copy(update={"id": bfcl_tasks[1].id + "__rods_x", "provenance": {"seed_id": "s"}})
+    listing = {"id": bfcl_tasks[0].id, "category": bfcl_tasks[0].category, "turns": len(bfcl_tasks[0].turns)}
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(json.dumps(listing) + "\n" + _line(variant) + "\n")
+    assert read_tasks(path) == [bfcl_tasks[0], variant]
+    path.write_text(_line(variant) + "\n" + json.dumps({"id": "multi_turn_base_123456"}) + "\n")
+    with pytest.raises(TaskFileError, match=r"mixed.jsonl:2: .*not a BFCL task id"):
+        read_tasks(path)

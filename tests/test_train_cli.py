@@ -152,3 +152,10 @@ def test_progress_total_and_epoch_follow_the_pool():
             assert state.max_steps == 2 + 3  # the next epoch over the grown pool is known exactly
     assert logged == pytest.approx([0.5, 1.0, 1 + 1 / 3, 1 + 2 / 3, 2.0], abs=1e-3)  # the curriculum's epoch
     assert state.epoch == 2.0 and state.max_steps == state.global_step == 5
+
+
+def test_a_boundary_wait_near_the_process_group_timeout_is_refused(tmp_path):
+    res = _train("--config", TINY, "--output_dir", str(tmp_path), "--synthesis_wait_s", "1500")
+    assert res.exit_code == 2 and "must stay well under ddp_timeout=1800" in res.output
+    res = _train("--config", TINY, "--output_dir", str(tmp_path), "--synthesis_dispatch", "epoch")
+    assert res.exit_code == 2 and "synthesis_dispatch must be 'step' or 'boundary'" in res.output

@@ -53,8 +53,8 @@ class Spy:
             spy.events.append(("record", self.epoch, list(task_ids), list(rewards), k))
             return real_record(self, step, task_ids, rewards, k)
 
-        def end_epoch(self, step):
-            rep = real_end(self, step)
+        def end_epoch(self, step, **kw):
+            rep = real_end(self, step, **kw)
             spy.events.append(("boundary", rep))
             return rep
 

@@ -229,6 +229,9 @@ class RODSConfig(GRPOConfig):
             self.synthesis_backbone = "llm"
         if self.synthesis_backbone not in ("offline", "llm"):
             raise ValueError(f"synthesis_backbone must be 'offline' or 'llm' (got {self.synthesis_backbone!r})")
+        if self.synthesis_wait_s >= 0 and self.synthesis_wait_s > 0.5 * float(self.ddp_timeout):
+            raise ValueError(f"synthesis_wait_s={self.synthesis_wait_s:g} must stay well under ddp_timeout="
+                             f"{self.ddp_timeout} (the other ranks wait that long in the broadcast)")
         if self.synthesis_dispatch not in ("step", "boundary"):
             raise ValueError(f"synthesis_dispatch must be 'step' or 'boundary' (got {self.synthesis_dispatch!r})")
         if self.synthesis_on_failure not in ("stop", "offline"):

@@ -400,5 +400,9 @@ class on_main_process:  # noqa: N801 - used like a function
 def for_training(args: Any, round_fn: Synthesizer, accelerator: Any, saved: dict[str, Any] | None = None) -> on_main_process:
     """The curriculum's synthesizer: background rounds (rank 0), the outcome broadcast, saved rounds resumed."""
     synth = on_main_process(background_synthesizer(args, round_fn), accelerator)
+    if accelerator.num_processes > 1 and getattr(args, "synthesis_wait_s", -1) < 0:
+        log.warning("synthesis_wait_s=-1 with %d processes: a synthesis round longer than ddp_timeout (%s s) "
+                    "aborts every rank; set synthesis_wait_s (e.g. 60)", accelerator.num_processes,
+                    getattr(args, "ddp_timeout", "?"))
     synth.load_state_dict(saved)
     return synth

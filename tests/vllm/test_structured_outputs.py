@@ -31,7 +31,7 @@ def drafts_in(prompt: str) -> list[str]:
     """The numbered drafts at the end of the rewrite prompt (``prompts/llm_rewrite.txt``)."""
     n = int(re.search(r"Return exactly (\d+) messages", prompt).group(1))
     block = prompt.rsplit("Drafts:\n", 1)[1].strip("\n").splitlines()
-    drafts = [re.sub(r"^\d+\. ", "", line, count=1) for line in block]
+    drafts = [re.sub(r"^\d+\. (?:\(turn \d+\) )?", "", line, count=1) for line in block]
     assert len(drafts) == n, (n, block)
     return drafts
 

@@ -20,20 +20,23 @@ import pytest
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-MAX_LLM_CALLS_PER_SAMPLE = 6  # graphs.state.SynthesisContext default
+MAX_LLM_CALLS_PER_SAMPLE = 12  # rods_agents.context.SynthesisContext default
 
 
 def run_synthesize(base_url: str, out: Path, cwd: Path, num_seeds: int, stages: str) -> tuple[subprocess.CompletedProcess, float]:
-    cmd = [sys.executable, "-m", "rods_cli.main", "synthesize", "--seeds", "train", "--num-seeds", str(num_seeds),
-           "--variants-per-seed", "1", "--backbone", "llm", "--model", "tiny", "--base-url", base_url,
-           "--llm-stages", stages, "--out", str(out), "--seed", "0"]
+    cmd = [sys.executable, "-m", "rods_cli.main", "synthesize", "--seeds", "train", "--num_seeds", str(num_seeds),
+           "--variants_per_seed", "1", "--backbone", "llm", "--model", "tiny", "--base_url", base_url,
+           "--max_tokens", "256", "--out", str(out), "--seed", "0"]
+    if stages != "default":
+        cmd += ["--llm_stages", stages]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": "EMPTY", "COLUMNS": "160"}
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=900, env=env)
     return proc, time.monotonic() - t0
 
 
-@pytest.mark.parametrize(("stages", "num_seeds"), [("rewrite", 4), ("plan,rewrite,patch", 2)])
+# "default": no --llm_stages, i.e. all four stages (plan, rewrite, patch, judge)
+@pytest.mark.parametrize(("stages", "num_seeds"), [("rewrite", 4), ("default", 2)])
 def test_synthesize_llm_backbone_accounts_for_every_sample(vllm_server, workdir, stages, num_seeds):
     out = workdir / "synth"
     proc, seconds = run_synthesize(vllm_server.base_url, out, workdir, num_seeds, stages)
@@ -52,17 +55,21 @@ def test_synthesize_llm_backbone_accounts_for_every_sample(vllm_server, workdir,
     assert len({r["sample_id"] for r in rejected}) == len(rejected)
     for r in rejected:
         assert r["reasons"] and all(isinstance(x, str) and x for x in r["reasons"]), r
+        assert "llm_unreachable" not in r["reasons"], r  # the server is up: no transport failure
         if "llm_invalid_output" in r["reasons"]:  # the answers that failed validation are recorded, not raised
             assert r["detail"]["llm_errors"], r
             assert 1 <= r["llm_calls"] <= MAX_LLM_CALLS_PER_SAMPLE
     for task in accepted:
         assert task["provenance"]["backbone"] == "llm"
-        assert set(task["provenance"]["llm_stages"]) == set(stages.split(","))
+        want = {"plan", "rewrite", "patch", "judge"} if stages == "default" else set(stages.split(","))
+        assert set(task["provenance"]["llm_stages"]) == want
 
     # LLM calls were made against the server, counted per sample and in total, and stayed within budget
     per_sample = [r["llm_calls"] for r in rejected] + [t["provenance"]["llm_calls"] for t in accepted]
     assert report["llm_calls"] == sum(per_sample) >= 1
     assert all(0 <= n <= MAX_LLM_CALLS_PER_SAMPLE for n in per_sample)  # the per-sample budget holds
+    assert report["llm"]["total"]["calls"] == report["llm_calls"]
+    assert report["llm"]["total"]["prompt_tokens"] > 0 and report["llm"]["total"]["completion_tokens"] > 0
     errors = [e for r in rejected for e in r["detail"].get("llm_errors", [])]
     print(f"rods synthesize --llm-stages {stages} ({num_seeds} seeds): {seconds:.1f} s, "
           f"{report['llm_calls']} LLM calls, accepted {report['accepted']}, reasons {report['rejections_by_reason']}, "
