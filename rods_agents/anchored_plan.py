@@ -82,7 +82,9 @@ def _perturb(value: int | float, rng: Any, grow: bool = False) -> int | float:
 def _hardcoded(value: str, classes: list[str]) -> bool:
     from rods_agents.catalog import class_source_text
 
-    return any(re.search(r"['\"]" + re.escape(value) + r"['\"]", class_source_text(c)) for c in classes)
+    # a longer value anywhere in the environment's code or long-context data (inside a text) counts too
+    return any((len(value) >= 6 and value in class_source_text(c))
+               or re.search(r"['\"]" + re.escape(value) + r"['\"]", class_source_text(c)) for c in classes)
 
 
 def _json(text: str) -> Any:
@@ -124,6 +126,7 @@ def _at(obj: Any, path: tuple, from_end: bool) -> Any:
     return obj
 
 
+_DOUBLED = re.compile(r"\b([A-Za-z]{2,})( \1\b)+", re.I)
 _LAST = re.compile(r"\b(last|final|latest|most recent|bottom)\b", re.I)
 _POSITION = re.compile(r"\b(first|second|third|fourth|fifth|last|final|latest|most recent|earliest|top|bottom|"
                        r"\d+(?:st|nd|rd|th))\b", re.I)
@@ -554,6 +557,23 @@ def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]],
     return None
 
 
+def _dangling(seed_trace: Trace, vtrace: Trace) -> list[str]:
+    """Later values the seed took from a result (stated or not) that the variant's result no longer holds:
+    'list the Technology stocks and add AAPL' must not become 'list the Automobile stocks and add AAPL'."""
+    out: list[str] = []
+    for i, (a, b) in enumerate(zip(seed_trace.calls, vtrace.calls, strict=False)):
+        if a.result == b.result or b.error or len(a.result) > 50_000:
+            continue
+        for j in range(i + 1, min(len(seed_trace.calls), len(vtrace.calls))):
+            for param, value in seed_trace.calls[j].args.items():
+                new = vtrace.calls[j].args.get(param)
+                for old_s, new_s in zip(_scalar_strings(value), _scalar_strings(new), strict=False):
+                    if len(old_s) >= 3 and old_s not in _PROTECTED and re.search(
+                            rf"(?<![\w]){re.escape(old_s)}(?![\w])", a.result) and new_s not in b.result:
+                        out.append(f"call {j} {param}={new_s!r} not in the result of call {i}")
+    return out
+
+
 def _patchable(draft: Task, rounds: int = 3) -> bool:
     """The config patch agent's rule table repairs every error of ``draft`` within ``rounds`` patches."""
     from rods_agents.config_patch import propose_patch
@@ -621,7 +641,7 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
         return None
     draft = seed.model_copy(update={"ground_truth": gt, "initial_config": config})
     vtrace = trace_task(draft)
-    if outcome_flips(trace, vtrace) or (vtrace.errors and not _patchable(draft)):
+    if outcome_flips(trace, vtrace) or _dangling(trace, vtrace) or (vtrace.errors and not _patchable(draft)):
         return None
     derived_values = [p for p in derived_values if p[0] != p[1]]
     if config == seed.initial_config:  # a new state as well as new calls
@@ -650,7 +670,8 @@ def carry_turn(text: str, turn: int, plan: Any) -> str:
     text = Substitution(strings).text(text)
     text = substitute_numbers(text, numbers)
     phrases = [tuple(p) for entry in plan.phrases if entry.get("turn") == turn for p in entry.get("phrases", [])]
-    return substitute_phrases(text, phrases)
+    text = substitute_phrases(text, phrases)
+    return _DOUBLED.sub(r"\1", text)  # the seeds' own typos ('each each') are not carried
 
 
 __all__ = ["anchored_plan", "carry_turn", "rederive"]

@@ -37,8 +37,9 @@ from pydantic import BaseModel, Field
 
 from envs.task import Task
 from rods_agents.catalog import build_catalog
+from rods_agents.obtainability import public_state
 from rods_agents.tracing import CallRecord, Trace, trace_task
-from rods_agents.value_sources import ArgSource, _numbers, classify_arguments, is_flag
+from rods_agents.value_sources import ArgSource, _numbers, classify_arguments, is_flag, user_text_upto
 
 LEXICON = Path(__file__).resolve().parent.parent / "prompts" / "method_lexicon.json"
 REASON = "information_structure"
@@ -193,7 +194,7 @@ def stated_values(rec: CallRecord, text: str) -> list[str]:
     return out
 
 
-def _classify_calls(task: Task, trace: Trace, turn: int, text: str) -> list[CallInfo]:
+def _classify_calls(trace: Trace, turn: int, text: str) -> list[CallInfo]:
     lex = lexicon()
     recs = [r for r in trace.calls if r.turn == turn]
     per_method = Counter(r.name for r in recs)
@@ -312,8 +313,6 @@ def among_candidates(value: Any, obj: Any, depth: int = 0) -> bool:
 
 def _state_of(task: Task, cls: str | None, cache: dict) -> Any:
     if cls not in cache:
-        from rods_agents.obtainability import public_state
-
         try:
             cache[cls] = public_state(task, cls)
         except Exception:  # noqa: BLE001 - a config the classes cannot load has no explorable state
@@ -399,12 +398,20 @@ def hidden_transformation(value: Any, text: str, results: list[str]) -> str | No
     low_text = text.lower()
     result_text = " ".join(recent).lower()
     for v in items:
-        if not isinstance(v, str) or len(v) < 8 or v.lower() in low_text:
-            continue
+        if not isinstance(v, str) or len(v) < 8 or v.lower() in low_text or v.lower() in result_text:
+            continue  # said by the user, or copied from a result as it is (data flow, not a transformation)
         toks = [t.lower() for t in _TOKENS.findall(v)]
         if any(t not in low_text and t in result_text and (t[0].isdigit() or len(t) >= 4) for t in toks):
             return "text"
     return None
+
+
+def _said_as_handles(value: Any, text: str) -> bool:
+    """Tags and mentions the user names without their sign ('hashtag JourneyAhead' for '#JourneyAhead'):
+    stated, not composed."""
+    items = _scalars(value)
+    low = text.lower()
+    return bool(items) and all(isinstance(v, str) and v[:1] in "#@" and v.lstrip("#@").lower() in low for v in items)
 
 
 def _transformation_cue(kind: str, text: str) -> str:
@@ -416,7 +423,7 @@ def _transformation_cue(kind: str, text: str) -> str:
 
 
 # ----------------------------------------------------------------------------- withheld / held out
-def withheld_of(task: Task, trace: Trace, arg_sources: list[ArgSource], turn: int) -> Withheld | None:
+def withheld_of(task: Task, trace: Trace, turn: int) -> Withheld | None:
     """The parameter a miss_param ``turn`` (empty ground truth) withholds, supplied by the next turn.
 
     Among the arguments of the next turn's calls, the first one that turn's text states and the text
@@ -466,7 +473,8 @@ def information_structure(task: Task, trace: Trace | None = None,
     turns: list[TurnStructure] = []
     for t in range(len(task.ground_truth)):
         text = asking_text(task, t)
-        ts = TurnStructure(turn=t, calls=_classify_calls(task, trace, t, text))
+        said = user_text_upto(task, t)  # a value stated in any turn so far is no transformation
+        ts = TurnStructure(turn=t, calls=_classify_calls(trace, t, text))
         ts.conditions = _conditions(t, text, trace)
         cue = _reference_cue(text)
         for a in arg_sources:
@@ -478,14 +486,15 @@ def information_structure(task: Task, trace: Trace | None = None,
                     ts.references.append(Reference(turn=t, kind=cue[0], cue=cue[1], method=a.method, param=a.param))  # type: ignore[arg-type]
                 else:
                     ts.unresolved_picks += 1
-            elif a.source == "composed" or (a.source in ("call", "user") and (hidden := hidden_transformation(
-                    rec.args.get(a.param), text, [c.result for c in trace.calls[:pos]]))):
+            elif (a.source == "composed" and not _said_as_handles(rec.args.get(a.param), said)) or (
+                    a.source in ("call", "user") and (hidden := hidden_transformation(
+                    rec.args.get(a.param), said, [c.result for c in trace.calls[:pos]]))):
                 results = [c.result for c in trace.calls[:pos]]
                 kind = hidden if a.source != "composed" else _transformation_kind(rec.args.get(a.param), results)
                 ts.transformations.append(Transformation(turn=t, cue=_transformation_cue(kind, text), method=a.method,
                                                          param=a.param, kind=kind))  # type: ignore[arg-type]
         if task.category == "miss_param" and not task.ground_truth[t] and t + 1 < len(task.ground_truth):
-            ts.withheld = withheld_of(task, trace, arg_sources, t)
+            ts.withheld = withheld_of(task, trace, t)
         if t + 1 in task.missed_function:
             ts.held_out_function = ",".join(sorted(task.missed_function[t + 1]))
         turns.append(ts)

@@ -42,7 +42,8 @@ def build_model(out: Path, layers: int, tiny: bool, device: str) -> float:
     tok = AutoTokenizer.from_pretrained(ensure_tiny_model())
     shape = dict(QWEN3_4B, num_hidden_layers=layers)
     if tiny:
-        shape.update(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, head_dim=16)
+        shape.update(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                     num_hidden_layers=2)
     shape.update(vocab_size=len(tok), max_position_embeddings=40960)
     cfg = Qwen3Config(**shape, hidden_act="silu", attention_bias=False, bos_token_id=tok.convert_tokens_to_ids(
         "<|im_start|>"), eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, dtype="bfloat16")

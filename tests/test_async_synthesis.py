@@ -273,3 +273,12 @@ def test_step_dispatch_sends_nothing_during_the_last_epoch(seeds, args):
     cur = Curriculum(seeds, args, BackgroundSynthesizer(make_synthesizer(args, slow), wait_s=0.0))
     cur.record(1, [seeds[0].id] * 4, [0.0, 1.0, 0.0, 1.0], 4)
     assert cur.dispatched == [] and slow.calls == []
+
+
+def test_a_raising_round_never_leaves_the_boundary_waiting(seeds):
+    def boom(seeds, epoch):
+        raise RuntimeError("bug in a synthesizer")
+
+    bg = BackgroundSynthesizer(boom, wait_s=None, max_failures=0)
+    out = bg(seeds[:1], 0)
+    assert out.failed_rounds == 1 and "bug in a synthesizer" in out.error and not out.pending

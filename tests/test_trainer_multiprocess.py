@@ -31,8 +31,8 @@ SCRIPT = textwrap.dedent("""
         records.append([step, self.epoch, list(ids), list(rewards)])
         return real_record(self, step, ids, rewards, k)
 
-    def end_epoch(self, step):
-        rep = real_end(self, step)
+    def end_epoch(self, step, **kw):
+        rep = real_end(self, step, **kw)
         boundaries.append({"seeds": rep.seeds, "injected": rep.injected, "pool": self.buffer.active_ids()})
         return rep
 

@@ -295,11 +295,12 @@ def test_transformers_generate_stops_each_row_at_its_own_cap(tokenizer):
 
     torch.manual_seed(0)
     cfg = Qwen3Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=256)
+                      num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=256,
+                      tie_word_embeddings=False)
     model = Qwen3ForCausalLM(cfg).eval()
-    with torch.no_grad():  # never emit a stop id, so only the caps end the rows
-        model.lm_head.weight[tokenizer.eos_token_id] = -50.0
-        model.lm_head.weight[tokenizer.convert_tokens_to_ids("<|endoftext|>")] = -50.0
+    stops = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|endoftext|>"), tokenizer.pad_token_id]
+    with torch.no_grad():  # stop/pad ids get logit 0, below the best of ~2k random logits: only the caps end rows
+        model.lm_head.weight[stops] = 0.0
     raw = []
     real = model.generate
 
@@ -313,7 +314,8 @@ def test_transformers_generate_stops_each_row_at_its_own_cap(tokenizer):
     out = gen.generate([[5, 6, 7], [8, 9, 10]], [2, 8])
     assert [len(o.ids) for o in out] == [2, 8] and not any(o.finished for o in out)
     pad = tokenizer.pad_token_id
-    assert all(t == pad for t in raw[0][0][2:]), raw  # row 0 stopped decoding after its 2 tokens (padding only)
+    assert pad not in raw[0][1] and pad not in raw[0][0][:2]  # greedy never picks a stop/pad id by itself here
+    assert raw[0][0][2:] and all(t == pad for t in raw[0][0][2:]), raw  # row 0 stopped after its 2 tokens
 
 
 # ---------------------------------------------------------------------------------------------- context limit

@@ -85,3 +85,17 @@ def test_filler_arguments_where_the_seed_had_a_name_title_or_option():
     bad.ground_truth = [[re.sub(r"grant_type='[^']*'", "grant_type='cobalt_roadmap'", c) for c in turn]
                         for turn in travel.ground_truth]
     assert any("documented options" in f for f in filler_arguments(travel, bad))
+
+
+def test_verdict_rejects_leftover_names_and_filler_with_reasons():
+    seed = _seed("base_94")
+    variant = _copy(seed, "__filler")
+    variant.ground_truth[1] = [*seed.ground_truth[1][:2],
+                               "set_navigation(destination='Excited to kick off the atlas initiative with the crew.')"]
+    variant.initial_config = {**seed.initial_config, "VehicleControlAPI": {
+        **seed.initial_config.get("VehicleControlAPI", {}), "fuelLevel": 3.5}}
+    reasons, detail = judge(variant, seed, profile_task(seed), trace_task(variant),
+                            renames={"tire shop": "garage"})
+    assert "filler_argument" in reasons and "set_navigation.destination" in detail["filler_arguments"][0]
+    assert "leftover_name" in reasons and detail["leftover_names"] == ["text: 'tire shop'"]  # still in the text
+    assert all(re.fullmatch(r"[a-z_]+(:[a-z_,]+)?", r) for r in reasons)

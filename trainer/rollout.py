@@ -113,7 +113,6 @@ class ChatTokenizer:
         self.template_kwargs = dict(template_kwargs or {})
         self.eos_token_id = tokenizer.eos_token_id
         self.eos_token = tokenizer.eos_token
-        self._tools_frame: tuple[str, str] | None = None
 
     def _text(self, messages: list[dict], tools: list[dict] | None) -> str:
         return self.tokenizer.apply_chat_template(

@@ -231,7 +231,11 @@ class BackgroundSynthesizer:
 
     def _work(self) -> None:
         while (r := self._next()) is not None:
-            out = self.round_fn(r.seeds, r.epoch)  # make_synthesizer's rounds never raise
+            try:
+                out = self.round_fn(r.seeds, r.epoch)  # make_synthesizer's rounds do not raise; others might
+            except Exception as exc:  # noqa: BLE001 - the worker must hand a result back, or the boundary waits
+                out = SynthesisOutcome(seeds=[s.id for s in r.seeds], error=f"{type(exc).__name__}: {exc}",
+                                       failed_rounds=1)
             with self._cv:
                 r.outcome = out
                 self._cv.notify_all()

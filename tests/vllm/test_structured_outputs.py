@@ -5,7 +5,7 @@ an OpenAI ``response_format`` JSON schema (its default ``method="json_schema"``)
 A random model can satisfy the *schema* but never the stage's content rules (every quoted value of each draft kept),
 so the chat model put in the backbone's ``chat_models`` slot tightens the schema per request from the prompt the
 stage actually sent: each turn must be its draft, optionally prefixed with "Please: " (the model picks), and the
-narrative is free text of at most 60 characters (the model's own garbage). Nothing is post-processed: the JSON the
+narrative is free text of at most 16 characters (the model's own garbage). Nothing is post-processed: the JSON the
 server returns is parsed by LangChain, validated by the stage, executed and judged like any answer, and the sample
 must be accepted with one LLM call. Keeping it honest: the content is nonsense or dictated; the structure is what the
 server's grammar guarantees, and that is what travels end to end.
@@ -22,9 +22,10 @@ import pytest
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 # Train-split seeds the offline pipeline accepts on its first plan (checked below; the first accepted one is used).
-CANDIDATE_SEEDS = ["multi_turn_base_9", "multi_turn_base_16", "multi_turn_base_1"]
+# Short seeds first: the server caps an answer at 256 tokens and the turns are pinned to their (seed-anchored) drafts.
+CANDIDATE_SEEDS = ["multi_turn_base_29", "multi_turn_long_context_41", "multi_turn_base_9", "multi_turn_base_16"]
 PREFIX = "Please: "
-NARRATIVE_MAX = 60
+NARRATIVE_MAX = 16  # the server caps answers at 256 tokens; the seed-anchored drafts take most of them
 
 
 def drafts_in(prompt: str) -> list[str]:
@@ -104,7 +105,7 @@ def test_json_schema_answer_from_the_server_becomes_an_accepted_sample(vllm_serv
     seconds = time.monotonic() - t0
 
     # one structured request reached the server and was decoded under the grammar
-    assert len(model.raw) == 1, [m.content for m in model.raw]
+    assert len(model.raw) == 1, [r["detail"]["llm_errors"][0][-400:] for r in res.rejected]
     raw = model.raw[0]
     assert raw.response_metadata.get("finish_reason") == "stop", raw.response_metadata
     answer = json.loads(raw.content)  # the server's text is JSON as sent, not repaired client-side

@@ -1,0 +1,71 @@
+"""Print N seeded-random (seed turn vs variant turn) pairs from a run folder's accepted.jsonl, as Markdown.
+
+Usage::
+
+    .venv/bin/python scripts/side_by_side.py RUN_DIR [-n 10] [--seed 0]
+
+Each example shows, per turn, the seed's user text and the variant's, with both ground truths, and
+the plan's changes (renames, numbers, swapped options, re-derived values, state patches) from the
+variant's provenance. The draw is ``random.Random(seed).sample`` over the accepted variants in file
+order, so the same folder and seed give the same examples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from envs.dataset import load_tasks  # noqa: E402
+from envs.task import Task  # noqa: E402
+
+
+def _text(turn: list) -> str:
+    return " ".join(m.content for m in turn).strip() or "*(empty turn)*"
+
+
+def _calls(calls: list[str]) -> str:
+    return "<br>".join(f"`{c}`" for c in calls) if calls else "*(none)*"
+
+
+def _cell(s: str) -> str:
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def example(variant: Task, seed: Task, index: int) -> str:
+    prov = variant.provenance or {}
+    lines = [f"### {index}. `{seed.id}` -> `{variant.id}`", ""]
+    changes = {k: prov.get(k) for k in ("renames", "numbers", "swaps", "derived", "substitutions", "patches")
+               if prov.get(k)}
+    if changes:
+        lines += ["Changes: " + "; ".join(f"**{k}** `{json.dumps(v)[:300]}`" for k, v in changes.items()), ""]
+    lines += ["| turn | seed | variant |", "|---|---|---|"]
+    for t, (st, vt) in enumerate(zip(seed.turns, variant.turns, strict=False)):
+        lines.append(f"| {t} | {_cell(_text(st))} | {_cell(_text(vt))} |")
+        lines.append(f"| | {_cell(_calls(seed.ground_truth[t]))} | {_cell(_calls(variant.ground_truth[t]))} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run", type=Path, help="a synthesis run folder (holds accepted.jsonl)")
+    ap.add_argument("-n", type=int, default=10, help="examples to print")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the random draw")
+    args = ap.parse_args()
+    rows = [json.loads(line) for line in (args.run / "accepted.jsonl").read_text().splitlines() if line.strip()]
+    if not rows:
+        sys.exit(f"{args.run / 'accepted.jsonl'}: no accepted variants")
+    picked = random.Random(args.seed).sample(rows, min(args.n, len(rows)))
+    variants = [Task.from_bfcl(r) for r in picked]
+    seeds = {t.id: t for t in load_tasks(ids=sorted({v.provenance["seed_id"] for v in variants}))}
+    out = [f"# {len(variants)} side-by-side examples (seeded draw {args.seed} from {args.run})", ""]
+    out += [example(v, seeds[v.provenance["seed_id"]], i + 1) for i, v in enumerate(variants)]
+    sys.stdout.write("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
