@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from envs.task import Task
@@ -53,6 +54,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
     c: dict[str, Counter] = defaultdict(Counter)
     reasons: dict[str, Counter] = defaultdict(Counter)
     every: dict[str, Counter] = defaultdict(Counter)
+    copies_by_class: Counter = Counter()  # seed copies (near_duplicate_seed) by the seed's involved classes
     for s in seeds:
         k = seed_is[s.id].counts()
         for cat in (s.category, "all"):
@@ -69,6 +71,9 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             copy = (row.get("detail") or {}).get("seed_copy")
             if copy:
                 every[key][f"near_duplicate_seed[{copy}]"] += 1
+                if seed is not None and key == "all":
+                    for cls in seed.involved_classes:
+                        copies_by_class[cls] += 1
     for task in accepted:
         prov = task.provenance or {}
         seed = by_id[prov["seed_id"]]
@@ -127,6 +132,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "rejections": dict(reasons[key].most_common()),
             "rejection_reasons_all": dict(every[key].most_common()),
         }
+    out["all"]["seed_copies_by_class"] = dict(copies_by_class.most_common())
     return out
 
 
@@ -186,7 +192,10 @@ def main() -> None:
                                   f"offline, --seed {args.seed}"))
     rej = metrics["all"]["rejections"]
     console.print("rejections (first reason): " + ", ".join(f"{k} {v}" for k, v in rej.items()))
-    console.print("all rejection reasons: " + ", ".join(f"{k} {v}" for k, v in metrics["all"]["rejection_reasons_all"].items()))
+    console.print(escape("all rejection reasons: " + ", ".join(
+        f"{k} {v}" for k, v in metrics["all"]["rejection_reasons_all"].items())))
+    console.print("seed copies (near_duplicate_seed) by involved class: " + ", ".join(
+        f"{k} {v}" for k, v in metrics["all"]["seed_copies_by_class"].items()))
     console.print(f"synthesis {synth_s:.1f} s, measurement {measure_s:.1f} s")
     line = {"benchmark": "synthesis_quality", "num_seeds": len(seeds), "variants_per_seed": args.variants_per_seed,
             "seed": args.seed, "synthesis_s": round(synth_s, 2), "metrics": metrics}

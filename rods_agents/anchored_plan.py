@@ -278,8 +278,10 @@ def _bound(trace: Trace, seed: Task) -> list[tuple[Any, dict[str, Any]]]:
 def _replace(value: Any, exact: dict[str, str], sub: Substitution, numbers: dict[str, Any]) -> Any:
     if isinstance(value, bool) or value is None:
         return value
-    if isinstance(value, str):
-        return exact[value] if value in exact else sub.text(value)
+    if isinstance(value, str):  # a number quoted inside a text ('a buy order for 100 shares') changes with it
+        from rods_agents.seed_anchor import substitute_numbers
+
+        return exact[value] if value in exact else substitute_numbers(sub.text(value), numbers)
     if isinstance(value, int | float):
         return numbers.get(repr(value), value)
     if isinstance(value, list):
@@ -320,6 +322,27 @@ class _Draw:
         return self.force or self.rng.random() < base
 
 
+def _unverifiable(seed: Task, profile: Profile, trace: Trace) -> set[str]:
+    """State values the seed points at in words the checks cannot read ('the temporary directory' for
+    'tmp'): renaming one could leave the pointer pointing nowhere, so they keep their names."""
+    from rods_agents.obtainability import public_state, state_obtainable
+    from rods_agents.value_sources import user_text_upto
+
+    pos_of = {(r.turn, r.index): p for p, r in enumerate(trace.calls)}
+    states: dict[str | None, dict] = {}
+    out: set[str] = set()
+    for a in profile.arg_sources:
+        if a.source != "state" or (a.turn, a.index) not in pos_of:
+            continue
+        rec = trace.calls[pos_of[(a.turn, a.index)]]
+        if rec.cls not in states:
+            states[rec.cls] = public_state(seed, rec.cls)
+        value = rec.args.get(a.param)
+        if not state_obtainable(value, rec, states[rec.cls], user_text_upto(seed, a.turn)):
+            out |= set(_scalar_strings(value))
+    return out
+
+
 def _person_parts(renames: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for old, new in renames.items():
@@ -344,6 +367,7 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     own_symbols = set(stocks) if isinstance(stocks, dict) and not uses_lookup else set()
     arg_strings = {x for r in d.trace.calls for x in _scalar_strings(list(r.args.values())) if len(x) >= 3}
     all_text = " ".join(d.turn_text)
+    unverifiable = _unverifiable(seed, d.profile, d.trace)
     taken = set(config_strings) | state_strings | set(re.findall(r"[A-Za-z0-9_.\-]+", all_text))
     renames: dict[str, str] = {}
     swaps: dict[str, str] = {}
@@ -361,7 +385,7 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                         renames[s] = new
                         taken.add(new)
     # a first and a last name given together (verify_traveler_information) are one person too
-    for rec, args in bound:
+    for _rec, args in bound:
         first = next((args[p] for p in ("first_name", "user_first_name") if isinstance(args.get(p), str)), None)
         last = next((args[p] for p in ("last_name", "user_last_name") if isinstance(args.get(p), str)), None)
         full = f"{first} {last}" if first and last else None
@@ -381,7 +405,7 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
             src = d.sources.get((rec.turn, rec.index, param))
             enum = next((p.enum for p in spec.params if p.name == param), None) if spec else None
             for s in _scalar_strings(value):
-                if s in renames or s in swaps or s in _PROTECTED:
+                if s in renames or s in swaps or s in _PROTECTED or s in unverifiable:
                     continue
                 opts = options(rec.name, param)
                 if s in opts or (enum and s in enum):
@@ -459,9 +483,17 @@ def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str
         if not said or any(v == value for v in swaps.values()):
             return
         phrases.append({"turn": rec.turn, "phrases": [list(p) for p in said]})
-    else:  # the option word must name this choice only: 'business' in 'business class', not in 'business trip'
-        hits = Substitution({value: "\0"}).pattern.findall(" ".join(d.turn_text)) if len(value) >= 3 else []
-        if len(hits) != 1 or not Substitution({value: "\0"}).found(d.text_upto(rec.turn)):
+    else:  # every mention must name this choice: 'business' in 'business class', not in 'business trip'
+        from rods_agents.value_kinds import pools
+
+        context = pools().get("swap_context", {}).get(key)
+        all_text = " ".join(d.turn_text)
+        hits = list(Substitution({value: "\0"}).pattern.finditer(all_text)) if len(value) >= 3 else []
+        if not hits or not Substitution({value: "\0"}).found(d.text_upto(rec.turn)):
+            return
+        if context is None and len(hits) != 1:
+            return
+        if context and not all(re.match(context, all_text[m.end():], re.I) for m in hits):
             return
     if any(v == value for v in swaps.values()):
         return

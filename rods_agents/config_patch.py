@@ -119,6 +119,24 @@ def _fit_fuel(config: dict, rec: dict, call: Any, trace: Trace) -> ConfigPatch |
     return ConfigPatch(rule="vehicle.fit_fuel", cls="VehicleControlAPI", path="fuelLevel", value=level, error=rec["error"])
 
 
+def _add_stock(config: dict, rec: dict, call: Any, trace: Trace) -> ConfigPatch | None:
+    """A stock the sector tables list but the config's own stock table lacks: add it, priced like a
+    stock (a deterministic draw per symbol), so a swapped sector's stocks can be looked up."""
+    import random
+
+    m = re.search(r"Stock with symbol '([A-Z]{1,6})' not found", rec["error"])
+    stocks = config.get("TradingBot", {}).get("stocks")
+    if not m or not isinstance(stocks, dict) or m.group(1) in stocks:
+        return None
+    draw = random.Random(m.group(1))
+    price = round(draw.uniform(40.0, 900.0), 2)
+    entry = {"price": price, "percent_change": round(draw.uniform(-0.5, 0.5), 2), "volume": round(draw.uniform(0.5, 3.5), 3),
+             "MA(5)": round(price * draw.uniform(0.98, 1.02), 2), "MA(20)": round(price * draw.uniform(0.97, 1.03), 2)}
+    stocks[m.group(1)] = entry
+    return ConfigPatch(rule="trading.add_stock", cls="TradingBot", path=f"stocks.{m.group(1)}", value=entry,
+                       error=rec["error"])
+
+
 # (error kind, class) -> rule
 RULES: dict[tuple[str, str], Callable[..., ConfigPatch | None]] = {
     ("missing_entity", "GorillaFileSystem"): _create_fs_entry,
@@ -126,6 +144,7 @@ RULES: dict[tuple[str, str], Callable[..., ConfigPatch | None]] = {
     ("not_authenticated", "TradingBot"): _setter("TradingBot", "authenticated", True, "trading.log_in"),
     ("market_closed", "TradingBot"): _setter("TradingBot", "market_status", "Open", "trading.open_market"),
     ("insufficient_funds", "TradingBot"): _add_balance,
+    ("missing_entity", "TradingBot"): _add_stock,
     ("insufficient_funds", "TravelAPI"): _add_card_balance,
     ("fuel", "VehicleControlAPI"): _fit_fuel,
 }

@@ -30,7 +30,6 @@ import json
 import re
 from collections import Counter
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -38,10 +37,11 @@ from pydantic import BaseModel, Field
 from envs.task import Task
 from rods_agents.catalog import build_catalog
 from rods_agents.obtainability import public_state
+from rods_agents.prompt_files import PROMPTS, load_prompt_json
 from rods_agents.tracing import CallRecord, Trace, trace_task
 from rods_agents.value_sources import ArgSource, _numbers, classify_arguments, is_flag, user_text_upto
 
-LEXICON = Path(__file__).resolve().parent.parent / "prompts" / "method_lexicon.json"
+LEXICON = PROMPTS / "method_lexicon.json"
 REASON = "information_structure"
 _SENTENCE = re.compile(r"[^.?!;]+[.?!;]?")
 _QUOTED = re.compile(r"(?<![\w])'[^'\n]{2,}?'(?![\w])|\"[^\"\n]+\"")
@@ -142,7 +142,7 @@ class _Lexicon:
 @lru_cache(maxsize=1)
 def lexicon() -> _Lexicon:
     """The per-method phrase table and cue lists (prompts/method_lexicon.json)."""
-    return _Lexicon(json.loads(LEXICON.read_text()))
+    return _Lexicon(load_prompt_json(LEXICON.name))
 
 
 def _first(patterns: list[re.Pattern], text: str) -> re.Match | None:

@@ -28,7 +28,7 @@ from rods_agents.catalog import build_catalog
 from rods_agents.config_patch import ConfigPatch
 from rods_agents.context import SynthesisContext
 from rods_agents.execution_orchestrator import classify_error
-from rods_agents.llm_client import build_chat_models, is_transport_error, usage_of
+from rods_agents.llm_client import build_chat_models, is_transport_error, usage_of, usage_of_error
 from rods_agents.llm_schemas import ConfigPatchProposal, JudgeVerdict, PlanProposal, RewrittenTurns
 from rods_agents.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE, LLMUsage
 from rods_agents.plan_sampling import Plan, config_strings, replace_in_config
@@ -99,7 +99,7 @@ def ask_validated(model: Any, schema: type, prompt: str, validate: Callable[[Any
         try:
             out = structured.invoke(prompt + (RETRY_NOTE.format(error=errors[-1]) if errors else ""))
         except Exception as exc:  # noqa: BLE001 - transport errors end the stage, the rest is retried
-            usage = usage.add(LLMUsage(calls=1))
+            usage = usage.add(usage_of_error(exc))
             errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
             if is_transport_error(exc):
                 raise LLMUnreachableError(f"{stage}: endpoint unreachable", usage, errors) from None

@@ -66,6 +66,14 @@ def usage_of(message: Any) -> LLMUsage:
                     completion_tokens=int(meta.get("output_tokens", 0) or 0))
 
 
+def usage_of_error(exc: BaseException) -> LLMUsage:
+    """Tokens a failed call still spent: an answer cut by the token cap (``LengthFinishReasonError``)
+    carries its completion and usage; anything else counts as one call without tokens."""
+    usage = getattr(getattr(exc, "completion", None), "usage", None)
+    return LLMUsage(calls=1, prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                    completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0))
+
+
 def build_chat_models(ctx: SynthesisContext) -> list[Any]:
     """``ctx.chat_models`` if given, else one ``ChatOpenAI`` per model name with timeout, retries and token cap."""
     if ctx.chat_models:

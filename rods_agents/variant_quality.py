@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from envs.executor import CallError, parse_call
 from envs.task import Task
 from rods_agents.catalog import build_catalog
+from rods_agents.prompt_files import load_prompt_json
 from rods_agents.tracing import bind_args
 from rods_agents.value_sources import enum_values
 
@@ -75,10 +75,16 @@ def same_config(a: Task, b: Task) -> bool:
 # ----------------------------------------------------------------------------- filler arguments
 @lru_cache(maxsize=1)
 def person_names() -> frozenset[str]:
-    """First and last names the offline vocabulary draws from (prompts/offline_vocab.json)."""
-    path = Path(__file__).resolve().parent.parent / "prompts" / "offline_vocab.json"
-    data = json.loads(path.read_text())
-    return frozenset(data.get("first_names", []) + data.get("last_names", []))
+    """First and last names the offline backbone draws from (prompts/offline_vocab.json and, where it
+    exists, prompts/offline_value_kinds.json)."""
+    names: list[str] = []
+    for file in ("offline_vocab.json", "offline_value_kinds.json"):
+        try:
+            data = load_prompt_json(file)
+        except FileNotFoundError:
+            continue
+        names += list(data.get("first_names", [])) + list(data.get("last_names", []))
+    return frozenset(n for n in names if isinstance(n, str))
 
 
 def documented_options(method: str, param: str) -> tuple[str, ...]:

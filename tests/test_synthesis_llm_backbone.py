@@ -408,3 +408,38 @@ def test_offline_runs_never_call_the_judge():
     result = synthesize(load_tasks(ids=["multi_turn_base_0"]), SynthesisContext(seed=0, variants_per_seed=1))
     assert result.report["judge"] == {"judged": 0, "refined": 0, "rejected_by_judge": 0}
     assert result.report["llm"]["total"]["calls"] == 0
+
+
+def test_an_answer_cut_by_the_token_cap_is_invalid_output_and_its_tokens_still_count():
+    from openai import LengthFinishReasonError
+    from openai.types.chat import ChatCompletion
+    from openai.types.completion_usage import CompletionUsage
+
+    def cut(prompt: str) -> AIMessage:
+        usage = CompletionUsage(completion_tokens=256, prompt_tokens=1000, total_tokens=1256)
+        raise LengthFinishReasonError(completion=ChatCompletion(id="x", choices=[], created=0, model="m",
+                                                                object="chat.completion", usage=usage))
+
+    result, model = _run(cut, n_seeds=1)
+    (rej,) = result.rejected
+    assert rej["reasons"] == ["llm_invalid_output"] and rej["llm_calls"] == 3  # retried: not a transport failure
+    assert result.report["llm"]["per_stage"]["rewrite"] == {"calls": 3, "prompt_tokens": 3000, "completion_tokens": 768}
+
+
+def test_an_llm_plan_that_fails_on_its_state_goes_to_the_config_patch_agent():
+    """The planner sets a balance too low for the order its plan places: the plan is not discarded, the
+    patch agent tops the balance up and the repair is recorded."""
+    seed = load_tasks(ids=["multi_turn_base_108"])[0]
+
+    def script(prompt: str) -> AIMessage:
+        assert "TradingBot.account_info.balance" in prompt or "account_info" in prompt  # the state is shown
+        draft = _draft_plan(prompt)
+        draft["new_values"] = [{"path": "TradingBot.account_info.balance", "value_json": "10.0"}]
+        return _tool(draft, "PlanProposal")
+
+    model = ScriptedChatModel(messages=iter([]), script=script)
+    result = synthesize([seed], _ctx(model, ["plan"], max_plan_attempts=1))
+    patches = (result.accepted[0].provenance["patches"] if result.accepted else result.rejected[0]["patches"])
+    assert patches and patches[0]["rule"] == "trading.add_balance" and "Insufficient funds" in patches[0]["error"]
+    if result.accepted:  # the repaired plan keeps the planner's other choices
+        assert result.accepted[0].provenance["llm_usage"]["plan"]["calls"] == 1

@@ -63,13 +63,14 @@ def test_two_cpu_processes_make_the_same_pool_decisions(tmp_path):
     cmd = [torchrun, "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", str(port),
            str(script), str(ROOT / "recipes/tiny-cpu.yaml"),
            "--output_dir", str(out), "--per_device_train_batch_size", "4", "--task_ids", *SEEDS,
-           "--reward_shaping", "synthetic_boundary", "--num_train_epochs", "1", "--save_strategy", "no"]
+           "--reward_shaping", "synthetic_boundary", "--num_train_epochs", "2", "--max_steps", "3",  # boundary 0 is not
+           "--save_strategy", "no"]                                  # the last (the last sends no seeds); stop in epoch 1
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     r0, r1 = (json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1))
-    assert r0["records"] == r1["records"] and len(r0["records"]) == 2  # 4 tasks, 2 per global generation batch
-    for _, _, ids, _ in r0["records"]:
+    assert r0["records"] == r1["records"] and len(r0["records"]) == 3  # epoch 0: 4 tasks, 2 per generation batch
+    for _, _, ids, _ in r0["records"][:2]:
         assert len(ids) == 8 and ids[0] == ids[3] and ids[4] == ids[7] and ids[0] != ids[4]  # one group per rank
-    assert sorted({ids[0] for _, _, ids, _ in r0["records"]} | {ids[4] for _, _, ids, _ in r0["records"]}) == sorted(SEEDS)
+    assert sorted({ids[0] for _, _, ids, _ in r0["records"][:2]} | {ids[4] for _, _, ids, _ in r0["records"][:2]}) == sorted(SEEDS)
     assert r0["boundaries"] == r1["boundaries"] and sorted(r0["boundaries"][0]["seeds"]) == sorted(SEEDS[:2])
     assert len((out / "curriculum.jsonl").read_text().splitlines()) == 1  # written by rank 0 only

@@ -99,3 +99,26 @@ def test_verdict_rejects_leftover_names_and_filler_with_reasons():
     assert "filler_argument" in reasons and "set_navigation.destination" in detail["filler_arguments"][0]
     assert "leftover_name" in reasons and detail["leftover_names"] == ["text: 'tire shop'"]  # still in the text
     assert all(re.fullmatch(r"[a-z_]+(:[a-z_,]+)?", r) for r in reasons)
+
+
+def test_quality_benchmark_counts_copies_breaks_and_leftovers():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "synthesis_quality", Path(__file__).resolve().parent.parent / "benchmarks" / "synthesis_quality.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    seed = _seed("base_94")
+    copy = _copy(seed, "__v0")
+    copy.provenance = {"seed_id": seed.id, "renames": {"tire shop": "garage"}, "patches": [{"path": "x"}]}
+    spelled = _copy(seed, "__v1")
+    spelled.turns[2] = [Message(role="user", content="Press the brake pedal all the way down, then start the engine.")]
+    spelled.turns[1] = [Message(role="user", content="Verify the tire pressures, find the nearest tire shop, navigate.")]
+    spelled.provenance = {"seed_id": seed.id, "renames": {}, "patches": []}
+    m = bench.measure([seed], [copy, spelled], [{"seed_id": seed.id, "reasons": ["unobtainable_value"]}])["base"]
+    assert (m["samples"], m["accepted"], m["acceptance"]) == (3, 2, round(2 / 3, 4))
+    assert m["same_ground_truth"] == 2 and m["same_ground_truth_and_config"] == 2
+    assert m["implicit_made_explicit"] == 0.5 and m["with_condition"] == 2 and m["conditions_kept"] == 0.5
+    assert m["leftover_old_names"] == 1 and m["patch_share"] == 0.5
+    assert m["rejections"] == {"unobtainable_value": 1}
