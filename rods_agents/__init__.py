@@ -10,6 +10,12 @@
 Shared helpers: ``catalog`` (API catalog), ``tracing`` (per-call traces and write sets),
 ``value_sources`` (information structure), ``obtainability`` (unique hints for discovered values,
 recipes for composed ones, shared by the rewrite and the verdict), ``contamination`` (near-duplicate guard),
-``llm_backbone`` (LangChain chat models behind the same nodes), ``outputs`` (files, HF dataset).
-Wiring lives in ``graphs.synthesis``.
+``outputs`` (files, HF dataset).
+
+Run settings and types (leaf modules): ``context`` (``SynthesisContext``, validated), ``outcome``
+(``Verdict``, ``SampleResult``, LLM usage), ``llm_schemas`` (strict LLM answer schemas),
+``prompt_files`` (the one ``prompts/`` loader). LLM backbone: ``llm_client`` (ChatOpenAI, preflight,
+transport errors), ``prompting`` (prompt rendering), ``llm_backbone`` (the four LLM stages, above
+the offline ones), ``llm_nodes`` (offline stage + LLM as one node), ``judge`` (the critique stage).
+Wiring lives in ``graphs.synthesis``; nothing here imports ``graphs``.
 """

@@ -435,8 +435,8 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                     continue
                 if stated and not Substitution({s: "\0"}).found(d.text_upto(rec.turn)):
                     continue  # the text says it in a form the rewrite cannot carry
-                if kind in ("sentence", "title") and not d.force:
-                    continue  # dictated free text is rewritten only when nothing else can change
+                if kind == "sentence" or (kind == "title" and not d.force):
+                    continue  # dictated free text stays (a pool sentence would be off-topic); titles change their head noun
                 new = fresh(s, kind, d.rng, taken, rec.cls)
                 if new is not None:
                     renames[s] = new

@@ -200,10 +200,16 @@ def _classify_calls(trace: Trace, turn: int, text: str) -> list[CallInfo]:
     per_method = Counter(r.name for r in recs)
     out: list[CallInfo] = []
     named_once: set[str] = set()
+    phrased = {r.index for r in recs if _first(lex.methods.get(r.name, ([], True))[0], text)}
+    # values that belong to a call the text names: stating them asks for that call, not for a lookup
+    # sharing them ('snag 100 shares of XYZ' asks for place_order, not the get_stock_info that prices it)
+    claimed = {v for r in recs if r.index in phrased for v in stated_values(r, text)}
     for rec in recs:
         phrases, by_value = lex.methods.get(rec.name, ([], True))
         m = _first(phrases, text)
         stated = stated_values(rec, text)
+        if m is None:
+            stated = [v for v in stated if v not in claimed]
         cue: str | None = None
         if m is not None:
             # for an inferred step (by_value false) called several times in the turn, one phrase asks for the

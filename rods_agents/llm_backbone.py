@@ -413,6 +413,9 @@ def validate_rewrite(out: Any, drafts: list[str], ground_truth: list[list[str]],
             raise ValueError("a turn is empty or too long")
         if _SCAFFOLD.search(text) or any(re.search(rf"\b{re.escape(n)}\b", text) for n in names if "_" in n or len(n) > 6):
             raise ValueError("a turn leaks reasoning scaffolds or function names")
+        words = {w.lower() for w in re.findall(r"[A-Za-z]{5,}", draft)}
+        if words and not words & {w.lower() for w in re.findall(r"[A-Za-z]{5,}", text)}:
+            raise ValueError(f"turn {slot + 1} shares no word with its draft: rewrite the draft, do not replace it")
         so_far = " ".join([*texts, text])
         want = [v for v in values[slot]["state"] if (isinstance(v, str) and len(v) >= 3 or isinstance(v, int | float))
                 and _said(v, draft)] if slot < len(values) else []

@@ -141,10 +141,14 @@ def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None
             new = rng.choice(p["first_names"])
         elif kind == "last_name":
             new = rng.choice(p["last_names"])
-        elif kind == "title":
-            new = rng.choice(p["titles"])
-            if old.istitle():
-                new = new.title()
+        elif kind == "title":  # the same subject, another head noun: 'Tire Pressure Issue' -> 'Tire Pressure Alert'
+            words = old.split()
+            heads = [i for i, w in enumerate(words) if w.strip(":").capitalize() in p["title_heads"]]
+            if not heads:
+                return None
+            i = heads[-1]
+            head = rng.choice([h for h in p["title_heads"] if h.lower() != words[i].strip(":").lower()])
+            new = " ".join([*words[:i], head if words[i][:1].isupper() else head.lower(), *words[i + 1:]])
         elif kind == "address":
             new = rng.choice(p["addresses"])
         elif kind == "sentence":

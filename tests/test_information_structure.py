@@ -94,8 +94,9 @@ def test_compare_structure_names_each_break():
         b94, _edited(b94, t2="Press the brake pedal all the way down, then start the engine."))
     assert "information_structure:condition_dropped" in _reasons(
         b94, _edited(b94, t1="Verify the tire pressures, pinpoint the nearest tire shop for me and set navigation."))
-    assert "information_structure:reference_dropped" in _reasons(
-        b112, _edited(b112, t1="Could you provide a comprehensive breakdown of the stock from the earlier result?"))
+    vague = _reasons(b112, _edited(b112, t1="Could you provide a comprehensive breakdown of the stock from the "
+                                            "earlier result?"))
+    assert {"information_structure:reference_dropped", "information_structure:reference_unresolved"} <= set(vague)
     assert "information_structure:transformation_dropped" in _reasons(
         b34, _edited(b34, t1="According to the whole financial report, what's the mean of revenue and expense and "
                              "profit? Write it in a new file called statistics.txt."))
@@ -103,6 +104,10 @@ def test_compare_structure_names_each_break():
         mp1, _edited(mp1, t3="Finally, show the last 20 lines of the file."))
     assert "information_structure:withheld_other_param" in _reasons(
         mp1, _edited(mp1, t3="Finally, show the last 20 lines of a file.", t4="I mean log.txt."))
+    mf0 = _seed("miss_func_0")
+    other = _edited(mf0)
+    other.missed_function = {3: ["grep"]}
+    assert _reasons(mf0, other) == ["information_structure:held_out_changed"]
 
 
 def test_verdict_rejects_a_variant_that_spells_out_an_implicit_step():
