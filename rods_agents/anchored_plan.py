@@ -448,6 +448,7 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     # first or last names stated on their own, of a person renamed above
     for name, new in {**first_names, **last_names}.items():
         renames.setdefault(name, new)
+    _untangle(renames, d.rng, taken, fs)
     # distractor entries of the file system (never referenced by the plan or the text)
     if d.attempt < 2 and not d.composed and "GorillaFileSystem" in seed.initial_config:
         for name, kind in fs.items():
@@ -463,6 +464,24 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     substitutions = _method_swaps(d, bound)
     phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
     return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases}
+
+
+def _untangle(renames: dict[str, str], rng: Any, taken: set[str], fs: dict[str, str]) -> None:
+    """A new name must not contain another renamed old name ('release_notes.txt' while 'notes' is
+    renamed): redraw it, or keep the old value when no other name is found."""
+    for old in list(renames):
+        others = Substitution({o: "\0" for o in renames if o != old and len(o) >= 3})
+        tries = 0
+        while others.found(renames[old]) and tries < 6:
+            kind = kind_of(old, None, None, fs.get(old)) or "folder"
+            new = fresh(old, kind, rng, taken) if kind not in ("first_name", "last_name") else None
+            tries += 1
+            if new is None:
+                break
+            renames[old] = new
+            taken.add(new)
+        if others.found(renames[old]):
+            del renames[old]
 
 
 def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str],

@@ -22,7 +22,7 @@ PROMPTS_FILE = "offline_value_kinds.json"
 _EXT = re.compile(r"^(?P<stem>[A-Za-z0-9][A-Za-z0-9_\-]*)\.(?P<ext>[A-Za-z0-9]{1,5})$")
 _FULL_NAME = re.compile(r"^[A-Z][a-z]+ [A-Z][a-z]+$")
 _NAME = re.compile(r"^[A-Z][a-z]{2,}$")
-_TICKER = re.compile(r"^[A-Z]{3,5}$")
+_TICKER = re.compile(r"^[A-Z]{2,5}$")
 _WORDISH = re.compile(r"^[A-Za-z][A-Za-z_\-]*[A-Za-z]$")
 _ID = re.compile(r"^(?=.*\d)[A-Za-z0-9_\-]{3,40}$")
 _ADDRESS = re.compile(r"^\d+ [A-Z][a-z]+ .*,")
