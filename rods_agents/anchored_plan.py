@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 from envs.executor import CallError, parse_call, to_call_string
@@ -250,10 +251,12 @@ def _parsed(gt: list[list[str]]) -> list[list[tuple]]:
     for calls in gt:
         row = []
         for c in calls:
-            try:
+            try:  # arguments bound to parameter names: sort('a') and sort(file_name='a') are one call
                 p = parse_call(c)
-                row.append((p.name, repr(p.args), repr(sorted(p.kwargs.items()))))
-            except CallError:
+                spec = build_catalog().methods.get(p.name)
+                row.append((p.name, repr(sorted(bind_args(spec.cls if spec else None, p.name, p.args,
+                                                          p.kwargs).items()))))
+            except (CallError, TypeError):
                 row.append((c,))
         out.append(row)
     return out
@@ -448,7 +451,6 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     # first or last names stated on their own, of a person renamed above
     for name, new in {**first_names, **last_names}.items():
         renames.setdefault(name, new)
-    _untangle(renames, d.rng, taken, fs)
     # distractor entries of the file system (never referenced by the plan or the text)
     if d.attempt < 2 and not d.composed and "GorillaFileSystem" in seed.initial_config:
         for name, kind in fs.items():
@@ -461,6 +463,9 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
             if new is not None:
                 renames[name] = new
                 taken.add(new)
+    _untangle(renames, d.rng, taken, fs)
+    if d.attempt < 2:
+        _city_pair_swap(d, bound, swaps)
     substitutions = _method_swaps(d, bound)
     phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
     return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases}
@@ -484,6 +489,36 @@ def _untangle(renames: dict[str, str], rng: Any, taken: set[str], fs: dict[str, 
             del renames[old]
 
 
+@lru_cache(maxsize=1)
+def _distance_pairs() -> tuple[tuple[str, str], ...]:
+    """City pairs whose distance the vehicle environment knows (its tables, run, not parsed)."""
+    from itertools import permutations
+
+    from envs.bfcl_data import env_class
+
+    api = env_class("VehicleControlAPI")()
+    api._load_scenario({}, long_context=False)
+    cities = list(options("get_zipcode_based_on_city", "city")) + ["San Francisco"]
+    zips = {c: api.get_zipcode_based_on_city(c).get("zipcode") for c in cities}
+    return tuple((a, b) for a, b in permutations(cities, 2)
+                 if "distance" in api.estimate_distance(cityA=zips[a], cityB=zips[b]))
+
+
+def _city_pair_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
+    """Two cities whose distance the task estimates become another pair the tables know."""
+    cities = [args.get("city") for rec, args in bound if rec.name == "get_zipcode_based_on_city"]
+    if len(cities) != 2 or len(set(cities)) != 2 or not any(r.name == "estimate_distance" for r, _ in bound):
+        return
+    text = " ".join(d.turn_text)
+    if any(c in swaps or d.feeds_composed(c) or not Substitution({c: "\0"}).found(text) for c in cities):
+        return
+    pairs = [p for p in _distance_pairs() if p != tuple(cities) and not set(p) & set(cities)
+             and not any(Substitution({x: "\0"}).found(text) for x in p)]
+    if pairs and d.p(0.7):
+        new = d.rng.choice(pairs)
+        swaps[cities[0]], swaps[cities[1]] = new
+
+
 def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str],
                 phrases: list[dict[str, Any]]) -> None:
     key = f"{rec.name}.{param}"
@@ -496,6 +531,8 @@ def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str
     new = swap_option(value, rec.name, param, d.rng)
     if new is None:
         return
+    if sum(r.name == rec.name for r in d.trace.calls) > 1:
+        return  # several calls of the method: which mention belongs to which call is not known
     if words:  # a mode said in words ('count the lines'): the word must be there to follow
         said = [(w, n) for w, n in zip(words.get(value, []), words.get(new, []), strict=False)
                 if re.search(rf"\b{re.escape(w)}\b", text, re.I)]
@@ -548,12 +585,13 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
                   ) -> tuple[list[list[str]], dict]:
     renames, swaps, numbers = changes["renames"], changes["swaps"], changes["numbers"]
     sub = Substitution(renames)
+    sub_gt = Substitution({**renames, **swaps})  # a swapped city inside a dictated tweet changes as in the text
     sub_of = {(s["turn"], s["index"]): s["to"] for s in changes["substitutions"]}
     exact = {**renames, **swaps}
     gt: list[list[str]] = [[] for _ in seed.ground_truth]
     for rec, args in bound:
         name = sub_of.get((rec.turn, rec.index), rec.name)
-        new_args = {k: _replace(v, exact, sub, numbers) for k, v in args.items()}
+        new_args = {k: _replace(v, exact, sub_gt, numbers) for k, v in args.items()}
         gt[rec.turn].append(to_call_string(name, new_args))
     config = sub.obj(copy.deepcopy(seed.initial_config))
     return gt, config
@@ -608,6 +646,22 @@ def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]],
     return None
 
 
+def _scalar_numbers(value: Any) -> list[float]:
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, int | float):
+        return [float(value)]
+    if isinstance(value, list | tuple):
+        return [n for v in value for n in _scalar_numbers(v)]
+    return []
+
+
+def _result_numbers(result: str) -> set[float]:
+    from rods_agents.value_sources import _numbers
+
+    return _numbers(result) if len(result) < 50_000 else set()
+
+
 def _dangling(seed_trace: Trace, vtrace: Trace) -> list[str]:
     """Later values the seed took from a result (stated or not) that the variant's result no longer holds:
     'list the Technology stocks and add AAPL' must not become 'list the Automobile stocks and add AAPL'."""
@@ -622,6 +676,9 @@ def _dangling(seed_trace: Trace, vtrace: Trace) -> list[str]:
                     if len(old_s) >= 3 and old_s not in _PROTECTED and re.search(
                             rf"(?<![\w]){re.escape(old_s)}(?![\w])", a.result) and new_s not in b.result:
                         out.append(f"call {j} {param}={new_s!r} not in the result of call {i}")
+                for old_n, new_n in zip(_scalar_numbers(value), _scalar_numbers(new), strict=False):
+                    if abs(old_n) > 1 and old_n in _result_numbers(a.result) and new_n not in _result_numbers(b.result):
+                        out.append(f"call {j} {param}={new_n!r} not in the result of call {i}")
     return out
 
 
@@ -707,6 +764,11 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
             "state_changes": state_changes, "attempt": attempt}
 
 
+def _quoted(text: str, pos: int) -> bool:
+    """Inside a quoted value (dictated text the ground truth holds word for word)."""
+    return len(re.findall(r"(?<![A-Za-z])'|'(?![A-Za-z])", text[:pos])) % 2 == 1
+
+
 def carry_turn(text: str, turn: int, plan: Any) -> str:
     """The seed's turn ``text`` with the plan's changes carried in (see :mod:`rods_agents.seed_anchor`)."""
     from rods_agents.seed_anchor import substitute_numbers
@@ -722,6 +784,12 @@ def carry_turn(text: str, turn: int, plan: Any) -> str:
     text = substitute_numbers(text, numbers)
     phrases = [tuple(p) for entry in plan.phrases if entry.get("turn") == turn for p in entry.get("phrases", [])]
     text = substitute_phrases(text, phrases)
+    for new in {*plan.renames.values(), *plan.swaps.values(), *(p[1] for p in phrases)}:
+        if isinstance(new, str) and new[:1].isalpha():  # 'a business class' -> 'an economy class'
+            article = "an" if new[0].lower() in "aeiou" else "a"
+            text = re.sub(rf"\b([Aa])n? (?={re.escape(new)}\b)",
+                          lambda m, a=article, t=text: m.group(0) if _quoted(t, m.start()) else
+                          (a.capitalize() if m.group(1) == "A" else a) + " ", text)
     return _DOUBLED.sub(r"\1", text)  # the seeds' own typos ('each each') are not carried
 
 

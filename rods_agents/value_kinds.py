@@ -58,6 +58,8 @@ def kind_of(value: str, method: str | None, param: str | None, fs_kind: str | No
         return "folder"
     if fs_kind == "file":
         return "file" if _EXT.match(v) else "folder_like_file"
+    if param in ("city", "location", "cityA", "cityB", "travel_from", "travel_to"):
+        return "place"  # the environment's own tables: swapped for another documented place, never made up
     if param in _TITLE_PARAMS:
         return "title"
     if param in _TEXT_PARAMS and " " in v and len(v) >= 15 and not re.search(r"[\n{}\[\]]", v):

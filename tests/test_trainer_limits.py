@@ -121,3 +121,28 @@ def test_memory_estimate_components():
     one = estimate_memory(QWEN3_4B, per_device_batch=1, seq_len=32768, world_size=1, zero=None, beta=0.01,
                           vllm_share=0.35, gpu_gib=CARD_80GB_GIB)
     assert one.total > CARD_80GB_GIB  # one 80 GB card cannot hold fp32 master weights + AdamW + vLLM (README says so)
+
+
+def test_fp32_weights_under_autocast_checkpoint_an_fp32_residual_stream():
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from trainer.gpu_settings import activation_bytes_per_token
+
+    # what the estimate assumes, measured: a float32 model under bf16 autocast carries fp32 hidden states between
+    # layers (the tensors gradient checkpointing keeps), a bf16 model (DeepSpeed bf16) bf16 ones
+    cfg = Qwen3Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                      num_key_value_heads=1, head_dim=16)
+    ids = torch.randint(0, 64, (1, 8))
+    for dtype, want in ((torch.float32, torch.float32), (torch.bfloat16, torch.bfloat16)):
+        model = Qwen3ForCausalLM(cfg).to(dtype)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            hidden = model(input_ids=ids, output_hidden_states=True).hidden_states
+        assert all(h.dtype == want for h in hidden[:-1]), (dtype, [h.dtype for h in hidden])
+    layers, h = QWEN3_4B["num_hidden_layers"], QWEN3_4B["hidden_size"]
+    assert activation_bytes_per_token(QWEN3_4B, 4) - activation_bytes_per_token(QWEN3_4B, 2) == 2 * layers * h
+    one = estimate_memory(QWEN3_4B, per_device_batch=1, seq_len=32768, world_size=1, zero=None, beta=0.0,
+                          vllm_share=0.0, gpu_gib=CARD_80GB_GIB)
+    ds = estimate_memory(QWEN3_4B, per_device_batch=1, seq_len=32768, world_size=1, zero=2, beta=0.0,
+                         vllm_share=0.0, gpu_gib=CARD_80GB_GIB)
+    assert math.isclose(one.activations - ds.activations, 32768 * 2 * layers * h / 1024**3)

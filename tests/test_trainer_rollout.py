@@ -346,9 +346,26 @@ def test_an_over_long_prompt_ends_its_episode_not_the_step(tokenizer, task, capl
                            context_limit=limit)
     short, long_ = res.traces
     assert len(short.prompt_ids) + len(short.completion_ids) <= limit and short.model_turns >= 1
-    assert len(long_.prompt_ids) + len(long_.completion_ids) <= limit and long_.model_turns == 0
-    assert long_.truncated and set(long_.env_mask) == {0} and res.rewards[1] == 0.0
+    assert len(long_.prompt_ids) <= 16 and long_.model_turns == 0  # a short tail: TRL's forward passes cost nothing
+    assert long_.truncated and set(long_.env_mask) == {0} and long_.overlong and not short.overlong
+    # unscorable, not a failure: None reaches TRL (NaN: advantage 0, outside the reward stats), not a 0.0
+    assert res.rewards[1] is None and res.rewards[0] is not None
+    assert rods_reward([None, None], rods_reward=res.rewards) == [res.rewards[0], None]
     assert long_task.id in caplog.text
+
+
+def test_unscorable_groups_stay_out_of_the_detector():
+    import math
+
+    from trainer.detection import BoundaryDetector, scorable_groups
+
+    nan = math.nan
+    ids = ["multi_turn_base_0"] * 2 + ["multi_turn_base_1"] * 2
+    kept_ids, kept, dropped = scorable_groups(ids, [nan, nan, 0.0, 1.0], 2)
+    assert (kept_ids, kept, dropped) == (ids[2:], [0.0, 1.0], ["multi_turn_base_0"])
+    det = BoundaryDetector()
+    det.record(1, 0, kept_ids, kept, 2)  # the detector itself refuses NaN: the filter is what lets the batch in
+    assert det.latest_mean("multi_turn_base_0") is None and det.latest_mean("multi_turn_base_1") == 0.5
 
 
 def test_context_limit_is_the_smaller_of_vllm_and_model_positions():
@@ -360,3 +377,52 @@ def test_context_limit_is_the_smaller_of_vllm_and_model_positions():
     assert context_limit(SimpleNamespace(use_vllm=True, vllm_max_model_length=32_768), model) == 32_768
     assert context_limit(SimpleNamespace(use_vllm=False, vllm_max_model_length=32_768), model) == 40_960
     assert context_limit(SimpleNamespace(use_vllm=False, vllm_max_model_length=None), None) is None
+
+
+def test_per_request_budgets_reach_the_llm_through_trls_real_colocate_generate(tokenizer, monkeypatch):
+    """TRL 1.16's own ``VLLMGeneration.generate`` (colocate, TP=1) with a stand-in ``LLM``: each request reaches
+    ``llm.generate`` with its own ``max_tokens``, and the sampling logprobs stay aligned with the cut token ids."""
+    from types import SimpleNamespace
+
+    import trl.generation.vllm_generation as vgm
+
+    from trainer.rollout import VLLMGenerator
+
+    class Params(SimpleNamespace):  # vLLM's SamplingParams: keyword fields, clone()
+        def clone(self):
+            return Params(**vars(self))
+
+    monkeypatch.setattr(vgm, "SamplingParams", Params, raising=False)
+    eos = tokenizer.eos_token_id
+    script = [11, 12, 13, eos, 14, 15, 16, 17, 18, 19]
+
+    class LLM:
+        def __init__(self):
+            self.max_tokens = []
+
+        def generate(self, requests, sampling_params=None, use_tqdm=True):
+            params = sampling_params if isinstance(sampling_params, list) else [sampling_params] * len(requests)
+            self.max_tokens.append([p.max_tokens for p in params])
+            outs = []
+            for r, p in zip(requests, params, strict=True):
+                ids = script[len(r["prompt_token_ids"]) - 2:][: p.max_tokens]  # prompt length picks a script offset
+                lps = [{t: SimpleNamespace(logprob=-t / 100, rank=1)} for t in ids]
+                outs.append(SimpleNamespace(prompt_token_ids=r["prompt_token_ids"],
+                                            outputs=[SimpleNamespace(token_ids=ids, logprobs=lps)]))
+            return outs
+
+    vg = object.__new__(vgm.VLLMGeneration)
+    llm = LLM()
+    vars(vg).update(mode="colocate", tensor_parallel_size=1, enable_sleep_mode=False, _llm_weights_sleeping=False,
+                    temperature=1.0, top_p=1.0, top_k=0, min_p=None, repetition_penalty=1.0, max_completion_length=999,
+                    logprobs=0, generation_kwargs={}, structured_outputs_regex=None, llm=llm, model=object(),
+                    accelerator=SimpleNamespace())
+    model = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=[eos]))
+    trainer = SimpleNamespace(processing_class=tokenizer, model=model, vllm_generation=vg)
+    out = VLLMGenerator(trainer).generate([[1, 2], [1, 2, 3], [1, 2, 3, 4, 5]], [8, 2, 5])
+    assert llm.max_tokens == [[8, 2, 5]]
+    assert [o.ids for o in out] == [[11, 12, 13, eos], [12, 13], [eos]]
+    assert [o.finished for o in out] == [True, False, True]
+    for o in out:
+        assert o.logprobs == [-t / 100 for t in o.ids]
+    assert vg.max_completion_length == 999 and "generate" not in vars(llm)

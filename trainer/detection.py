@@ -206,6 +206,24 @@ def phi(mean: float) -> float:
     return 4.0 * mean * (1.0 - mean)
 
 
+def scorable_groups(task_ids: Sequence[str], rewards: Sequence[float], k: int) -> tuple[list[str], list[float], list[str]]:
+    """Drop every group of ``k`` rows holding a NaN reward (an unscorable rollout, e.g. an over-long prompt).
+
+    Returns ``(task_ids, rewards, dropped_task_ids)``. Such a group was never attempted, so it is no
+    observation: recorded as 0 it would rank the task "hard" and feed burn-in, drift and pruning a
+    score it never earned. Groups are whole tasks (all K copies share the prompt), so nothing else is lost.
+    """
+    ids, rs, dropped = [], [], []
+    for g in range(0, len(rewards), k):
+        group = [float(r) for r in rewards[g:g + k]]
+        if any(math.isnan(r) for r in group):
+            dropped.append(task_ids[g])
+            continue
+        ids.extend(task_ids[g:g + k])
+        rs.extend(group)
+    return ids, rs, dropped
+
+
 def even_quotas(n: int, types: Sequence[str] = CATEGORIES) -> dict[str, int]:
     """Split ``n`` seeds over ``types`` as evenly as possible, the remainder to the first types."""
     if n < 0:

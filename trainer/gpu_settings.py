@@ -107,16 +107,18 @@ def n_params(cfg: dict) -> int:
     return layers * per_layer + emb + h
 
 
-def activation_bytes_per_token(cfg: dict) -> int:
-    """bf16 bytes per training token with gradient checkpointing and a fused (chunked) LM head.
+def activation_bytes_per_token(cfg: dict, residual_bytes: int = 2) -> int:
+    """Bytes per training token with gradient checkpointing and a fused (chunked) LM head.
 
-    Checkpoints: one hidden state per layer (``layers x hidden x 2``). Recompute: one layer's forward
-    tensors and their gradients (q/k/v/o, gate/up/act/product, norms and residuals: ``x 2 x 2``).
+    Checkpoints: one hidden state per layer (``layers x hidden x residual_bytes``: 2 with bf16 weights
+    (DeepSpeed bf16); 4 under bf16 autocast of fp32 weights, where the residual stream between layers stays
+    fp32). Recompute: one layer's bf16 forward tensors and their gradients (q/k/v/o, gate/up/act/product,
+    norms and residuals: ``x 2 x 2``).
     """
     h, inter, layers = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
     hd = cfg.get("head_dim") or h // cfg["num_attention_heads"]
     q, kv = cfg["num_attention_heads"] * hd, cfg["num_key_value_heads"] * hd
-    checkpoints = layers * h * 2
+    checkpoints = layers * h * residual_bytes
     layer = (2 * q + 2 * kv + 4 * inter + 4 * h) * 2 * 2
     return checkpoints + layer
 
@@ -140,7 +142,8 @@ def estimate_memory(cfg: dict, *, per_device_batch: int, seq_len: int, world_siz
         grads = 4 * p / (n if zero >= 2 else 1)
         opt = 0 if offload_optimizer else 12 * p / (n if zero >= 1 else 1)
         ref = (2 * p / (n if zero >= 3 else 1)) if beta > 0 else 0
-    act = per_device_batch * seq_len * activation_bytes_per_token(cfg) + lm_head_chunk_gib * GIB
+    residual = 4 if zero is None else 2  # fp32 weights under autocast keep an fp32 residual stream
+    act = per_device_batch * seq_len * activation_bytes_per_token(cfg, residual) + lm_head_chunk_gib * GIB
     return MemoryEstimate(
         params=params / GIB, grads=grads / GIB, optimizer=opt / GIB, reference=ref / GIB,
         vllm=vllm_share * gpu_gib, activations=act / GIB, overhead=overhead_gib,

@@ -43,6 +43,7 @@ from envs.dataset import load_tasks
 from envs.task import Task, atomic_write_text
 from trainer.config import RODSConfig
 from trainer.curriculum import STATE_FILE, Curriculum
+from trainer.detection import scorable_groups
 from trainer.rollout import ChatTokenizer, HFGenerator, VLLMGenerator, make_rollout_func, rods_reward
 from trainer.synthesis_bridge import Synthesizer, check_synthesis_endpoint, for_training, make_synthesizer
 from trainer.vllm_cpu import needs_vllm_cpu, prepare_vllm_cpu
@@ -201,12 +202,17 @@ def _trainer_classes():
             if self.model.training:
                 task_ids = gather_object([x["task_id"] for x in inputs])  # same order as the gathered rows
                 weights = self.reward_weights.to(rpf.device).unsqueeze(0)
-                total = (rpf * weights).nansum(dim=1).tolist()
+                total = (rpf * weights).nansum(dim=1)
+                total[rpf.isnan().all(dim=1)] = float("nan")  # unscorable rows (over-long prompt): no observation
                 k = self.num_generations
                 for g in range(0, len(task_ids), k):  # RepeatSampler order: K consecutive rows per task
                     if len(set(task_ids[g:g + k])) != 1:
                         raise RuntimeError(f"a group of K={k} spans several tasks: {task_ids[g:g + k]}")
-                self.curriculum.record(self.state.global_step, task_ids, total, k)
+                task_ids, scored, dropped = scorable_groups(task_ids, total.tolist(), k)
+                if dropped:
+                    log.warning("step %d: %d unscorable group(s) left out of detection: %s",
+                                self.state.global_step, len(dropped), dropped)
+                self.curriculum.record(self.state.global_step, task_ids, scored, k)
             return rpf
 
     class CurriculumCallback(TrainerCallback):

@@ -39,7 +39,10 @@ after it, so the conversation stays well formed and its tool calls count.
 
 Context: ``context_limit`` (vLLM's ``max_model_len``, the model's positions) caps each episode's budget at
 ``limit - len(prompt)``; a prompt that alone does not fit ends its episode at once (logged with the task
-id, prompt trimmed to the limit, one masked token, reward 0), never a failed generate call.
+id, prompt cut to a short tail, one masked token), never a failed generate call. Such an episode is
+*unscorable*, not a failure: its reward goes to TRL as ``None`` (NaN: advantage 0, left out of the reward
+statistics) and the curriculum leaves its group out of the detector (:func:`trainer.detection.scorable_groups`),
+so a task the context cannot hold is never ranked "hard", burned in or pruned on a score it never earned.
 
 Per-request budgets: every model turn asks for at most its own episode's remaining budget
 (``max_tokens`` per vLLM request; a per-row stop in transformers ``generate``).
@@ -83,6 +86,8 @@ class TokenTrace:
     truncated: bool = False
     """The completion budget ran out (a suffix or a step did not fit)."""
     model_turns: int = 0
+    overlong: bool = False
+    """The first prompt alone did not fit the context: nothing was generated, the episode is unscorable."""
 
     def add_model(self, ids: Sequence[int], logprobs: Sequence[float] | None) -> None:
         self.completion_ids.extend(ids)
@@ -427,8 +432,11 @@ class TracingPolicy:
             return True
         log.warning("task %s: prompt of %d tokens leaves no room in the context limit %d; episode ends unanswered",
                     ctx.task.id, len(trace.prompt_ids), self.context_limit)
-        trace.prompt_ids = trace.prompt_ids[-max(1, self.context_limit - 1):]
+        # a short tail: nothing trains on this row (mask 0, advantage 0), so TRL's logprob forward passes over
+        # it (policy, old, reference; K copies) should cost nothing, not a full context each
+        trace.prompt_ids = trace.prompt_ids[-max(1, min(16, self.context_limit - 1)):]
         trace.add_injected([self.chat.eos_token_id])  # one masked token: TRL needs a completion, nothing trains
+        trace.overlong = True
         return False
 
     async def respond(self, messages: list[dict], tools: list[dict], ctx: StepContext) -> AssistantMessage:
@@ -513,11 +521,14 @@ def resolve_shaper(name: str | None) -> RewardShaper | None:
     raise ValueError(f"unknown reward_shaping {name!r}; registered: {sorted(REWARD_SHAPERS)} (or module:function)")
 
 
-def rods_reward(completions: list, rods_reward: list[float] | None = None, **kwargs: Any) -> list[float]:
-    """GRPO reward function: the per-episode reward computed in the rollout (extra key ``rods_reward``)."""
+def rods_reward(completions: list, rods_reward: list[float | None] | None = None,
+                **kwargs: Any) -> list[float | None]:
+    """GRPO reward function: the per-episode reward computed in the rollout (extra key ``rods_reward``).
+
+    None (an unscorable episode) stays None: TRL turns it into NaN, advantage 0, outside the reward stats."""
     if rods_reward is None:
         raise ValueError("rods_reward needs the 'rods_reward' rollout key (use trainer.rollout.make_rollout_func)")
-    return [float(r) for r in rods_reward]
+    return [None if r is None else float(r) for r in rods_reward]
 
 
 # ---------------------------------------------------------------------------------------------- rollouts
@@ -525,8 +536,10 @@ def rods_reward(completions: list, rods_reward: list[float] | None = None, **kwa
 class RolloutResult:
     traces: list[TokenTrace]
     episodes: list[Episode]
-    rewards: list[float]
+    rewards: list[float | None]
+    """Per episode, as TRL gets it; None for an unscorable (over-long) episode."""
     raw_rewards: list[float]
+    """The checker's reward before shaping, for logging (0.0 for an unscorable episode)."""
     seconds: float
     generate_calls: int
     generated_tokens: int
@@ -582,10 +595,13 @@ def run_rollouts(tasks: list[Task], generator: Generator, chat: ChatTokenizer, *
         raise batcher.error
     reward_fn = REWARDS[reward]
     raw, shaped = [], []
-    for task, k, episode in zip(tasks, group_index, episodes, strict=True):
+    for task, k, episode, policy in zip(tasks, group_index, episodes, policies, strict=True):
         r = reward_fn(check(task, episode.decoded, inference_error=episode.error))
         raw.append(r)
-        shaped.append(float(shaper(task, k, r, episode)) if shaper else r)
+        if policy.trace.overlong:  # never attempted: no score for TRL or the detector
+            shaped.append(None)
+        else:
+            shaped.append(float(shaper(task, k, r, episode)) if shaper else r)
     return RolloutResult(
         traces=[p.trace for p in policies], episodes=episodes, rewards=shaped, raw_rewards=raw,
         seconds=time.perf_counter() - start, generate_calls=batcher.calls, generated_tokens=batcher.generated_tokens,

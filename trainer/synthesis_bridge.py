@@ -28,7 +28,6 @@ loading resubmits the former, so a killed run loses no round.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -104,26 +103,15 @@ def graph_context(args: Any, epoch: int) -> Any:
 
 
 def preflight(base_url: str | None, timeout: float = 10.0, api_key: str | None = None) -> None:
-    """GET ``{base_url}/models`` once; :class:`SynthesisUnavailable` naming the URL when it fails.
+    """One GET ``{base_url}/models`` (``rods_agents.llm_client.preflight``, no retries);
+    :class:`SynthesisUnavailable` naming the URL when the synthesis server cannot be reached."""
+    from rods_agents.llm_client import EndpointUnreachable
+    from rods_agents.llm_client import preflight as endpoint_preflight
 
-    Any HTTP answer, even 401/404, proves a server listens; only a transport failure (refused,
-    timed out, DNS) stops the run before the model is loaded.
-    """
-    from openai import APIConnectionError, APIStatusError, OpenAI
-
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-    client = OpenAI(base_url=url, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-                    timeout=timeout, max_retries=0)
     try:
-        client.models.list()
-    except APIStatusError:
-        return
-    except APIConnectionError as exc:
-        raise SynthesisUnavailable(f"cannot reach the synthesis server at {url} "
-                                   f"({type(exc.__cause__ or exc).__name__}); start it or pass "
-                                   "--synthesis_backbone offline") from None
-    finally:
-        client.close()
+        endpoint_preflight(base_url, api_key, timeout)
+    except EndpointUnreachable as exc:
+        raise SynthesisUnavailable(f"synthesis server: {exc}; start it or pass --synthesis_backbone offline") from None
 
 
 def check_synthesis_endpoint(args: Any) -> None:
