@@ -83,8 +83,8 @@ def _perturb(value: int | float, rng: Any, grow: bool = False) -> int | float:
 def _hardcoded(value: str, classes: list[str]) -> bool:
     from rods_agents.catalog import class_source_text
 
-    # a longer value anywhere in the environment's code or long-context data (inside a text) counts too
-    return any((len(value) >= 6 and value in class_source_text(c))
+    # an id-like value anywhere in the environment's code or long-context data (inside a text) counts too
+    return any((len(value) >= 6 and any(ch.isdigit() for ch in value) and value in class_source_text(c))
                or re.search(r"['\"]" + re.escape(value) + r"['\"]", class_source_text(c)) for c in classes)
 
 

@@ -11,6 +11,7 @@ the server's checkpoints. The server keeps its state in ``.langgraph_api/`` of t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -25,11 +26,26 @@ OFFLINE_ENV = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": 
                "LANGCHAIN_TRACING_V2": "false"}
 
 
-def studio_command(port: int = 2024, host: str = "127.0.0.1") -> tuple[list[str], dict[str, str]]:
+GRAPHS = {"synthesis": "graphs.synthesis:graph"}
+
+
+def studio_config(workdir: Path) -> Path:
+    """The ``langgraph.json`` to serve: the checkout's, or (after a wheel install, which has no
+    checkout) the same graphs written to ``.langgraph_api/langgraph.json`` of ``workdir``."""
+    if (ROOT / "langgraph.json").is_file():
+        return ROOT / "langgraph.json"
+    path = workdir / ".langgraph_api" / "langgraph.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"dependencies": [], "graphs": GRAPHS, "env": {}}, indent=2))
+    return path
+
+
+def studio_command(port: int = 2024, host: str = "127.0.0.1",
+                   workdir: Path | None = None) -> tuple[list[str], dict[str, str]]:
     """The command line and environment that serve the graph offline."""
     exe = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph") or "langgraph"
     cmd = [exe, "dev", "--no-browser", "--no-reload", "--host", host, "--port", str(port),
-           "--config", str(ROOT / "langgraph.json")]
+           "--config", str(studio_config(workdir or Path.cwd()))]
     pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     return cmd, {**os.environ, **OFFLINE_ENV, "PYTHONPATH": pythonpath}
 
@@ -40,7 +56,7 @@ def start_studio(port: int = 2024, host: str = "127.0.0.1", log_path: Path | Non
 
     ``workdir`` is the server's working directory, where it writes ``.langgraph_api/`` (default: the
     current directory); the graph always comes from the package's ``langgraph.json`` (``--config``)."""
-    cmd, env = studio_command(port, host)
+    cmd, env = studio_command(port, host, workdir)
     out = open(log_path, "w") if log_path else subprocess.DEVNULL  # noqa: SIM115 - owned by the child
     return subprocess.Popen(cmd, cwd=workdir or Path.cwd(), env=env, stdout=out, stderr=subprocess.STDOUT)
 

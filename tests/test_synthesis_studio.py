@@ -103,3 +103,17 @@ def test_langgraph_dev_runs_the_graph_and_history_shows_every_stage(tmp_path):
         wrote_to_workdir = (workdir / ".langgraph_api").exists()
         shutil.rmtree(workdir, ignore_errors=True)
     assert wrote_to_workdir  # its state went to the scratch dir
+
+
+def test_studio_config_after_a_wheel_install_serves_the_same_graphs(tmp_path, monkeypatch):
+    """A wheel has no checkout (no root langgraph.json): `rods studio` writes the same graphs into
+    ./.langgraph_api/, so Studio still finds graphs.synthesis:graph."""
+    import json
+
+    from rods_cli import studio
+
+    repo = json.loads((studio.ROOT / "langgraph.json").read_text())
+    monkeypatch.setattr(studio, "ROOT", tmp_path / "site-packages")
+    path = studio.studio_config(tmp_path)
+    assert path == tmp_path / ".langgraph_api" / "langgraph.json"
+    assert json.loads(path.read_text())["graphs"] == repo["graphs"]

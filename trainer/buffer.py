@@ -14,7 +14,9 @@ the paper as read by [CN]/[TW] (see ``docs/rods-paper-notes.md`` §5 and §8):
 * **Retirement**, in this order, each recorded as a :class:`Retired` event with its reason:
 
   1. ``burn_in``: a generated item whose first evaluation mean is below ``burn_in_threshold``
-     (0.20; one observation, ToolWeave's reading: the paper's window was not retrieved).
+     (0.20; one observation, ToolWeave's reading: the paper's window was not retrieved), or one that was
+     rolled out but never scorable (``detector.unscorable``: its prompt alone exceeds the context, so it
+     can never train; left unevaluated it would hold a P_max slot forever).
   2. ``mastered`` / ``hard`` (boundary drift): the last ``drift_window`` (W = 2) epoch means are all
      above ``retire_mastered`` (0.95, the paper's separate retirement threshold) or all below
      ``retire_hard`` (0.20). W is our choice: the paper names drift eviction but no window.
@@ -302,7 +304,11 @@ class ReplayBuffer:
             # 2. burn-in: first evaluation of a generated item
             burn: list[Retired] = []
             for tid, item in self._gen.items():
-                if item.burned_in or detector.evaluations(tid) == 0:
+                if item.burned_in:
+                    continue
+                if detector.evaluations(tid) == 0:
+                    if detector.unscorable(tid):  # rolled out, never scorable (prompt over the context): can't train
+                        burn.append(self._retired_event(tid, "burn_in", epoch, detector))
                     continue
                 first = detector.latest_means(tid, detector.config.history_size)[0]
                 if first < cfg.burn_in_threshold:

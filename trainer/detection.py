@@ -271,6 +271,7 @@ class BoundaryDetector:
         self._classes: Callable[[str], Any] | None = classes.get if isinstance(classes, Mapping) else classes
         self._tracks: dict[str, _Track] = {}
         self._last_emitted: dict[str, int] = {}
+        self._unscorable: dict[str, int] = {}  # task id -> groups that could not be scored (see record_unscorable)
         self._epoch_groups: dict[int, list[int]] = {}  # epoch -> [groups, informative]
         self.latest_epoch: int | None = None
         self.last_batch: BatchRecord | None = None
@@ -393,6 +394,19 @@ class BoundaryDetector:
         tr = self._tracks.get(task_id)
         return len(tr.hist) if tr else 0
 
+    def record_unscorable(self, task_ids: Iterable[str]) -> None:
+        """Count groups that could not be scored (:func:`scorable_groups` left them out), one per id.
+
+        No statistics change; the buffer evicts a generated item that was rolled out but never scored
+        (its prompt does not fit the context), which otherwise would hold a P_max slot forever.
+        """
+        for tid in task_ids:
+            self._unscorable[tid] = self._unscorable.get(tid, 0) + 1
+
+    def unscorable(self, task_id: str) -> int:
+        """Groups of ``task_id`` that could not be scored."""
+        return self._unscorable.get(task_id, 0)
+
     def stats(self, task_id: str) -> TaskStats | None:
         """All statistics of ``task_id`` as a model (None if never observed)."""
         tr = self._tracks.get(task_id)
@@ -416,6 +430,7 @@ class BoundaryDetector:
         for tid in task_ids:
             self._tracks.pop(tid, None)
             self._last_emitted.pop(tid, None)
+            self._unscorable.pop(tid, None)
 
     # ------------------------------------------------------------------ partition / seeds
     def partition(self, task_ids: Iterable[str] | None = None) -> Partition:
@@ -592,6 +607,7 @@ class BoundaryDetector:
                 for tid, tr in self._tracks.items()
             },
             "last_emitted": dict(self._last_emitted),
+            "unscorable": dict(self._unscorable),
             "epoch_groups": {str(e): list(c) for e, c in self._epoch_groups.items()},
         }
 
@@ -615,6 +631,7 @@ class BoundaryDetector:
             del tr.hist[: max(0, len(tr.hist) - self.config.history_size)]
             self._tracks[tid] = tr
         self._last_emitted = {k: int(v) for k, v in state["last_emitted"].items()}
+        self._unscorable = {k: int(v) for k, v in state.get("unscorable", {}).items()}  # absent in older states
         self._epoch_groups = {int(e): list(c) for e, c in state["epoch_groups"].items()}
         while len(self._epoch_groups) > self.config.epoch_log_size:
             del self._epoch_groups[min(self._epoch_groups)]

@@ -212,6 +212,7 @@ def _trainer_classes():
                 if dropped:
                     log.warning("step %d: %d unscorable group(s) left out of detection: %s",
                                 self.state.global_step, len(dropped), dropped)
+                    self.curriculum.detector.record_unscorable(dropped)  # a variant never scored is evicted
                 self.curriculum.record(self.state.global_step, task_ids, scored, k)
             return rpf
 
