@@ -498,7 +498,7 @@ def _distance_pairs() -> tuple[tuple[str, str], ...]:
 
     api = env_class("VehicleControlAPI")()
     api._load_scenario({}, long_context=False)
-    cities = list(options("get_zipcode_based_on_city", "city")) + ["San Francisco"]
+    cities = list(dict.fromkeys(options("get_zipcode_based_on_city", "city")))
     zips = {c: api.get_zipcode_based_on_city(c).get("zipcode") for c in cities}
     return tuple((a, b) for a, b in permutations(cities, 2)
                  if "distance" in api.estimate_distance(cityA=zips[a], cityB=zips[b]))
@@ -616,6 +616,14 @@ def _numeric_leaves(obj: Any, path: tuple = (), out: list | None = None) -> list
     return out
 
 
+def _inputs_changed(profile: Profile, trace: Trace, vtrace: Trace) -> bool:
+    """A result a composed value may be built from (any call before the last one with a composed
+    argument) differs between the seed and the variant."""
+    pos_of = {(r.turn, r.index): p for p, r in enumerate(trace.calls)}
+    last = max((pos_of.get((a.turn, a.index), -1) for a in profile.arg_sources if a.source == "composed"), default=-1)
+    return any(a.result != b.result for a, b in zip(trace.calls[:last], vtrace.calls[:last], strict=False))
+
+
 def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]], config: dict, d: _Draw, rng: Any
                 ) -> tuple[list[list[str]], dict, list[list[Any]], dict[str, Any]] | None:
     """Perturb one number of the state that neither the text nor the ground truth names; results that
@@ -625,8 +633,32 @@ def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]],
     leaves = [(cls, p, v) for cls, cfg in config.items() if cls != "GorillaFileSystem"
               for p, v in _numeric_leaves(cfg) if float(v) not in used and not has_number(text, v) and v != 0]
     rng.shuffle(leaves)
-    for cls, path, value in leaves[:4]:
+    fs = _fs_kinds(config.get("GorillaFileSystem", {}), {})
+    gt_strings = " ".join(c for turn in gt for c in turn)
+    distractors = sorted(n for n, k in fs.items() if k == "file" and n.lower() not in text.lower()
+                         and n not in gt_strings and not _hardcoded(n, ["GorillaFileSystem"]))
+    rng.shuffle(distractors)
+    candidates: list[tuple[str, Any, Any]] = [("GorillaFileSystem", n, None) for n in distractors[:2]]
+    candidates += leaves[:4]
+    for cls, path, value in candidates:
         new_config = copy.deepcopy(config)
+        if cls == "GorillaFileSystem":  # a file nobody mentions gets another name of its kind
+            kind = kind_of(path, None, None, "file")
+            new_name = fresh(path, kind, rng, set(_strings(config, []))) if kind else None
+            if new_name is None:
+                continue
+            new_config = Substitution({path: new_name}, derived_forms=False).obj(new_config)
+            key = f"GorillaFileSystem.rename.{path}"
+            derived = rederive(seed, trace, profile, gt, new_config)
+            if derived is None:
+                continue
+            new_gt, more = derived
+            vtrace = trace_task(seed.model_copy(update={"ground_truth": new_gt, "initial_config": new_config}))
+            if vtrace.errors or outcome_flips(trace, vtrace) or _dangling(trace, vtrace):
+                continue
+            if d.composed and _inputs_changed(profile, trace, vtrace):
+                continue
+            return new_gt, new_config, [m for m in more if m[0] != m[1]], {key: new_name}
         node = new_config[cls]
         for key in path[:-1]:
             node = node[key]
@@ -639,8 +671,8 @@ def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]],
         vtrace = trace_task(draft)
         if vtrace.errors or outcome_flips(trace, vtrace):
             continue
-        if d.composed and any(a.result != b.result for a, b in zip(trace.calls, vtrace.calls, strict=False)):
-            continue  # a composed value may be built from this result
+        if d.composed and _inputs_changed(profile, trace, vtrace):
+            continue  # a composed value may be built from an earlier result
         key = f"{cls}." + ".".join(str(k) for k in path)
         return new_gt, new_config, [m for m in more if m[0] != m[1]], {key: node[path[-1]]}
     return None
