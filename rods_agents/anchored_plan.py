@@ -616,6 +616,26 @@ def _numeric_leaves(obj: Any, path: tuple = (), out: list | None = None) -> list
     return out
 
 
+def _stale_composed(seed: Task, profile: Profile, trace: Trace, vtrace: Trace) -> list[str]:
+    """Pieces of a composed text (a message quoting a distance) taken from an earlier result that the
+    variant's earlier results no longer hold: the composed value would be stale."""
+    pos_of = {(r.turn, r.index): p for p, r in enumerate(trace.calls)}
+    out = []
+    for a in profile.arg_sources:
+        pos = pos_of.get((a.turn, a.index))
+        if a.source != "composed" or pos is None:
+            continue
+        text = " ".join(m.content for t in seed.turns[: a.turn + 1] for m in t).lower()
+        seed_res = " ".join(r.result for r in trace.calls[:pos] if len(r.result) < 50_000)
+        var_res = " ".join(r.result for r in vtrace.calls[:pos] if len(r.result) < 50_000)
+        new = vtrace.calls[pos].args.get(a.param) if pos < len(vtrace.calls) else None
+        for piece in re.findall(r"\d+(?:\.\d+)?|[A-Za-z]{4,}", " ".join(_scalar_strings(new)) + " " +
+                                " ".join(str(n) for n in _scalar_numbers(new))):
+            if piece.lower() not in text and piece in seed_res and piece not in var_res:
+                out.append(f"{a.method}.{a.param}: {piece!r}")
+    return out
+
+
 def _inputs_changed(profile: Profile, trace: Trace, vtrace: Trace) -> bool:
     """A result a composed value may be built from (any call before the last one with a composed
     argument) differs between the seed and the variant."""
@@ -633,6 +653,7 @@ def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]],
     leaves = [(cls, p, v) for cls, cfg in config.items() if cls != "GorillaFileSystem"
               for p, v in _numeric_leaves(cfg) if float(v) not in used and not has_number(text, v) and v != 0]
     rng.shuffle(leaves)
+    before = trace_task(seed.model_copy(update={"ground_truth": gt, "initial_config": config}))
     fs = _fs_kinds(config.get("GorillaFileSystem", {}), {})
     gt_strings = " ".join(c for turn in gt for c in turn)
     distractors = sorted(n for n, k in fs.items() if k == "file" and n.lower() not in text.lower()
@@ -653,10 +674,11 @@ def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]],
             if derived is None:
                 continue
             new_gt, more = derived
-            vtrace = trace_task(seed.model_copy(update={"ground_truth": new_gt, "initial_config": new_config}))
-            if vtrace.errors or outcome_flips(trace, vtrace) or _dangling(trace, vtrace):
+            draft = seed.model_copy(update={"ground_truth": new_gt, "initial_config": new_config})
+            vtrace = trace_task(draft)
+            if (vtrace.errors and not _patchable(draft)) or outcome_flips(trace, vtrace) or _dangling(trace, vtrace):
                 continue
-            if d.composed and _inputs_changed(profile, trace, vtrace):
+            if d.composed and _inputs_changed(profile, before, vtrace):
                 continue
             return new_gt, new_config, [m for m in more if m[0] != m[1]], {key: new_name}
         node = new_config[cls]
@@ -669,9 +691,9 @@ def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]],
         new_gt, more = derived
         draft = seed.model_copy(update={"ground_truth": new_gt, "initial_config": new_config})
         vtrace = trace_task(draft)
-        if vtrace.errors or outcome_flips(trace, vtrace):
+        if (vtrace.errors and not _patchable(draft)) or outcome_flips(trace, vtrace) or _dangling(trace, vtrace):
             continue
-        if d.composed and _inputs_changed(profile, trace, vtrace):
+        if d.composed and _inputs_changed(profile, before, vtrace):
             continue  # a composed value may be built from an earlier result
         key = f"{cls}." + ".".join(str(k) for k in path)
         return new_gt, new_config, [m for m in more if m[0] != m[1]], {key: node[path[-1]]}
@@ -783,8 +805,10 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
     vtrace = trace_task(draft)
     if outcome_flips(trace, vtrace) or _dangling(trace, vtrace) or (vtrace.errors and not _patchable(draft)):
         return None
+    if d.composed and _stale_composed(seed, profile, trace, vtrace):
+        return None
     derived_values = [p for p in derived_values if p[0] != p[1]]
-    if config == seed.initial_config:  # a new state as well as new calls
+    if config == seed.initial_config or state_changes:  # a new state (a patch may undo a resampled one)
         varied = _vary_state(seed, profile, trace, gt, config, d, rng)
         if varied is not None:
             gt, config, more, extra = varied

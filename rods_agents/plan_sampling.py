@@ -1,5 +1,10 @@
 """Stage 2: sample a new ground-truth plan and initial_config with the seed's profile.
 
+The offline sampler is :func:`sample_variant_plan`, anchored on the seed's own words
+(:mod:`rods_agents.anchored_plan`: only changes the seed's text can carry, values of the same kind,
+options swapped for documented options, values read from results re-derived by the seed's path). The
+description below is of the earlier sampler, kept as :func:`sample_template_plan` for comparison.
+
 The offline sampler keeps the seed's call skeleton (so turn shape, dependency topology and category
 features carry over) and changes what the agent works on:
 

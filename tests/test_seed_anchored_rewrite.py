@@ -205,3 +205,13 @@ def test_a_flipped_yes_no_outcome_is_an_error_no_patch_repairs():
     errors = flag_outcome_flips(trace, seed_trace)
     assert errors and errors[0]["kind"] == "outcome_flip" and trace.errors
     assert propose_patch(json.loads(json.dumps(flipped.initial_config)), errors[0], trace) is None
+
+
+def test_a_city_pair_becomes_another_pair_the_environment_knows_and_the_distance_follows():
+    seed, task, plan = _variant("multi_turn_base_85")
+    assert set(plan.swaps) == {"San Francisco", "Rivermist"}
+    trace = trace_task(task)
+    assert not trace.errors
+    distance = json.loads(trace.calls[2].result)["distance"]
+    assert trace.calls[3].args["distance"] == distance != 980.0  # read from the new result, not the seed's
+    assert all(new in _texts(task)[0] for new in plan.swaps.values())
