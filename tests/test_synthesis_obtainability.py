@@ -101,7 +101,6 @@ def test_rendered_turns_read_well_for_every_train_seed():
         plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, 0, 0))
         turns = rewrite_plan(seed, profile, plan, rng_for(1, seed.id, 0))
         texts = [m.content for turn in turns for m in turn]
-        topic = re.search(r"the (\w+) work", " ".join(texts[1:])) if len(texts) > 1 else None
         for text in texts:
             # doubled numbers ('1 1') and quoted values may repeat legitimately; words may not
             scrubbed = re.sub(r"'[^']*'", "'v'", text)
@@ -109,8 +108,6 @@ def test_rendered_turns_read_well_for_every_train_seed():
                 m = pat.search(scrubbed)
                 if m and not m.group(0).isdigit() and not re.fullmatch(r"(\d+) \1", m.group(0)):
                     bad.append(f"{seed.id}: {m.group(0)!r} in {text!r}")
-        if topic:  # every turn is anchored to the goal stated in the first
-            assert topic.group(1) in texts[0], (seed.id, texts[0])
-            for text in texts[1:]:
-                assert f"{topic.group(1)} work" in text, (seed.id, text)
+        # seed-anchored: one variant turn per seed turn, empty exactly where the seed's is (miss_func reveals)
+        assert [bool(t) for t in turns] == [bool(t) for t in seed.turns], seed.id
     assert not bad, bad[:10]

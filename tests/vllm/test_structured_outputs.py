@@ -108,7 +108,9 @@ def test_json_schema_answer_from_the_server_becomes_an_accepted_sample(vllm_serv
     assert len(model.raw) == 1, [r["detail"]["llm_errors"][0][-400:] for r in res.rejected]
     raw = model.raw[0]
     assert raw.response_metadata.get("finish_reason") == "stop", raw.response_metadata
-    answer = json.loads(raw.content)  # the server's text is JSON as sent, not repaired client-side
+    # the server's text is JSON as sent, not repaired client-side; the random model's free-text narrative may hold
+    # raw control characters, which xgrammar's JSON grammar admits and strict json.loads refuses
+    answer = json.loads(raw.content, strict=False)
     assert set(answer) == {"narrative", "turns"} and len(answer["narrative"]) <= NARRATIVE_MAX
     prompt_drafts = drafts_in(model.prompts[0])
 
