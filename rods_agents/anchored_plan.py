@@ -427,6 +427,8 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                     continue
                 if _hardcoded(s, seed.involved_classes) and s not in own_symbols:
                     continue
+                if s in own_symbols and not re.search(rf"\b{re.escape(s)}\b", all_text):
+                    continue  # a stock the text names by what it does ('the one making GPUs'): a new ticker breaks that
                 kind = kind_of(s, rec.name, param, fs.get(s))
                 if kind == "first_name" and s in first_names:
                     renames[s] = first_names[s]
@@ -446,7 +448,8 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                     taken.add(new)
             if (not d.composed and (d.attempt == 0 or d.force) and src is not None and src.source == "user"
                     and isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > 1
-                    and repr(value) not in numbers and has_number(d.text_upto(rec.turn), value) and d.p(0.5)):
+                    and repr(value) not in numbers and has_number(d.text_upto(rec.turn), value)
+                    and _number_only_for_arguments(d, bound, value) and d.p(0.5)):
                 numbers[repr(value)] = _perturb(value, d.rng, grow=(rec.name, param) in _GROWABLE)
     # first or last names stated on their own, of a person renamed above
     for name, new in {**first_names, **last_names}.items():
@@ -469,6 +472,16 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     substitutions = _method_swaps(d, bound)
     phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
     return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases}
+
+
+def _number_only_for_arguments(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], value: float) -> bool:
+    """A number may change only where every turn that says it has a call (in that turn or, for a withheld
+    value, the next) taking it as an argument: 'show the last 10 lines' over ``tail(file)`` (10 is its
+    default) must keep its 10, or the text no longer determines the ground truth."""
+    def carried(turn: int) -> bool:
+        return any(rec.turn in (turn, turn + 1) and any(value in _scalar_numbers(v) for v in args.values())
+                   for rec, args in bound)
+    return all(carried(t) for t, text in enumerate(d.turn_text) if has_number(text, value))
 
 
 def _untangle(renames: dict[str, str], rng: Any, taken: set[str], fs: dict[str, str]) -> None:

@@ -215,3 +215,44 @@ def test_a_city_pair_becomes_another_pair_the_environment_knows_and_the_distance
     distance = json.loads(trace.calls[2].result)["distance"]
     assert trace.calls[3].args["distance"] == distance != 980.0  # read from the new result, not the seed's
     assert all(new in _texts(task)[0] for new in plan.swaps.values())
+
+
+def _numbers_in_args(gt_turn: list[str]) -> set[float]:
+    out: set[float] = set()
+    for call in gt_turn:
+        parsed = parse_call(call)
+        for v in [*parsed.args, *parsed.kwargs.values()]:
+            vals = v if isinstance(v, list | tuple) else [v]
+            out |= {float(x) for x in vals if isinstance(x, int | float) and not isinstance(x, bool)}
+    return out
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(TRAIN), st.integers(0, 3))
+def test_a_changed_number_is_an_argument_wherever_the_text_says_it(seed, variant):
+    """'display the last 10 lines' over tail(file) (10 is tail's default) must keep its 10: a number changes only
+    where each turn that says it has a call of that turn (or the next, for a withheld value) taking it."""
+    from rods_agents.seed_anchor import has_number
+
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, variant, 0), 0)
+    texts = [" ".join(m.content for m in turn) for turn in seed.turns]
+    for old in plan.numbers:
+        value = float(old)
+        for t, text in enumerate(texts):
+            if has_number(text, value):
+                nearby = set().union(*(_numbers_in_args(seed.ground_truth[k]) for k in (t, t + 1) if k < len(seed.ground_truth)))
+                assert value in nearby, (seed.id, old, t, text)
+
+
+def test_a_stock_the_text_never_names_keeps_its_ticker():
+    """base-style 'act on the one that's making GPUs' picks NVDA by what it does: a new ticker would make the text
+    point at nothing, so the plan renames only tickers the text spells out."""
+    seed = load_tasks(ids=["multi_turn_miss_param_108"])[0]
+    text = " ".join(m.content for turn in seed.turns for m in turn)
+    assert "NVDA" not in text
+    for variant in range(4):
+        trace = trace_task(seed)
+        plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(0, seed.id, variant, 0), 0)
+        assert "NVDA" not in plan.renames, plan.renames
