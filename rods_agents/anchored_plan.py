@@ -36,7 +36,7 @@ from envs.task import Task
 from rods_agents.catalog import build_catalog
 from rods_agents.profile_extraction import Profile
 from rods_agents.seed_anchor import Substitution, _strings, has_number, substitute_phrases
-from rods_agents.tracing import Trace, bind_args, outcome_flips, trace_task
+from rods_agents.tracing import Trace, bind_args, limit_flips, outcome_flips, trace_task
 from rods_agents.value_kinds import fresh, kind_of, method_swaps, mode_words, options, swap_option
 from rods_agents.value_sources import state_values
 
@@ -474,6 +474,14 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases}
 
 
+def _flips(d: _Draw, trace: Trace, vtrace: Trace, numbers: dict[str, Any] | None = None) -> list[str]:
+    """Yes/no outcomes and stated limits ('a cost below $1200') the variant decides otherwise than its seed."""
+    from rods_agents.seed_anchor import substitute_numbers
+
+    texts = [substitute_numbers(t, numbers or {}) for t in d.turn_text]
+    return outcome_flips(trace, vtrace) or limit_flips(trace, vtrace, d.turn_text, texts)
+
+
 def _number_only_for_arguments(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], value: float) -> bool:
     """A number may change only where every turn that says it has a call (in that turn or, for a withheld
     value, the next) taking it as an argument: 'show the last 10 lines' over ``tail(file)`` (10 is its
@@ -689,7 +697,7 @@ def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]],
             new_gt, more = derived
             draft = seed.model_copy(update={"ground_truth": new_gt, "initial_config": new_config})
             vtrace = trace_task(draft)
-            if (vtrace.errors and not _patchable(draft)) or outcome_flips(trace, vtrace) or _dangling(trace, vtrace):
+            if (vtrace.errors and not _patchable(draft)) or _flips(d, trace, vtrace) or _dangling(trace, vtrace):
                 continue
             if d.composed and _inputs_changed(profile, before, vtrace):
                 continue
@@ -704,7 +712,7 @@ def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]],
         new_gt, more = derived
         draft = seed.model_copy(update={"ground_truth": new_gt, "initial_config": new_config})
         vtrace = trace_task(draft)
-        if (vtrace.errors and not _patchable(draft)) or outcome_flips(trace, vtrace) or _dangling(trace, vtrace):
+        if (vtrace.errors and not _patchable(draft)) or _flips(d, trace, vtrace) or _dangling(trace, vtrace):
             continue
         if d.composed and _inputs_changed(profile, before, vtrace):
             continue  # a composed value may be built from an earlier result
@@ -816,7 +824,7 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
         return None
     draft = seed.model_copy(update={"ground_truth": gt, "initial_config": config})
     vtrace = trace_task(draft)
-    if outcome_flips(trace, vtrace) or _dangling(trace, vtrace) or (vtrace.errors and not _patchable(draft)):
+    if _flips(d, trace, vtrace, changes["numbers"]) or _dangling(trace, vtrace) or (vtrace.errors and not _patchable(draft)):
         return None
     if d.composed and _stale_composed(seed, profile, trace, vtrace):
         return None

@@ -7,7 +7,7 @@ from typing import Any
 
 from envs.task import Task
 from rods_agents.runtime_utils import emit, stage_timer
-from rods_agents.tracing import CallRecord, Trace, outcome_flips, trace_task
+from rods_agents.tracing import CallRecord, Trace, limit_flips, outcome_flips, trace_task
 
 # error pattern -> error kind; the config patch agent's rule table is keyed by (kind, class)
 ERROR_KINDS: list[tuple[str, re.Pattern]] = [
@@ -37,19 +37,26 @@ def error_report(record: CallRecord) -> dict[str, Any]:
 OUTCOME_FLIP = "outcome differs from the seed's"
 
 
-def flag_outcome_flips(trace: Trace, seed_trace: Trace) -> list[dict[str, Any]]:
+def flag_outcome_flips(trace: Trace, seed_trace: Trace, seed_texts: list[str] | None = None,
+                       texts: list[str] | None = None) -> list[dict[str, Any]]:
     """Mark (in ``trace``) the first call whose yes/no outcome differs from the seed's, as an error.
 
     The seed's text may make a later call conditional on that outcome ("should the range fall short,
     fill the tank"), so its ground truth no longer follows from the text; no patch rule applies, and
     the verdict rejects the candidate as an execution error."""
     flips = outcome_flips(seed_trace, trace)
+    if seed_texts is not None and texts is not None:
+        flips += limit_flips(seed_trace, trace, seed_texts, texts)
     if not flips:
         return []
     pos = int(flips[0].split()[1])
     record = trace.calls[pos]
     record.error = f"{OUTCOME_FLIP}: {flips[0]}"
     return [{**error_report(record), "kind": "outcome_flip"}]
+
+
+def _turn_texts(task: Task) -> list[str]:
+    return [" ".join(m.content for m in turn) for turn in task.turns]
 
 
 def execute_plan(state: dict, runtime: Any = None) -> dict:
@@ -59,6 +66,8 @@ def execute_plan(state: dict, runtime: Any = None) -> dict:
         trace = trace_task(task)
         errors = [error_report(r) for r in trace.errors]
         if not errors and state.get("seed_trace"):
-            errors = flag_outcome_flips(trace, Trace.model_validate(state["seed_trace"]))
+            seed = Task.model_validate(state["seed"]) if state.get("seed") else None
+            errors = flag_outcome_flips(trace, Trace.model_validate(state["seed_trace"]),
+                                        _turn_texts(seed) if seed else None, _turn_texts(task))
     emit(runtime, state, "execute", "error" if errors else "ok", errors=len(errors))
     return {"trace": trace.model_dump(), "errors": errors, "timings": timings}

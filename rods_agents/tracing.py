@@ -162,6 +162,51 @@ def _bool_leaves(obj: Any, path: str = "", out: dict[str, bool] | None = None) -
     return out
 
 
+def _num_leaves(obj: Any, path: str = "", out: dict[str, float] | None = None) -> dict[str, float]:
+    out = {} if out is None else out
+    if isinstance(obj, int | float) and not isinstance(obj, bool):
+        out[path] = float(obj)
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _num_leaves(v, f"{path}.{k}", out)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj[:50]):
+            _num_leaves(v, f"{path}[{i}]", out)
+    return out
+
+
+# a limit the user states: "a cost of below $1200", "if it exceeds 300 miles", "no more than 5"
+_LIMIT = re.compile(r"\b(?:below|under|over|above|exceed\w*|less than|more than|greater than|higher than|lower than|"
+                    r"cheaper than|at most|at least|up to|maximum of|minimum of|budget of|afford)\b[^0-9$.]{0,16}"
+                    r"\$?\s?(\d[\d,]*(?:\.\d+)?)", re.I)
+
+
+def stated_limits(turn_texts: list[str]) -> list[tuple[int, float]]:
+    """(turn, number) of every limit the user states, in text order."""
+    return [(t, float(m.group(1).replace(",", ""))) for t, text in enumerate(turn_texts)
+            for m in _LIMIT.finditer(text)]
+
+
+def limit_flips(seed_trace: Trace, trace: Trace, seed_texts: list[str], texts: list[str]) -> list[str]:
+    """Numbers in results that fall on the other side of a stated limit than in the seed.
+
+    "Book it if the cost is below $1200" decides the booking by a result number; a variant whose new date
+    makes the flight cost 1320 while its ground truth still books it is no longer determined by its text.
+    Limits pair up by position (the variant's text is the seed's with its numbers carried in)."""
+    flips: list[str] = []
+    for (turn, t0), (_, t1) in zip(stated_limits(seed_texts), stated_limits(texts), strict=False):
+        for pos, (a, b) in enumerate(zip(seed_trace.calls, trace.calls, strict=False)):
+            if a.turn > turn or a.name != b.name or a.error or b.error or a.result == b.result:
+                continue
+            try:
+                la, lb = _num_leaves(json.loads(a.result)), _num_leaves(json.loads(b.result))
+            except (json.JSONDecodeError, TypeError):
+                continue
+            flips += [f"call {pos} {a.name}{p}: {la[p]} vs limit {t0} -> {lb[p]} vs {t1}"
+                      for p in la if p in lb and (la[p] < t0) != (lb[p] < t1)]
+    return flips
+
+
 def outcome_flips(seed_trace: Trace, trace: Trace) -> list[str]:
     """Yes/no outcomes (boolean fields of results) where ``trace`` answers differently than the seed.
 

@@ -256,3 +256,16 @@ def test_a_stock_the_text_never_names_keeps_its_ticker():
         trace = trace_task(seed)
         plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(0, seed.id, variant, 0), 0)
         assert "NVDA" not in plan.renames, plan.renames
+
+
+def test_a_stated_limit_holds_in_the_variant():
+    """'business class, with a cost of below $1200' (miss_param_169): a new date may change the fare, but never past
+    the limit the user states, or the ground truth (which books the flight) no longer follows from the text."""
+    seed = load_tasks(ids=["multi_turn_miss_param_169"])[0]
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    for variant in range(8):
+        plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, variant, 0), 0)
+        draft = seed.model_copy(update={"ground_truth": plan.ground_truth, "initial_config": plan.initial_config})
+        invoices = [json.loads(r.result) for r in trace_task(draft).calls if r.name == "retrieve_invoice"]
+        assert invoices and all(inv["invoice"]["travel_cost"] < 1200 for inv in invoices), (variant, invoices)
