@@ -37,7 +37,7 @@ from rods_agents.catalog import build_catalog
 from rods_agents.profile_extraction import Profile
 from rods_agents.seed_anchor import Substitution, _strings, has_number, substitute_phrases
 from rods_agents.tracing import Trace, bind_args, limit_flips, outcome_flips, trace_task
-from rods_agents.value_kinds import fresh, kind_of, method_swaps, mode_words, options, swap_option
+from rods_agents.value_kinds import fresh, kind_of, method_swaps, mode_words, options, pools, swap_option
 from rods_agents.value_sources import state_values
 
 _PROTECTED = {".", "..", "/", "~", "", "*"}
@@ -427,8 +427,8 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                     continue
                 if _hardcoded(s, seed.involved_classes) and s not in own_symbols:
                     continue
-                if s in own_symbols and not re.search(rf"\b{re.escape(s)}\b", all_text):
-                    continue  # a stock the text names by what it does ('the one making GPUs'): a new ticker breaks that
+                if s in own_symbols and not _ticker_renamable(s, all_text):
+                    continue
                 kind = kind_of(s, rec.name, param, fs.get(s))
                 if kind == "first_name" and s in first_names:
                     renames[s] = first_names[s]
@@ -472,6 +472,14 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     substitutions = _method_swaps(d, bound)
     phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
     return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases}
+
+
+def _ticker_renamable(symbol: str, text: str) -> bool:
+    """Only a ticker the text spells out, and whose company it does not name: 'the one making GPUs' or 'Apple,
+    with symbol AAPL' would point at nothing (or at two stocks) after a new ticker."""
+    company = pools().get("company_of_ticker", {}).get(symbol)
+    named = company is not None and re.search(rf"\b{re.escape(company.split()[0])}\b", text, re.I)
+    return bool(re.search(rf"\b{re.escape(symbol)}\b", text)) and not named
 
 
 def _flips(d: _Draw, trace: Trace, vtrace: Trace, numbers: dict[str, Any] | None = None) -> list[str]:

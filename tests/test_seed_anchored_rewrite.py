@@ -269,3 +269,15 @@ def test_a_stated_limit_holds_in_the_variant():
         draft = seed.model_copy(update={"ground_truth": plan.ground_truth, "initial_config": plan.initial_config})
         invoices = [json.loads(r.result) for r in trace_task(draft).calls if r.name == "retrieve_invoice"]
         assert invoices and all(inv["invoice"]["travel_cost"] < 1200 for inv in invoices), (variant, invoices)
+
+
+def test_a_ticker_whose_company_the_text_names_keeps_its_ticker():
+    """'Apple, with symbol AAPL' (miss_param_124): a new ticker next to the old company name names two stocks."""
+    seed = load_tasks(ids=["multi_turn_miss_param_124"])[0]
+    text = " ".join(m.content for turn in seed.turns for m in turn)
+    assert "AAPL" in text and "Apple" in text
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    for variant in range(4):
+        plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, variant, 0), 0)
+        assert "AAPL" not in plan.renames, plan.renames
