@@ -36,6 +36,7 @@ from envs.task import Task
 from rods_agents.catalog import build_catalog
 from rods_agents.profile_extraction import Profile
 from rods_agents.seed_anchor import Substitution, _strings, has_number, substitute_phrases
+from rods_agents.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.tracing import Trace, bind_args, limit_flips, outcome_flips, trace_task
 from rods_agents.value_kinds import fresh, kind_of, method_swaps, mode_words, options, pools, swap_option
 from rods_agents.value_sources import state_values
@@ -55,16 +56,6 @@ def _fs_kinds(tree: Any, out: dict[str, str]) -> dict[str, str]:
             elif isinstance(v, dict):
                 _fs_kinds(v, out)
     return out
-
-
-def _scalar_strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [s for v in value for s in _scalar_strings(v)]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _scalar_strings(v)]
-    return []
 
 
 def _perturb(value: int | float, rng: Any, grow: bool = False) -> int | float:
@@ -436,7 +427,7 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                 if kind == "last_name" and s in last_names:
                     renames[s] = last_names[s]
                     continue
-                if kind is None:
+                if kind is None or not _renamable_in_context(s, kind, all_text, config_strings | arg_strings):
                     continue
                 if stated and not Substitution({s: "\0"}).found(d.text_upto(rec.turn)):
                     continue  # the text says it in a form the rewrite cannot carry
@@ -474,11 +465,24 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases}
 
 
+def _renamable_in_context(value: str, kind: str, text: str, strings: set[str]) -> bool:
+    """An address whose city or street the text names on its own ('a spot in Berkeley') keeps its value, or the
+    new address and the old city disagree; a name that is an everyday word ('archive', 'notes') keeps it when
+    free text uses the word too ('Managed to archive ...'), or the rename would rewrite that sentence."""
+    if kind == "address":
+        rest = text.replace(value, " ")  # what the text says besides the address itself
+        return not any(len(p) >= 4 and re.search(rf"\b{re.escape(p)}\b", rest, re.I)
+                       for p in (x.strip() for x in value.split(",")))
+    if value.isalpha() and value.islower():
+        return not any(x != value and re.search(rf"\b{re.escape(value)}\b", x, re.I) for x in strings)
+    return True
+
+
 def _ticker_renamable(symbol: str, text: str) -> bool:
     """Only a ticker the text spells out, and whose company it does not name: 'the one making GPUs' or 'Apple,
     with symbol AAPL' would point at nothing (or at two stocks) after a new ticker."""
     company = pools().get("company_of_ticker", {}).get(symbol)
-    named = company is not None and re.search(rf"\b{re.escape(company.split()[0])}\b", text, re.I)
+    named = company is not None and re.search(rf"\b{re.escape(company.split()[0])}", text, re.I)  # 'Alphabet' too
     return bool(re.search(rf"\b{re.escape(symbol)}\b", text)) and not named
 
 
@@ -493,11 +497,13 @@ def _flips(d: _Draw, trace: Trace, vtrace: Trace, numbers: dict[str, Any] | None
 def _number_only_for_arguments(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], value: float) -> bool:
     """A number may change only where every turn that says it has a call (in that turn or, for a withheld
     value, the next) taking it as an argument: 'show the last 10 lines' over ``tail(file)`` (10 is its
-    default) must keep its 10, or the text no longer determines the ground truth."""
+    default) must keep its 10, or the text no longer determines the ground truth. A number inside a text
+    argument ('Rear Left Tire: 30 PSI', built from a result) stays too: the result would not follow."""
     def carried(turn: int) -> bool:
         return any(rec.turn in (turn, turn + 1) and any(value in _scalar_numbers(v) for v in args.values())
                    for rec, args in bound)
-    return all(carried(t) for t, text in enumerate(d.turn_text) if has_number(text, value))
+    inside_text = any(has_number(x, value) for _rec, args in bound for x in _scalar_strings(list(args.values())))
+    return not inside_text and all(carried(t) for t, text in enumerate(d.turn_text) if has_number(text, value))
 
 
 def _untangle(renames: dict[str, str], rng: Any, taken: set[str], fs: dict[str, str]) -> None:

@@ -35,6 +35,7 @@ from rods_agents.catalog import build_catalog, class_source_text
 from rods_agents.profile_extraction import Profile
 from rods_agents.prompt_files import PROMPTS, load_prompt_json  # noqa: F401 - the one prompts/ loader; PROMPTS re-exported
 from rods_agents.runtime_utils import emit, rng_for, stage_timer
+from rods_agents.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.tracing import Trace, bind_args
 from rods_agents.value_sources import state_values
 
@@ -142,16 +143,6 @@ def _replace_value(value: Any, strings: dict[str, str], numbers: dict[str, Any])
     if isinstance(value, dict):
         return {k: _replace_value(v, strings, numbers) for k, v in value.items()}
     return value
-
-
-def _scalar_strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [s for v in value for s in _scalar_strings(v)]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _scalar_strings(v)]
-    return []
 
 
 def _fs_names(tree: Any, out: list[str]) -> list[str]:

@@ -203,3 +203,14 @@ def leftovers(olds: list[str], texts: list[str], config: Any, ground_truth: list
             found |= sub.found(s)
         hits += [f"{where}: {f}" for f in sorted(found)]
     return hits
+
+
+def scalar_strings(value: Any) -> list[str]:
+    """Every string inside an argument value or config (lists, tuples, dict values), in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in scalar_strings(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in scalar_strings(v)]
+    return []

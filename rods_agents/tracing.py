@@ -149,30 +149,26 @@ def trace_task(task: Task, stop_on_error: bool = False) -> Trace:
     return trace
 
 
-def _bool_leaves(obj: Any, path: str = "", out: dict[str, bool] | None = None) -> dict[str, bool]:
+def _leaves(obj: Any, keep: Any, path: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Leaves of a JSON result by path ('.a.b[0]') for which ``keep`` is true (lists: their first 50 items)."""
     out = {} if out is None else out
-    if isinstance(obj, bool):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _leaves(v, keep, f"{path}.{k}", out)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj[:50]):
+            _leaves(v, keep, f"{path}[{i}]", out)
+    elif keep(obj):
         out[path] = obj
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            _bool_leaves(v, f"{path}.{k}", out)
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj[:50]):
-            _bool_leaves(v, f"{path}[{i}]", out)
     return out
 
 
-def _num_leaves(obj: Any, path: str = "", out: dict[str, float] | None = None) -> dict[str, float]:
-    out = {} if out is None else out
-    if isinstance(obj, int | float) and not isinstance(obj, bool):
-        out[path] = float(obj)
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            _num_leaves(v, f"{path}.{k}", out)
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj[:50]):
-            _num_leaves(v, f"{path}[{i}]", out)
-    return out
+def _bool_leaves(obj: Any) -> dict[str, bool]:
+    return _leaves(obj, lambda v: isinstance(v, bool))
+
+
+def _num_leaves(obj: Any) -> dict[str, float]:
+    return {p: float(v) for p, v in _leaves(obj, lambda v: isinstance(v, int | float) and not isinstance(v, bool)).items()}
 
 
 # a limit the user states: "a cost of below $1200", "if it exceeds 300 miles", "no more than 5"
@@ -194,9 +190,9 @@ def limit_flips(seed_trace: Trace, trace: Trace, seed_texts: list[str], texts: l
     makes the flight cost 1320 while its ground truth still books it is no longer determined by its text.
     Limits pair up by position (the variant's text is the seed's with its numbers carried in)."""
     flips: list[str] = []
-    for (turn, t0), (_, t1) in zip(stated_limits(seed_texts), stated_limits(texts), strict=False):
+    for (_turn, t0), (_, t1) in zip(stated_limits(seed_texts), stated_limits(texts), strict=False):
         for pos, (a, b) in enumerate(zip(seed_trace.calls, trace.calls, strict=False)):
-            if a.turn > turn or a.name != b.name or a.error or b.error or a.result == b.result:
+            if a.name != b.name or a.error or b.error or a.result == b.result:  # any turn: miss_func acts later
                 continue
             try:
                 la, lb = _num_leaves(json.loads(a.result)), _num_leaves(json.loads(b.result))

@@ -281,3 +281,42 @@ def test_a_ticker_whose_company_the_text_names_keeps_its_ticker():
     for variant in range(4):
         plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, variant, 0), 0)
         assert "AAPL" not in plan.renames, plan.renames
+
+
+def _plans(seed_id: str, n: int = 6):
+    seed = load_tasks(ids=[seed_id])[0]
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    return seed, [sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, v, 0), 0) for v in range(n)]
+
+
+def test_a_number_inside_a_text_built_from_results_is_not_changed():
+    """base_75 tweets 'Front Left Tire: XXX PSI, ...' with the values check_tire_pressure returned: a fuel amount that
+    happens to equal a pressure must not rewrite the tweet, or the tweet no longer matches the result."""
+    seed, plans = _plans("multi_turn_base_75")
+    tweets = [c for turn in seed.ground_truth for c in turn if c.startswith("post_tweet")]
+    assert tweets
+    for plan in plans:
+        assert [c for turn in plan.ground_truth for c in turn if c.startswith("post_tweet")] == tweets
+
+
+def test_a_stated_limit_holds_when_the_call_comes_turns_later():
+    """miss_func_169 states 'under $1200' before the booking function is even offered: the limit still binds."""
+    seed, plans = _plans("multi_turn_miss_func_169", 8)
+    for plan in plans:
+        draft = seed.model_copy(update={"ground_truth": plan.ground_truth, "initial_config": plan.initial_config})
+        costs = [json.loads(r.result)["invoice"]["travel_cost"] for r in trace_task(draft).calls if r.name == "retrieve_invoice"]
+        assert all(c < 1200 for c in costs), costs
+
+
+@pytest.mark.parametrize("seed_id,word", [("multi_turn_base_125", "Alphabet"), ("multi_turn_base_66", "Berkeley"),
+                                          ("multi_turn_miss_param_5", "archive")])
+def test_a_value_the_text_also_names_in_other_words_keeps_it(seed_id, word):
+    """'Alphabet with symbol ALPH', 'a spot in Berkeley' next to its street address, 'Managed to archive ...' next
+    to a folder called archive: renaming the value would leave the other words pointing at the old one."""
+    seed, plans = _plans(seed_id, 4)
+    text = " ".join(m.content for turn in seed.turns for m in turn)
+    assert word.lower() in text.lower()
+    for plan in plans:
+        assert not any(word.lower() in old.lower() or old.lower() in word.lower() for old in plan.renames
+                       if len(old) >= 4), plan.renames
