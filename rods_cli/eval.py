@@ -42,10 +42,10 @@ def eval_command(
     limit: int = typer.Option(0, help="Evaluate only the first N tasks (0 = all)."),
     repeats: int = typer.Option(1, min=1, help="Run each task N times; report mean ± std."),
     model: str = typer.Option(None, help="Model name for --policy openai."),
-    base_url: str = typer.Option(None, envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint, e.g. a vLLM server."),
+    base_url: str = typer.Option(None, "--base_url", "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint, e.g. a vLLM server."),
     concurrency: int = typer.Option(8, min=1, help="Episodes in flight at once."),
     timeout: float = typer.Option(120.0, help="Seconds per model request."),
-    strict_tools: bool = typer.Option(False, help="Refuse calls to tools not offered at the turn (stricter than BFCL)."),
+    strict_tools: bool = typer.Option(False, "--strict_tools/--no_strict_tools", "--strict-tools/--no-strict-tools", help="Refuse calls to tools not offered at the turn (stricter than BFCL)."),
     out: Path = typer.Option(None, help="Write the JSON report here."),
 ) -> None:
     """Evaluate a policy on BFCL multi-turn tasks: per-category table and a JSON report."""

@@ -61,3 +61,10 @@ def test_unknown_id_and_missing_file():
     assert "unknown task id(s): nope" in runner.invoke(app, ["eval", "--id", "nope"]).output
     result = runner.invoke(app, ["eval", "--tasks", "/does/not/exist.jsonl"])
     assert result.exit_code == 2 and "no such file" in result.output
+
+
+@pytest.mark.parametrize("flag", ["--strict_tools", "--strict-tools"])
+def test_eval_options_take_the_canonical_and_the_dashed_spelling(flag):
+    """One naming scheme: underscore names as in recipes, dashed ones accepted."""
+    result = CliRunner().invoke(app, ["eval", "--policy", "oracle", "--split", "all", "--id", "multi_turn_base_0", flag])
+    assert result.exit_code == 0, result.output
