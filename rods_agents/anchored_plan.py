@@ -374,7 +374,7 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
         for param, value in args.items():
             for s in _scalar_strings(value):
                 if kind_of(s, rec.name, param) == "person" and s not in renames and not _hardcoded(s, seed.involved_classes):
-                    new = fresh(s, "person", d.rng, taken)
+                    new = fresh(s, "person", d.rng, taken, pronoun=_pronoun(all_text))
                     if new:
                         renames[s] = new
                         taken.add(new)
@@ -386,7 +386,7 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
         if (full and re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", full) and full not in renames
                 and first not in {o.split()[0] for o in renames if " " in o}
                 and not _hardcoded(first, seed.involved_classes) and not _hardcoded(last, seed.involved_classes)):
-            new = fresh(full, "person", d.rng, taken)
+            new = fresh(full, "person", d.rng, taken, pronoun=_pronoun(all_text))
             if new:
                 renames[full] = new
                 taken.add(new)
@@ -433,7 +433,7 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                     continue  # the text says it in a form the rewrite cannot carry
                 if kind == "sentence" or (kind == "title" and not d.force):
                     continue  # dictated free text stays (a pool sentence would be off-topic); titles change their head noun
-                new = fresh(s, kind, d.rng, taken, rec.cls)
+                new = fresh(s, kind, d.rng, taken, rec.cls, pronoun=_pronoun(all_text))
                 if new is not None:
                     renames[s] = new
                     taken.add(new)
@@ -463,6 +463,13 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     substitutions = _method_swaps(d, bound)
     phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
     return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases}
+
+
+def _pronoun(text: str) -> str | None:
+    """'he' or 'she' when the text refers to someone only that way ('add him to the group'), else None."""
+    he = bool(re.search(r"\b(?:he|him|his|himself)\b", text, re.I))
+    she = bool(re.search(r"\b(?:she|her|hers|herself)\b", text, re.I))
+    return "he" if he and not she else "she" if she and not he else None
 
 
 def _renamable_in_context(value: str, kind: str, text: str, strings: set[str]) -> bool:

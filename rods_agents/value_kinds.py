@@ -122,8 +122,16 @@ def _new_digits(old: str, rng: Any) -> str:
     return "".join(out)
 
 
-def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None) -> str | None:
-    """A new value of ``kind`` in ``old``'s style, not in ``taken`` (None when none is found)."""
+def first_names(pronoun: str | None = None) -> list[str]:
+    """First names to draw from; with ``pronoun`` ('he' / 'she') only those that agree with it."""
+    agree = pools().get("first_name_pronouns", {}).get(pronoun or "")
+    return list(agree) if agree else pools()["first_names"]
+
+
+def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None,
+          pronoun: str | None = None) -> str | None:
+    """A new value of ``kind`` in ``old``'s style, not in ``taken`` (None when none is found); a new person's
+    first name agrees with ``pronoun`` when the text refers to them as 'he' or 'she'."""
     p = pools()
     taken_low = {t.lower() for t in taken}
     for _ in range(40):
@@ -138,9 +146,9 @@ def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None
             words = rng.choice(p["folders"]).split("_")
             new = _style(old, words)
         elif kind == "person":
-            new = f"{rng.choice(p['first_names'])} {rng.choice(p['last_names'])}"
+            new = f"{rng.choice(first_names(pronoun))} {rng.choice(p['last_names'])}"
         elif kind == "first_name":
-            new = rng.choice(p["first_names"])
+            new = rng.choice(first_names(pronoun))
         elif kind == "last_name":
             new = rng.choice(p["last_names"])
         elif kind == "title":  # the same subject, another head noun: 'Tire Pressure Issue' -> 'Tire Pressure Alert'

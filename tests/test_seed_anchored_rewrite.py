@@ -320,3 +320,12 @@ def test_a_value_the_text_also_names_in_other_words_keeps_it(seed_id, word):
     for plan in plans:
         assert not any(word.lower() in old.lower() or old.lower() in word.lower() for old in plan.renames
                        if len(old) >= 4), plan.renames
+
+
+def test_a_new_name_agrees_with_the_pronoun_the_text_uses():
+    """'message my colleague, John Levy, add him as new contact' (base_14): the new colleague is a 'him' too."""
+    he = set(pools()["first_name_pronouns"]["he"])
+    seed, plans = _plans("multi_turn_base_14", 6)
+    renamed = [new for plan in plans for old, new in plan.renames.items() if old == "John Levy"]
+    assert renamed, "expected John Levy to be renamed in some variant"
+    assert all(new.split()[0] in he for new in renamed), renamed
