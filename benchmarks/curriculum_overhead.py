@@ -134,10 +134,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10**3, 10**4, 10**5, 10**6])
     ap.add_argument("--k", type=int, default=16, help="rollouts per task (GRPO num_generations)")
-    ap.add_argument("--groups-per-batch", type=int, default=32, help="tasks per generation batch (paper: 32)")
+    ap.add_argument("--groups_per_batch", "--groups-per-batch", type=int, default=32, help="tasks per generation batch (paper: 32)")
     ap.add_argument("--seeds", type=int, default=64, help="seeds selected per boundary")
-    ap.add_argument("--step-seconds", type=float, default=None, help="training step time; measured if omitted")
-    ap.add_argument("--run-dir", type=Path, default=None,
+    ap.add_argument("--step_seconds", "--step-seconds", type=float, default=None, help="training step time; measured if omitted")
+    ap.add_argument("--run_dir", "--run-dir", type=Path, default=None,
                     help="a `rods train` output_dir: use its measured mean step time (rods_summary.json)")
     args = ap.parse_args()
     console = Console(width=180)

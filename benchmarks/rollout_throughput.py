@@ -85,7 +85,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", type=int, default=2, help="seed tasks per batch (the recipe's per-step tasks)")
     ap.add_argument("--k", type=int, default=4, help="rollouts per task (num_generations)")
-    ap.add_argument("--new-tokens", type=int, nargs="+", default=[32, 128], help="token cap per rollout step")
+    ap.add_argument("--new_tokens", "--new-tokens", type=int, nargs="+", default=[32, 128], help="token cap per rollout step")
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
     scratch = scratch_env()

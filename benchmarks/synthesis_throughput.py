@@ -57,8 +57,8 @@ def run_direct(seeds, ctx) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--num-seeds", type=int, default=20)
-    ap.add_argument("--variants-per-seed", type=int, default=2)
+    ap.add_argument("--num_seeds", "--num-seeds", type=int, default=20)
+    ap.add_argument("--variants_per_seed", "--variants-per-seed", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     seeds = select_seeds("train", args.num_seeds, 0)

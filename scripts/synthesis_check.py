@@ -166,11 +166,11 @@ def measure(run: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", type=Path, help="measure this run folder instead of synthesizing")
-    ap.add_argument("--num-seeds", type=int, default=100)
+    ap.add_argument("--num_seeds", "--num-seeds", type=int, default=100)
     ap.add_argument("--variants", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("/tmp/synthesis_check"))
-    ap.add_argument("--proposed-verdict", action="store_true",
+    ap.add_argument("--proposed_verdict", "--proposed-verdict", action="store_true",
                     help="novelty by substance and the seed's own obtainability problems tolerated (see proposed_verdict)")
     args = ap.parse_args()
     run = args.run
