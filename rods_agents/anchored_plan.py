@@ -703,6 +703,20 @@ def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]],
     rng.shuffle(distractors)
     candidates: list[tuple[str, Any, Any]] = [("GorillaFileSystem", n, None) for n in distractors[:2]]
     candidates += leaves[:4]
+    def keeps_outcomes(new_config: dict) -> tuple[list[list[str]], list[list[Any]]] | None:
+        """The ground truth re-derived on ``new_config``, when it still runs and decides as the seed did."""
+        derived = rederive(seed, trace, profile, gt, new_config)
+        if derived is None:
+            return None
+        new_gt, more = derived
+        draft = seed.model_copy(update={"ground_truth": new_gt, "initial_config": new_config})
+        vtrace = trace_task(draft)
+        if (vtrace.errors and not _patchable(draft)) or _flips(d, trace, vtrace) or _dangling(trace, vtrace):
+            return None
+        if d.composed and _inputs_changed(profile, before, vtrace):
+            return None  # a composed value may be built from an earlier result
+        return new_gt, [m for m in more if m[0] != m[1]]
+
     for cls, path, value in candidates:
         new_config = copy.deepcopy(config)
         if cls == "GorillaFileSystem":  # a file nobody mentions gets another name of its kind
@@ -711,34 +725,16 @@ def _vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]],
             if new_name is None:
                 continue
             new_config = Substitution({path: new_name}, derived_forms=False).obj(new_config)
-            key = f"GorillaFileSystem.rename.{path}"
-            derived = rederive(seed, trace, profile, gt, new_config)
-            if derived is None:
-                continue
-            new_gt, more = derived
-            draft = seed.model_copy(update={"ground_truth": new_gt, "initial_config": new_config})
-            vtrace = trace_task(draft)
-            if (vtrace.errors and not _patchable(draft)) or _flips(d, trace, vtrace) or _dangling(trace, vtrace):
-                continue
-            if d.composed and _inputs_changed(profile, before, vtrace):
-                continue
-            return new_gt, new_config, [m for m in more if m[0] != m[1]], {key: new_name}
-        node = new_config[cls]
-        for key in path[:-1]:
-            node = node[key]
-        node[path[-1]] = _perturb(value, rng)
-        derived = rederive(seed, trace, profile, gt, new_config)
-        if derived is None:
-            continue
-        new_gt, more = derived
-        draft = seed.model_copy(update={"ground_truth": new_gt, "initial_config": new_config})
-        vtrace = trace_task(draft)
-        if (vtrace.errors and not _patchable(draft)) or _flips(d, trace, vtrace) or _dangling(trace, vtrace):
-            continue
-        if d.composed and _inputs_changed(profile, before, vtrace):
-            continue  # a composed value may be built from an earlier result
-        key = f"{cls}." + ".".join(str(k) for k in path)
-        return new_gt, new_config, [m for m in more if m[0] != m[1]], {key: node[path[-1]]}
+            change: dict[str, Any] = {f"GorillaFileSystem.rename.{path}": new_name}
+        else:
+            node = new_config[cls]
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = _perturb(value, rng)
+            change = {f"{cls}." + ".".join(str(k) for k in path): node[path[-1]]}
+        kept = keeps_outcomes(new_config)
+        if kept is not None:
+            return kept[0], new_config, kept[1], change
     return None
 
 
