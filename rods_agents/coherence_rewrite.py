@@ -1,25 +1,12 @@
-"""Stage 3: write the user turns of a plan, all anchored to one narrative goal.
+"""Stage 3: write the user turns of a plan from the seed's own turns.
 
-The first turn states the goal; every later turn opens with a connector back to it. Each call is
-described by its per-method template (``prompts/offline_templates.json``). A value is spelled out
-only where the seed's user spelled it out; elsewhere the text refers to it, so the variant keeps its
-seed's information structure (what must be discovered stays to be discovered) while every value stays
-obtainable (:mod:`rods_agents.obtainability`):
-
-- returned by an earlier call: "the order from the earlier result";
-- read from the state: a hint that singles it out, e.g. "the .docx file there", "the file with
-  'report' in its name", "the ticket listed with 'Login issue'", "Kelly", "San Francisco"; when the
-  variant's state offers no unique hint the value is stated (counted by the verdict);
-- composed: its recipe, e.g. "in the form '<from the earlier result> bytes'", "worked out as 50
-  minus the current fuel level";
-- choices (enum values, ``prompts/value_phrases.json``) are said in words: "a buy order".
-
-A reference swallows the template's own noun and article next to it ("details of order {order_id}"
--> "details of the order from the earlier result"), and :func:`clean_text` removes doubled words.
-
-Category rules: miss_param withholds one required literal in its turn (whose ground truth is empty)
-and supplies it in the next user turn; miss_func describes the held-out function's work in the turn
-before the reveal and leaves the reveal turn's question empty; long_context keeps its flag (the id).
+:func:`rewrite_plan` carries the plan's renames, new numbers, swapped options and method phrases into
+the seed's wording (:mod:`rods_agents.seed_anchor`), one message per seed message, so the seed's
+implicit steps, conditions, references, transformations and withheld value survive by construction;
+a miss_func reveal turn stays empty. The LLM rewrite stage (:mod:`rods_agents.llm_backbone`) starts
+from these turns. :func:`describe_call` and the per-method templates (``prompts/offline_templates.json``)
+phrase a single call in words; the offline rewrite no longer writes turns from calls (that names every
+step and so makes a task easier).
 """
 
 from __future__ import annotations
@@ -30,15 +17,12 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from envs.executor import CallError, parse_call
 from envs.task import Message, Task
 from rods_agents.catalog import build_catalog
-from rods_agents.obtainability import public_state, recipe, state_hints
 from rods_agents.plan_sampling import PROMPTS, Plan
 from rods_agents.profile_extraction import Profile
 from rods_agents.runtime_utils import emit, rng_for, stage_timer
-from rods_agents.tracing import bind_args, trace_task
-from rods_agents.value_sources import choice_phrases, is_flag, state_values
+from rods_agents.value_sources import choice_phrases, is_flag
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _ARTICLES = {"a", "an", "the"}
@@ -195,107 +179,6 @@ def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any) -> list[lis
 
     return [[Message(role=m.role, content=carry_turn(m.content, t, plan)) for m in turn]
             for t, turn in enumerate(seed.turns)]
-
-
-def template_turns(seed: Task, profile: Profile, plan: Plan, rng: Any) -> list[list[Message]]:
-    """User turns written from the plan's calls, one templated phrase per call (the earlier offline
-    rewrite; it names every call, so it makes implicit steps explicit: kept for comparison only)."""
-    nar = narratives()
-    first = next((c for turn in plan.ground_truth for c in turn), "")
-    owner = build_catalog().methods.get(first.split("(", 1)[0])
-    cls = owner.cls if owner else seed.involved_classes[0]
-    # the topic word must not leak a value into the text (it would turn a discovered value into a stated one)
-    plan_text = json.dumps(plan.ground_truth).lower() + json.dumps(plan.initial_config).lower()
-    words = [w for w in json.loads((PROMPTS / "offline_vocab.json").read_text())["words"] if w not in plan_text]
-    topic = rng.choice(words or ["weekly"])
-    goal = rng.choice(nar["goals"].get(cls, ["I am working on the {topic} task"])).format(topic=topic)
-    short = f"{topic} work"
-    sources = {(a.turn, a.index, a.param): a.source for a in profile.arg_sources}
-    draft = Task(id=f"multi_turn_{seed.category}_{seed.scenario}__draft", category=seed.category,
-                 scenario=seed.scenario, turns=[[] for _ in plan.ground_truth], initial_config=plan.initial_config,
-                 involved_classes=list(seed.involved_classes), missed_function=dict(seed.missed_function),
-                 ground_truth=plan.ground_truth)
-    vtrace = trace_task(draft)  # results and working directories the hints and recipes point at
-    recs = {(r.turn, r.index): (pos, r) for pos, r in enumerate(vtrace.calls)}
-    states: dict[str | None, dict] = {}
-    strings = state_values(draft)[0]
-
-    def references(t: int, i: int, name: str, args: dict[str, Any], src: dict[str, str], text: str) -> dict[str, str]:
-        """Unique hints for state values and recipes for composed ones (value_sources / obtainability)."""
-        found = recs.get((t, i))
-        if found is None:
-            return {}
-        pos, rec = found
-        if rec.cls not in states:
-            states[rec.cls] = public_state(draft, rec.cls)
-        refs: dict[str, str] = {}
-        for p, value in args.items():
-            if is_flag(name, p, value) or src.get(p) not in ("state", "composed"):
-                continue
-            if src[p] == "state":
-                items = value if isinstance(value, list) else [value]
-                hints = [state_hints(v, rec, states[rec.cls], noun(p)) for v in items]
-                if all(hints):
-                    refs[p] = " and ".join(h[0].say for h in hints)
-                else:  # no unique hint exists: say the value (a documented, counted change)
-                    refs[p] = say(value)
-            else:
-                r = recipe(value, text, [c.result for c in vtrace.calls[:pos]], states[rec.cls], name, strings)
-                if r is not None:
-                    refs[p] = f"the {noun(p)} {r.say}"
-        return refs
-
-    def turn_phrases(t: int, withheld: tuple[int, str] | None = None, before: str = "") -> list[str]:
-        out = []
-        for i, call in enumerate(plan.ground_truth[t]):
-            try:
-                parsed = parse_call(call)
-            except CallError:
-                continue
-            spec = build_catalog().methods.get(parsed.name)
-            args = bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs)
-            src = {p: sources.get((t, i, p), "composed") for p in args}
-            refs = references(t, i, parsed.name, args, src, before + " " + " ".join(out))
-            out.append(describe_call(parsed.name, args, src, withheld[1] if withheld and withheld[0] == i else None,
-                                     refs))
-        return out
-
-    turns: list[list[Message]] = []
-
-    def said() -> str:
-        return "\n".join(m.content for turn in turns for m in turn)
-
-    n = len(plan.ground_truth)
-    reveal = set(seed.missed_function)
-    for t in range(n):
-        if t in reveal:
-            turns.append([])
-            continue
-        if plan.ground_truth[t]:
-            if t > 0 and t - 1 in profile.miss_param_turns:
-                wh = withheld_param(seed, profile, t - 1)
-                if wh is None:
-                    text = "Please go ahead with that now."
-                else:
-                    parsed = parse_call(plan.ground_truth[t][wh[0]])
-                    spec = build_catalog().methods.get(parsed.name)
-                    value = bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs).get(wh[1])
-                    text = rng.choice(nar["supply"]).format(noun=noun(wh[1]), value=say(value))
-            else:
-                text = _join(turn_phrases(t, before=said()))
-        elif t + 1 in reveal and t + 1 < n:
-            text = _join(turn_phrases(t + 1, before=said()))  # ask for the held-out function's work before it exists
-        elif t in profile.miss_param_turns:
-            text = _join(turn_phrases(t + 1, withheld_param(seed, profile, t), before=said()))
-        else:
-            text = rng.choice(nar["infeasible"])
-        if not turns or all(not m for m in turns):
-            text = rng.choice(nar["openers"]).format(goal=goal) + " " + text
-        else:
-            lead = text if text.startswith(("I ", "I'")) else text[:1].lower() + text[1:]
-            text = rng.choice(nar["connectors"]).format(short=short) + " " + lead
-        turns.append([Message(role="user", content=text)])
-    return turns
 
 
 def variant_id(seed: Task, variant: int, run_seed: int, attempt: int) -> str:
