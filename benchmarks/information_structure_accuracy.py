@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from envs.dataset import load_split, load_tasks
-from rods_agents.information_structure import information_structure
+from rods_agents.analysis.information_structure import information_structure
 
 LABELS = Path(__file__).with_name("information_structure_labels.json")
 

@@ -9,7 +9,7 @@ over train seeds and measures, per seed category:
 - skeleton / ground-truth identity: accepted variants whose parsed method sequence / parsed ground
   truth (method + arguments bound to parameter names) equals the seed's; with the initial_config too;
 - implicit-call share of all seeds, of the seeds of accepted variants (paired: each seed counted once
-  per accepted variant) and of accepted variants (``rods_agents.information_structure``);
+  per accepted variant) and of accepted variants (``rods_agents.analysis.information_structure``);
 - conditions / references / transformations kept: of accepted variants whose seed has one, the share
   with no ``condition_dropped`` / ``reference_dropped`` / ``transformation_dropped`` mismatch;
 - withheld-value rule (miss_param): variants that state the withheld value before its turn, or
@@ -17,7 +17,7 @@ over train seeds and measures, per seed category:
 - leftover old names: variants where a name the plan renamed (provenance ``renames``) is still in the
   text, config or ground truth;
 - filler arguments: variants with a sentence where the seed had a short name, a value outside the
-  documented options, a person's name given to a title or folder (``rods_agents.variant_quality``);
+  documented options, a person's name given to a title or folder (``rods_agents.analysis.variant_quality``);
 - patch share: accepted variants repaired by the config patch agent.
 
 Prints a table and one JSON line (also written to ``--out``).
@@ -37,8 +37,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from envs.task import Task
-from rods_agents.information_structure import InformationStructure, information_structure, structure_mismatches
-from rods_agents.variant_quality import filler_arguments, leftover_names, same_config, same_ground_truth, skeleton
+from rods_agents.analysis.information_structure import InformationStructure, information_structure, structure_mismatches
+from rods_agents.analysis.variant_quality import (
+    filler_arguments,
+    leftover_names,
+    same_config,
+    same_ground_truth,
+    skeleton,
+)
 
 CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
 
@@ -177,8 +183,8 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="also write the JSON metrics here")
     args = ap.parse_args()
 
-    from graphs.state import SynthesisContext
     from graphs.synthesis import synthesize
+    from rods_agents.stages.state import SynthesisContext
     from rods_cli.synthesize import select_seeds
 
     seeds = select_seeds("train", args.num_seeds, seed=args.seed)

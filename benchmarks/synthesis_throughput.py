@@ -14,14 +14,14 @@ import argparse
 import json
 import time
 
-from graphs.state import SynthesisContext
 from graphs.synthesis import finalize_results, sample_id, synthesize, warm_caches
-from rods_agents.coherence_rewrite import rewrite_turns
-from rods_agents.config_patch import patch_config
-from rods_agents.execution_orchestrator import execute_plan
-from rods_agents.profile_extraction import extract_profile
-from rods_agents.tracing import trace_task
-from rods_agents.verdict import judge_variant
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.stages.coherence_rewrite import rewrite_turns
+from rods_agents.stages.config_patch import patch_config
+from rods_agents.stages.execution_orchestrator import execute_plan
+from rods_agents.stages.profile_extraction import extract_profile
+from rods_agents.stages.state import SynthesisContext
+from rods_agents.stages.verdict import judge_variant
 from rods_cli.synthesize import select_seeds
 
 

@@ -2,7 +2,7 @@
 
 Per sample: profile -> plan -> rewrite -> execute -> (patch -> execute)* -> verdict -> judge
 (-> refine -> verdict -> judge, once), with a bounded loop back to plan when the verdict or the judge
-rejects. Routers read the typed :class:`rods_agents.outcome.Verdict` and its ``terminal`` flag. The run graph fans out over (seed, variant) with
+rejects. Routers read the typed :class:`rods_agents.run.outcome.Verdict` and its ``terminal`` flag. The run graph fans out over (seed, variant) with
 ``Send`` and a concurrency cap, then de-duplicates accepted samples and writes the report.
 
 ``graph`` (compiled without a checkpointer) is what ``langgraph.json`` exports for Studio; the CLI
@@ -25,7 +25,18 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from envs.task import Task
-from graphs.state import (
+from rods_agents.analysis.contamination import fingerprint, same_substance
+from rods_agents.analysis.value_sources import SOURCES
+from rods_agents.run.context import LLM_STAGES
+from rods_agents.run.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE, PIPELINE_EXCEPTION, SampleResult, Verdict
+from rods_agents.run.runtime import context_of, emit
+from rods_agents.stages.coherence_rewrite import refine_node, rewrite_node
+from rods_agents.stages.config_patch import patch_node
+from rods_agents.stages.execution_orchestrator import execute_plan
+from rods_agents.stages.judge import judge_candidate
+from rods_agents.stages.plan_sampling import plan_node
+from rods_agents.stages.profile_extraction import extract_profile
+from rods_agents.stages.state import (
     SampleOutput,
     SampleState,
     SynthesisContext,
@@ -33,16 +44,7 @@ from graphs.state import (
     SynthesisState,
     SynthesizeSample,
 )
-from rods_agents.contamination import fingerprint, same_substance
-from rods_agents.context import LLM_STAGES
-from rods_agents.execution_orchestrator import execute_plan
-from rods_agents.judge import judge_candidate
-from rods_agents.llm_nodes import patch_node, plan_node, refine_node, rewrite_node
-from rods_agents.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE, PIPELINE_EXCEPTION, SampleResult, Verdict
-from rods_agents.profile_extraction import extract_profile
-from rods_agents.runtime_utils import context_of, emit
-from rods_agents.value_sources import SOURCES
-from rods_agents.verdict import judge_variant
+from rods_agents.stages.verdict import judge_variant
 
 log = logging.getLogger("rods.synthesis")
 
@@ -454,8 +456,8 @@ def finalize_results(results: list[dict], wall_s: float | None = None,
 
 def warm_caches() -> None:
     """Build the shared, cached indexes once, before samples run concurrently."""
-    from rods_agents.catalog import build_catalog
-    from rods_agents.contamination import contamination_threshold
+    from rods_agents.analysis.catalog import build_catalog
+    from rods_agents.analysis.contamination import contamination_threshold
 
     build_catalog()
     contamination_threshold()

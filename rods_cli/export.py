@@ -2,7 +2,7 @@
 
 RUN is a synthesis run folder (its ``accepted.jsonl``), any task JSONL file (BFCL entries, or ``rods tasks --format
 jsonl`` rows), or a split name (``train``, ``test``, ``all``: the shipped BFCL tasks). The columns are described in
-:mod:`rods_agents.outputs`.
+:mod:`rods_agents.run.outputs`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from envs.task import InputError, Task, dedupe_tasks
-from rods_agents.outputs import FORMATS, TOOLS_IN_SYSTEM, export
+from rods_agents.run.outputs import FORMATS, TOOLS_IN_SYSTEM, export
 from rods_cli.common import console, user_errors
 
 SPLITS = ("train", "test", "all")

@@ -142,7 +142,7 @@ def run_samples(seeds: list[Task], ctx: Any, out: Path, resume: bool = False,
         sample_id,
         warm_caches,
     )
-    from rods_agents.outputs import write_outputs
+    from rods_agents.run.outputs import write_outputs
 
     prepare_out_dir(out, run_manifest(seeds, ctx), resume, overwrite)
     db = out / "checkpoints.sqlite"
@@ -218,7 +218,7 @@ def preflight_endpoints(ctx: Any, timeout: float = 5.0) -> None:
     """Check the run's endpoint before any work (EndpointUnreachable names the URL); no-op offline or with live models."""
     if ctx.backbone != "llm" or ctx.chat_models:
         return
-    from rods_agents.llm_client import preflight
+    from rods_agents.llm.client import preflight
 
     preflight(ctx.base_url, None, timeout)
 
@@ -267,7 +267,7 @@ def synthesize(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from rods_agents.context import LLM_STAGES, ContextError, SynthesisContext
+    from rods_agents.run.context import LLM_STAGES, ContextError, SynthesisContext
     from rods_cli.common import user_errors
 
     with user_errors():

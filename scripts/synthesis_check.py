@@ -7,7 +7,7 @@ Usage::
 
 Prints a table and one JSON line: acceptance; accepted variants whose parsed ground truth equals the
 seed's; implicit-call share, conditions and references kept (by
-:func:`rods_agents.information_structure.information_structure`); leftover old names; filler arguments
+:func:`rods_agents.analysis.information_structure.information_structure`); leftover old names; filler arguments
 (a value whose kind differs from the seed's value at the same place, or an option outside its
 documented options); share of accepted variants repaired by the config patch agent.
 """
@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from envs.dataset import load_tasks  # noqa: E402
 from envs.executor import CallError, parse_call  # noqa: E402
 from envs.task import Task  # noqa: E402
-from rods_agents.catalog import build_catalog  # noqa: E402
-from rods_agents.seed_anchor import leftovers  # noqa: E402
-from rods_agents.tracing import bind_args, trace_task  # noqa: E402
-from rods_agents.value_kinds import kind_of, options  # noqa: E402
+from rods_agents.analysis.catalog import build_catalog  # noqa: E402
+from rods_agents.analysis.tracing import bind_args, trace_task  # noqa: E402
+from rods_agents.variation.seed_anchor import leftovers  # noqa: E402
+from rods_agents.variation.value_kinds import kind_of, options  # noqa: E402
 
 
 def _parsed(gt: list[list[str]]) -> list:
@@ -68,8 +68,8 @@ def proposed_verdict() -> None:
     """Monkeypatch the verdict with the two policies seed-anchored variants need (see the report):
     novelty by substance (parsed ground truth or initial_config differ, not the text) and
     obtainability problems counted only where the seed does not have them itself."""
-    from rods_agents import verdict
-    from rods_agents.obtainability import new_problems
+    from rods_agents.analysis.obtainability import new_problems
+    from rods_agents.stages import verdict
 
     original = verdict.judge
 
@@ -78,7 +78,7 @@ def proposed_verdict() -> None:
         if "near_duplicate_seed" in reasons and (_parsed(task.ground_truth) != _parsed(seed.ground_truth)):
             reasons = [r for r in reasons if r != "near_duplicate_seed"]
         if "unobtainable_value" in reasons:
-            from rods_agents.profile_extraction import profile_task
+            from rods_agents.analysis.profile import profile_task
 
             seed_trace = trace_task(seed)
             own, _ = verdict.obtainability_problems(seed, seed_trace, seed_profile, seed_profile)
@@ -91,9 +91,9 @@ def proposed_verdict() -> None:
 
 
 def synthesize_in_process(num_seeds: int, variants: int, seed: int, out: Path) -> Path:
-    from graphs.state import SynthesisContext
     from graphs.synthesis import synthesize
-    from rods_agents.outputs import write_outputs
+    from rods_agents.run.outputs import write_outputs
+    from rods_agents.stages.state import SynthesisContext
     from rods_cli.synthesize import select_seeds
 
     seeds = select_seeds("train", num_seeds, seed)
@@ -107,7 +107,7 @@ def measure(run: Path) -> dict:
     accepted = [Task.from_bfcl(json.loads(line)) for line in (run / "accepted.jsonl").read_text().splitlines() if line]
     seeds = {t.id: t for t in load_tasks(ids=sorted({a.provenance["seed_id"] for a in accepted}))} if accepted else {}
     try:
-        from rods_agents.information_structure import information_structure
+        from rods_agents.analysis.information_structure import information_structure
     except ImportError:  # pragma: no cover - H1's detector not there yet
         information_structure = None
     stats: Counter = Counter()

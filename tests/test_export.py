@@ -18,7 +18,7 @@ from envs.executor import to_call_string
 from envs.policies import keyword_arguments
 from envs.task import Task, write_tasks
 from envs.tools import tools_for_turn
-from rods_agents.outputs import first_turn_reward, load_dataset, task_from_row
+from rods_agents.run.outputs import first_turn_reward, load_dataset, task_from_row
 from rods_cli.main import app
 
 runner = CliRunner()

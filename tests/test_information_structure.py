@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from envs.dataset import load_split, load_tasks
 from envs.task import Message, Task
-from rods_agents.catalog import build_catalog
-from rods_agents.information_structure import LEXICON, compare_structure, information_structure
-from rods_agents.profile_extraction import profile_task
-from rods_agents.tracing import trace_task
-from rods_agents.verdict import judge
+from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.information_structure import LEXICON, compare_structure, information_structure
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.stages.verdict import judge
 
 TRAIN = load_split("train")
 

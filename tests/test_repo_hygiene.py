@@ -59,7 +59,7 @@ def _imports(path: Path) -> list[tuple[str, int]]:
                 parts = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*parts, base] if base else parts)
             out.append((base, node.lineno))
-            # `from rods_agents import verdict` imports the submodule rods_agents.verdict
+            # `from rods_agents import verdict` imports the submodule rods_agents.stages.verdict
             out += [(f"{base}.{a.name}", node.lineno) for a in node.names
                     if (ROOT / Path(*base.split("."), f"{a.name}.py")).exists()]
     return out
@@ -97,9 +97,28 @@ def test_no_import_cycle_among_rods_agents_modules():
     assert not cycles, cycles
 
 
+# inside rods_agents: run types <- read-only analysis <- offline variation <- LLM plumbing <- stages (graph nodes)
+SUBLAYER = {"run": 0, "analysis": 1, "variation": 2, "llm": 3, "stages": 4}
+
+
+def test_rods_agents_subpackages_follow_their_order():
+    """A stage may use everything below it; analysis never reaches up into variation, the LLM or the stages."""
+    offenders = []
+    for name, path in _modules("rods_agents").items():
+        parts = name.split(".")
+        if len(parts) < 3 or parts[1] not in SUBLAYER:
+            continue
+        for target, line in _imports(path):
+            tparts = target.split(".")
+            if tparts[0] == "rods_agents" and len(tparts) > 1 and tparts[1] in SUBLAYER \
+                    and SUBLAYER[tparts[1]] > SUBLAYER[parts[1]]:
+                offenders.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+    assert not offenders, "\n".join(offenders)
+
+
 def test_the_layer_rule_sees_function_level_imports(tmp_path, monkeypatch):
     """The checker itself: a deferred import inside a function is found."""
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    from graphs.state import SynthesisContext\n    return SynthesisContext\n")
+    probe.write_text("def f():\n    from rods_agents.stages.state import SynthesisContext\n    return SynthesisContext\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
-    assert ("graphs.state", 2) in _imports(probe)
+    assert ("rods_agents.stages.state", 2) in _imports(probe)

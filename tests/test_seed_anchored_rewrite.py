@@ -17,16 +17,17 @@ from hypothesis import strategies as st
 from envs.dataset import load_split, load_tasks
 from envs.executor import parse_call
 from envs.task import Task
-from rods_agents.anchored_plan import anchored_plan, resample_state
-from rods_agents.coherence_rewrite import build_variant, rewrite_plan
-from rods_agents.config_patch import propose_patch
-from rods_agents.execution_orchestrator import error_report, flag_outcome_flips
-from rods_agents.plan_sampling import Plan, sample_variant_plan
-from rods_agents.profile_extraction import profile_task
-from rods_agents.runtime_utils import rng_for
-from rods_agents.seed_anchor import Substitution, leftovers, substitute_numbers
-from rods_agents.tracing import trace_task
-from rods_agents.value_kinds import fresh, kind_of, pools
+from rods_agents.analysis.execution import error_report, flag_outcome_flips
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.run.runtime import rng_for
+from rods_agents.stages.coherence_rewrite import build_variant, rewrite_plan
+from rods_agents.stages.plan_sampling import sample_variant_plan
+from rods_agents.variation.anchored_plan import anchored_plan, resample_state
+from rods_agents.variation.config_rules import propose_patch
+from rods_agents.variation.plan import Plan
+from rods_agents.variation.seed_anchor import Substitution, leftovers, substitute_numbers
+from rods_agents.variation.value_kinds import fresh, kind_of, pools
 
 TRAIN = load_split("train")
 
@@ -232,7 +233,7 @@ def _numbers_in_args(gt_turn: list[str]) -> set[float]:
 def test_a_changed_number_is_an_argument_wherever_the_text_says_it(seed, variant):
     """'display the last 10 lines' over tail(file) (10 is tail's default) must keep its 10: a number changes only
     where each turn that says it has a call of that turn (or the next, for a withheld value) taking it."""
-    from rods_agents.seed_anchor import has_number
+    from rods_agents.variation.seed_anchor import has_number
 
     trace = trace_task(seed)
     profile = profile_task(seed, trace)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from graphs.state import SynthesisContext as ReExported
-from rods_agents.context import LLM_STAGES, ContextError, SynthesisContext, parse_stages
+from rods_agents.run.context import LLM_STAGES, ContextError, SynthesisContext, parse_stages
+from rods_agents.stages.state import SynthesisContext as ReExported
 
 
 def test_graphs_state_re_exports_the_one_context():

@@ -22,9 +22,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from envs.dataset import load_split, load_tasks
-from graphs.state import SynthesisContext
 from graphs.synthesis import synthesize
-from rods_agents.llm_backbone import LLMOutputError
+from rods_agents.llm.backbone import LLMOutputError
+from rods_agents.stages.state import SynthesisContext
 from rods_cli.synthesize import select_seeds
 
 
@@ -163,7 +163,7 @@ def test_a_transport_failure_is_llm_unreachable_not_invalid_output():
 
 # ----------------------------------------------------------------------------- config patch
 def _patch_backbone(script: Callable[[str], AIMessage]):
-    from rods_agents.llm_backbone import LLMBackbone
+    from rods_agents.llm.backbone import LLMBackbone
 
     model = ScriptedChatModel(messages=iter([]), script=script)
     return LLMBackbone(_ctx(model, ["patch"])), model
@@ -286,9 +286,9 @@ def test_invalid_llm_plans_are_retried_then_rejected_never_crash(kind):
 
 
 def test_plan_validation_refuses_held_out_functions_before_their_reveal():
-    from rods_agents.llm_backbone import validate_plan
-    from rods_agents.plan_sampling import Plan
-    from rods_agents.prompting import plan_json
+    from rods_agents.llm.backbone import validate_plan
+    from rods_agents.llm.prompting import plan_json
+    from rods_agents.variation.plan import Plan
 
     seed = next(t for t in load_split("train") if t.category == "miss_func" and min(t.missed_function) > 0)
     reveal = min(seed.missed_function)
@@ -302,9 +302,9 @@ def test_plan_validation_refuses_held_out_functions_before_their_reveal():
 
 
 def test_plan_validation_refuses_an_option_outside_the_documented_ones_and_an_old_name_left_behind():
-    from rods_agents.llm_backbone import validate_plan
-    from rods_agents.plan_sampling import Plan
-    from rods_agents.prompting import plan_json
+    from rods_agents.llm.backbone import validate_plan
+    from rods_agents.llm.prompting import plan_json
+    from rods_agents.variation.plan import Plan
 
     seed = load_tasks(ids=["multi_turn_base_0"])[0]
     draft = Plan(ground_truth=seed.ground_truth, initial_config=seed.initial_config)

@@ -17,7 +17,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from rods_agents.llm_client import EndpointUnreachable, preflight
+from rods_agents.llm.client import EndpointUnreachable, preflight
 from rods_cli.synthesize import synthesize
 from tests.fake_openai import LoopbackServer
 from tests.test_synthesis_llm_backbone import offline_accepted

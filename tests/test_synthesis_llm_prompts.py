@@ -15,19 +15,19 @@ import re
 import pytest
 
 from envs.dataset import load_split
-from rods_agents.llm_schemas import LLM_OUTPUT_SCHEMAS
-from rods_agents.plan_sampling import sample_variant_plan
-from rods_agents.profile_extraction import profile_task
-from rods_agents.prompt_files import load_prompt, placeholders
-from rods_agents.prompting import (
+from prompts import load_prompt, placeholders
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.llm.prompting import (
     _worth_showing,
     render_judge_prompt,
     render_plan_prompt,
     render_rewrite_prompt,
     values_by_turn,
 )
-from rods_agents.runtime_utils import rng_for
-from rods_agents.tracing import trace_task
+from rods_agents.llm.schemas import LLM_OUTPUT_SCHEMAS
+from rods_agents.run.runtime import rng_for
+from rods_agents.stages.plan_sampling import sample_variant_plan
 
 TRAIN = {t.id: t for t in load_split("train")}
 # one seed per category; base_14 looks a user id up and messages it (a value from an earlier result)
@@ -115,8 +115,8 @@ def test_rewrite_and_judge_prompts_hold_the_seed_reference_and_the_values(seed_i
 
 
 def test_implicit_steps_from_the_detector_are_in_the_rewrite_prompt():
-    pytest.importorskip("rods_agents.information_structure")
-    from rods_agents.prompting import information_structure_of
+    pytest.importorskip("rods_agents.analysis.information_structure")
+    from rods_agents.llm.prompting import information_structure_of
 
     for seed_id in TRAIN:
         seed = TRAIN[seed_id]
@@ -142,7 +142,7 @@ def test_every_placeholder_of_a_prompt_template_is_filled(name):
         "llm_rewrite.txt": lambda: render_rewrite_prompt(seed, profile, trace, plan.ground_truth,
                                                          [seed.turns[t][0].content for t in slots], slots),
         "llm_judge.txt": lambda: render_judge_prompt(seed, profile, trace, seed, trace),
-        "llm_config_patch.txt": lambda: __import__("rods_agents.prompting", fromlist=["x"]).render_patch_prompt(
+        "llm_config_patch.txt": lambda: __import__("rods_agents.llm.prompting", fromlist=["x"]).render_patch_prompt(
             seed, {"error": "Market is closed.", "call": "cd(folder='x')", "class": "GorillaFileSystem"}),
     }[name]()
     names = placeholders(load_prompt(name))

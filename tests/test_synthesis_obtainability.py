@@ -6,14 +6,14 @@ import re
 
 from envs.dataset import load_split, load_tasks
 from envs.task import Message
-from rods_agents.coherence_rewrite import build_variant, rewrite_plan
-from rods_agents.obtainability import recipe, state_hints
-from rods_agents.plan_sampling import sample_variant_plan
-from rods_agents.profile_extraction import profile_task
-from rods_agents.runtime_utils import rng_for
-from rods_agents.tracing import CallRecord, trace_task
-from rods_agents.value_sources import _dates, _numbers
-from rods_agents.verdict import judge
+from rods_agents.analysis.obtainability import recipe, state_hints
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import CallRecord, trace_task
+from rods_agents.analysis.value_sources import _dates, _numbers
+from rods_agents.run.runtime import rng_for
+from rods_agents.stages.coherence_rewrite import build_variant, rewrite_plan
+from rods_agents.stages.plan_sampling import sample_variant_plan
+from rods_agents.stages.verdict import judge
 
 
 def _variant(seed_id: str, variant: int = 0):

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from envs.dataset import load_tasks
-from rods_agents.config_patch import propose_patch
-from rods_agents.execution_orchestrator import classify_error, error_report
-from rods_agents.tracing import trace_task
+from rods_agents.analysis.execution import classify_error, error_report
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.variation.config_rules import propose_patch
 
 ROOT = Path(__file__).resolve().parent.parent
 

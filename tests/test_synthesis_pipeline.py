@@ -10,13 +10,13 @@ import pytest
 from envs.checker import check
 from envs.dataset import load_split, load_tasks
 from envs.task import Task
-from graphs.state import SynthesisContext
 from graphs.synthesis import graph, synthesize
-from rods_agents.contamination import contamination_threshold, natural_baseline
-from rods_agents.information_structure import information_structure
-from rods_agents.profile_extraction import profile_task
-from rods_agents.tracing import trace_task
-from rods_agents.verdict import (
+from rods_agents.analysis.contamination import contamination_threshold, natural_baseline
+from rods_agents.analysis.information_structure import information_structure
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.stages.state import SynthesisContext
+from rods_agents.stages.verdict import (
     _sources_by_turn,
     judge,
     obtainability_problems,
@@ -86,9 +86,9 @@ def _lookups(env, text: str) -> list[str]:
 def _oracle_misses(task: Task, composed: set[tuple[int, int, str]]) -> tuple[dict[tuple[int, int, str], str], int]:
     """({(turn, index, param): message} of literal arguments the oracle cannot obtain, literals checked)."""
     from envs.executor import Environment, parse_call, serialize_result
-    from rods_agents.obtainability import RECIPE_MARKERS
-    from rods_agents.tracing import bind_args
-    from rods_agents.value_sources import is_flag
+    from rods_agents.analysis.obtainability import RECIPE_MARKERS
+    from rods_agents.analysis.tracing import bind_args
+    from rods_agents.analysis.value_sources import is_flag
 
     env = Environment(task.involved_classes, task.initial_config, task.long_context)
     # the readable initial state: public attributes of the loaded instances (class defaults included)
@@ -196,7 +196,7 @@ def test_miss_param_withholds_a_literal_and_supplies_it_next_turn(run):
         variant_info = information_structure(task)
         for k in seed_profile.miss_param_turns:
             assert task.ground_truth[k] == [] and task.ground_truth[k + 1]
-            # the same parameter withheld (rods_agents.information_structure), supplied by the next turn and
+            # the same parameter withheld (rods_agents.analysis.information_structure), supplied by the next turn and
             # not said before it (unless the seed itself already says it)
             want, got = seed_profile.information.turns[k].withheld, variant_info.turns[k].withheld
             assert want is not None and got is not None and got.param == want.param
@@ -254,7 +254,7 @@ def test_exported_graph_has_every_stage():
 
 
 def test_accepted_jsonl_loads_as_hf_dataset(tmp_path, run):
-    from rods_agents.outputs import load_dataset, write_outputs
+    from rods_agents.run.outputs import load_dataset, write_outputs
 
     _, result = run
     write_outputs(tmp_path, result.accepted, result.rejected, result.report)

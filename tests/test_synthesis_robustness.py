@@ -14,10 +14,10 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from envs.dataset import load_tasks
-from graphs.state import SynthesisContext
 from graphs.synthesis import Deduper, dedupe_results, issue_key, synthesize
-from rods_agents.llm_backbone import LLMBackbone, LLMOutputError
-from rods_agents.tracing import CONFIG_ERROR, trace_task
+from rods_agents.analysis.tracing import CONFIG_ERROR, trace_task
+from rods_agents.llm.backbone import LLMBackbone, LLMOutputError
+from rods_agents.stages.state import SynthesisContext
 from tests.test_synthesis_llm_backbone import ScriptedChatModel, _drafts, _tool
 
 ERROR = {"error": "No such file or directory: x", "call": "cat(file_name='x')", "class": "GorillaFileSystem",
@@ -169,7 +169,7 @@ def test_a_published_sample_is_never_evicted_by_a_later_near_duplicate():
 
 
 def test_accepted_file_only_grows_across_flushes(tmp_path, monkeypatch):
-    import rods_agents.outputs as outputs
+    import rods_agents.run.outputs as outputs
     from rods_cli.synthesize import run_samples, select_seeds
 
     snapshots: list[list[str]] = []
@@ -201,7 +201,7 @@ def test_llm_backbone_is_cached_per_run_context_and_dies_with_it():
     import gc
     import weakref
 
-    import rods_agents.llm_backbone as lb
+    import rods_agents.llm.backbone as lb
 
     model = ScriptedChatModel(messages=iter([]), script=lambda p: AIMessage(content=""))
     ctx = SynthesisContext(backbone="llm", llm_stages=["rewrite"], chat_models=[model], models=["m"])

@@ -9,14 +9,15 @@ from hypothesis import strategies as st
 
 from envs.checker import check
 from envs.dataset import load_split, load_tasks
-from rods_agents.catalog import build_catalog
-from rods_agents.coherence_rewrite import build_variant, describe_call, narratives, rewrite_plan, templates
-from rods_agents.plan_sampling import fresh_value, sample_variant_plan
-from rods_agents.profile_extraction import profile_task
-from rods_agents.prompt_files import load_prompt, placeholders
-from rods_agents.runtime_utils import rng_for
-from rods_agents.tracing import trace_task
-from rods_agents.verdict import _sources_by_turn, judge, seed_fails_strict
+from prompts import load_prompt, placeholders
+from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.run.runtime import rng_for
+from rods_agents.stages.coherence_rewrite import build_variant, describe_call, narratives, rewrite_plan, templates
+from rods_agents.stages.plan_sampling import sample_variant_plan
+from rods_agents.stages.verdict import _sources_by_turn, judge, seed_fails_strict
+from rods_agents.variation.plan import fresh_value
 
 TRAIN = load_split("train")
 

@@ -86,7 +86,7 @@ def test_track_extra_is_declared():
 
 
 def test_backbone_names_are_offline_and_llm(tmp_path):
-    from rods_agents.context import LLM_STAGES
+    from rods_agents.run.context import LLM_STAGES
 
     args = parse_recipe(Path(TINY), ["--output_dir", str(tmp_path), "--synthesis_backbone", "llm",
                                      "--synthesis_model", "m"])

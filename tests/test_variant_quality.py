@@ -7,11 +7,11 @@ import re
 from envs.dataset import load_tasks
 from envs.executor import parse_call
 from envs.task import Message, Task
-from rods_agents.contamination import fingerprint
-from rods_agents.profile_extraction import profile_task
-from rods_agents.tracing import trace_task
-from rods_agents.variant_quality import filler_arguments, leftover_names, same_config, same_ground_truth
-from rods_agents.verdict import judge
+from rods_agents.analysis.contamination import fingerprint
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.analysis.variant_quality import filler_arguments, leftover_names, same_config, same_ground_truth
+from rods_agents.stages.verdict import judge
 
 
 def _seed(name: str) -> Task:

@@ -23,7 +23,7 @@ from typing import Literal
 
 from trl import GRPOConfig
 
-from rods_agents.context import LLM_STAGES  # plan, rewrite, patch, judge: one list for CLI, context and recipes
+from rods_agents.run.context import LLM_STAGES  # plan, rewrite, patch, judge: one list for CLI, context and recipes
 
 MODES = ("rods", "static", "random-seeds", "no-retirement")
 Mode = Literal["rods", "static", "random-seeds", "no-retirement"]

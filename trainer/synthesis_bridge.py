@@ -39,7 +39,7 @@ from envs.task import Task
 
 log = logging.getLogger(__name__)
 UNREACHABLE_REASON = "llm_unreachable"
-"""The graph's rejection kind for a sample whose LLM endpoint could not be reached (rods_agents.outcome)."""
+"""The graph's rejection kind for a sample whose LLM endpoint could not be reached (rods_agents.run.outcome)."""
 
 
 class SynthesisOutcome(BaseModel):
@@ -84,7 +84,7 @@ def graph_context(args: Any, epoch: int) -> Any:
     takes over ``synthesis_llm_stages`` (default: every stage); ``concurrency`` bounds the samples
     (seed x variant) in flight.
     """
-    from graphs.state import SynthesisContext
+    from rods_agents.stages.state import SynthesisContext
 
     kwargs: dict[str, Any] = {
         "seed": args.seed * 100_003 + epoch, "variants_per_seed": args.variants_per_seed,
@@ -103,10 +103,10 @@ def graph_context(args: Any, epoch: int) -> Any:
 
 
 def preflight(base_url: str | None, timeout: float = 10.0, api_key: str | None = None) -> None:
-    """One GET ``{base_url}/models`` (``rods_agents.llm_client.preflight``, no retries);
+    """One GET ``{base_url}/models`` (``rods_agents.llm.client.preflight``, no retries);
     :class:`SynthesisUnavailable` naming the URL when the synthesis server cannot be reached."""
-    from rods_agents.llm_client import EndpointUnreachable
-    from rods_agents.llm_client import preflight as endpoint_preflight
+    from rods_agents.llm.client import EndpointUnreachable
+    from rods_agents.llm.client import preflight as endpoint_preflight
 
     try:
         endpoint_preflight(base_url, api_key, timeout)

@@ -1,6 +1,6 @@
 """Constrained decoding end to end: a grammar-guaranteed LLM answer becomes an accepted synthesis sample.
 
-The LLM rewrite stage asks for :class:`graphs.state.RewrittenTurns`; ``ChatOpenAI.with_structured_output`` sends it as
+The LLM rewrite stage asks for :class:`rods_agents.stages.state.RewrittenTurns`; ``ChatOpenAI.with_structured_output`` sends it as
 an OpenAI ``response_format`` JSON schema (its default ``method="json_schema"``), which vLLM enforces with xgrammar.
 A random model can satisfy the *schema* but never the stage's content rules (every quoted value of each draft kept),
 so the chat model put in the backbone's ``chat_models`` slot tightens the schema per request from the prompt the
@@ -62,7 +62,7 @@ class DraftGrammarModel:
     def with_structured_output(self, schema, **kwargs):
         from langchain_core.runnables import RunnableLambda
 
-        from graphs.state import RewrittenTurns
+        from rods_agents.stages.state import RewrittenTurns
 
         assert schema is RewrittenTurns, f"only the rewrite stage is wired here, got {schema}"
 
@@ -83,8 +83,8 @@ def test_json_schema_answer_from_the_server_becomes_an_accepted_sample(vllm_serv
     from langchain_openai import ChatOpenAI
 
     from envs.dataset import load_tasks
-    from graphs.state import SynthesisContext
     from graphs.synthesis import synthesize
+    from rods_agents.stages.state import SynthesisContext
 
     # the offline pipeline accepts this seed: its drafts are the rewrite stage's input
     seeds = load_tasks("train", ids=CANDIDATE_SEEDS)

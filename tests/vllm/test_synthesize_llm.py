@@ -20,7 +20,7 @@ import pytest
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-MAX_LLM_CALLS_PER_SAMPLE = 12  # rods_agents.context.SynthesisContext default
+MAX_LLM_CALLS_PER_SAMPLE = 12  # rods_agents.run.context.SynthesisContext default
 
 
 def run_synthesize(base_url: str, out: Path, cwd: Path, num_seeds: int, stages: str) -> tuple[subprocess.CompletedProcess, float]:

@@ -8,7 +8,6 @@ patch rounds is bounded (``SynthesisContext.max_patch_attempts``, default 3).
 
 from __future__ import annotations
 
-import copy
 import math
 import re
 from collections.abc import Callable
@@ -17,8 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from envs.task import Task
-from rods_agents.runtime_utils import emit, stage_timer
-from rods_agents.tracing import Trace
+from rods_agents.analysis.tracing import Trace
 
 
 class ConfigPatch(BaseModel):
@@ -165,30 +163,3 @@ def propose_patch(config: dict, error: dict, trace: Trace) -> ConfigPatch | None
 PatchFallback = Callable[[Task, dict, dict], tuple["ConfigPatch | None", dict, dict[str, Any]]]
 
 
-def patch_config(state: dict, runtime: Any = None, fallback: PatchFallback | None = None) -> dict:
-    """Graph node: patch the candidate's initial_config for its first execution error.
-
-    The rule table goes first; ``fallback`` (the LLM patch stage, passed in by
-    :mod:`rods_agents.llm_nodes`) is asked only for an error no rule covers."""
-    with stage_timer(state, "patch") as timings:
-        task = Task.model_validate(state["task"])
-        trace = Trace.model_validate(state["trace"])
-        error = state["errors"][0]
-        config = copy.deepcopy(task.initial_config)
-        patch = propose_patch(config, error, trace)
-        extra: dict[str, Any] = {}
-        if patch is None and fallback is not None:
-            patch, config, extra = fallback(task, error, state)
-        attempts = int(state.get("patch_attempts", 0)) + 1
-        out: dict[str, Any] = {"patch_attempts": attempts, "timings": timings, **extra}
-        if patch is None:
-            out["patch_failed"] = True
-        else:
-            task.initial_config = config
-            out["task"] = task.model_dump()
-            out["patches"] = [*state.get("patches", []), patch.model_dump()]
-            plan = dict(state["plan"])
-            plan["initial_config"] = config
-            out["plan"] = plan
-    emit(runtime, state, "patch", "ok" if patch else "no_rule", attempt=attempts)
-    return out

@@ -1,8 +1,8 @@
 """LLM backbone: LangChain chat models behind the plan, rewrite, patch and judge stages.
 
-Any OpenAI-compatible endpoint works (``ChatOpenAI``, built in :mod:`rods_agents.llm_client` with
+Any OpenAI-compatible endpoint works (``ChatOpenAI``, built in :mod:`rods_agents.llm.client` with
 the client's own timeout and retries); several models are used round-robin per sample. Every
-answer is structured output into a strict schema (:mod:`rods_agents.llm_schemas`) and validated
+answer is structured output into a strict schema (:mod:`rods_agents.llm.schemas`) and validated
 *as data* (never executed or evaluated): a malformed, empty, off-schema or absurd answer is retried
 with the refusal reason fed back, within the sample's call budget, then the stage raises
 :class:`LLMOutputError` (``llm_invalid_output``). A transport failure that survives the client's
@@ -10,7 +10,7 @@ retries raises :class:`LLMUnreachableError` (``llm_unreachable``) at once. Token
 LangChain's ``usage_metadata``.
 
 This module sits above the offline stages (it imports ``plan_sampling`` and ``config_patch``,
-never the reverse); :mod:`rods_agents.llm_nodes` composes them into graph nodes.
+never the reverse); :mod:`rods_agents.stages.plan_sampling` composes them into graph nodes.
 """
 
 from __future__ import annotations
@@ -24,23 +24,23 @@ from typing import Any
 
 from envs.executor import Environment, parse_call, to_call_string
 from envs.task import Message, Task
-from rods_agents.catalog import build_catalog
-from rods_agents.config_patch import ConfigPatch
-from rods_agents.context import SynthesisContext
-from rods_agents.execution_orchestrator import classify_error
-from rods_agents.llm_client import build_chat_models, is_transport_error, usage_of, usage_of_error
-from rods_agents.llm_schemas import ConfigPatchProposal, JudgeVerdict, PlanProposal, RewrittenTurns
-from rods_agents.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE, LLMUsage
-from rods_agents.plan_sampling import Plan, config_strings, replace_in_config
-from rods_agents.profile_extraction import Profile
-from rods_agents.prompting import (
+from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.execution import classify_error
+from rods_agents.analysis.profile import Profile
+from rods_agents.analysis.tracing import Trace, trace_task
+from rods_agents.llm.client import build_chat_models, is_transport_error, usage_of, usage_of_error
+from rods_agents.llm.prompting import (
     render_judge_prompt,
     render_patch_prompt,
     render_plan_prompt,
     render_rewrite_prompt,
     values_by_turn,
 )
-from rods_agents.tracing import Trace, trace_task
+from rods_agents.llm.schemas import ConfigPatchProposal, JudgeVerdict, PlanProposal, RewrittenTurns
+from rods_agents.run.context import SynthesisContext
+from rods_agents.run.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE, LLMUsage
+from rods_agents.variation.config_rules import ConfigPatch
+from rods_agents.variation.plan import Plan, config_strings, replace_in_config
 
 _QUOTED = re.compile(r"'([^']+)'")
 _SCAFFOLD = re.compile(r"thought process|step \d+:|```|\bfunction\b|\btool call", re.I)
@@ -298,7 +298,7 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
 
 
 def _bound(call: str) -> tuple[str, dict[str, Any]]:
-    from rods_agents.tracing import bind_args
+    from rods_agents.analysis.tracing import bind_args
 
     parsed = parse_call(call)
     spec = build_catalog().methods.get(parsed.name)

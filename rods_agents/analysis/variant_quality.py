@@ -15,10 +15,10 @@ from typing import Any
 
 from envs.executor import CallError, parse_call
 from envs.task import Task
-from rods_agents.catalog import build_catalog
-from rods_agents.prompt_files import load_prompt_json
-from rods_agents.tracing import bind_args
-from rods_agents.value_sources import enum_values
+from prompts import load_prompt_json
+from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.tracing import bind_args
+from rods_agents.analysis.value_sources import enum_values
 
 _SENTENCE_END = re.compile(r"[.!?]\s*$")
 _WORD = re.compile(r"[A-Za-z0-9']+")
@@ -75,10 +75,10 @@ def same_config(a: Task, b: Task) -> bool:
 # ----------------------------------------------------------------------------- filler arguments
 @lru_cache(maxsize=1)
 def person_names() -> frozenset[str]:
-    """First and last names the offline backbone draws from (prompts/offline_vocab.json and, where it
-    exists, prompts/offline_value_kinds.json)."""
+    """First and last names the offline backbone draws from (prompts/bfcl/offline_vocab.json and, where it
+    exists, prompts/bfcl/offline_value_kinds.json)."""
     names: list[str] = []
-    for file in ("offline_vocab.json", "offline_value_kinds.json"):
+    for file in ("bfcl/offline_vocab.json", "bfcl/offline_value_kinds.json"):
         try:
             data = load_prompt_json(file)
         except FileNotFoundError:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rods_agents.value_sources import _WORD_NUMBERS
+from rods_agents.analysis.value_sources import _WORD_NUMBERS
 
 _ALNUM = "A-Za-z0-9"
 _EXT = re.compile(r"^(?P<stem>.+)\.(?P<ext>[A-Za-z0-9]{1,5})$")

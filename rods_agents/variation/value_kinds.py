@@ -5,20 +5,19 @@ as a real task only if the new value is the same kind of thing as the old one: a
 a real project folder has, a file keeps its extension and its naming style, a person stays one
 person everywhere (first and last name mapped together), a title stays a title, an address an
 address, an id keeps its letters and changes its digits. Pools live in
-``prompts/offline_value_kinds.json``; nothing here draws a random codename.
+``prompts/bfcl/offline_value_kinds.json``; nothing here draws a random codename.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from rods_agents.value_sources import enum_values
+from prompts import load_prompt_json
+from rods_agents.analysis.value_sources import enum_values
 
-PROMPTS_FILE = "offline_value_kinds.json"
+PROMPTS_FILE = "bfcl/offline_value_kinds.json"
 _EXT = re.compile(r"^(?P<stem>[A-Za-z0-9][A-Za-z0-9_\-]*)\.(?P<ext>[A-Za-z0-9]{1,5})$")
 _FULL_NAME = re.compile(r"^[A-Z][a-z]+ [A-Z][a-z]+$")
 _NAME = re.compile(r"^[A-Z][a-z]{2,}$")
@@ -37,8 +36,7 @@ _TEXT_PARAMS = {"content", "message", "description", "comment_content", "resolut
 
 @lru_cache(maxsize=1)
 def pools() -> dict[str, Any]:
-    path = Path(__file__).resolve().parent.parent / "prompts" / PROMPTS_FILE
-    return {k: v for k, v in json.loads(path.read_text()).items() if not k.startswith("_")}
+    return load_prompt_json(PROMPTS_FILE)
 
 
 def options(method: str, param: str) -> tuple[str, ...]:

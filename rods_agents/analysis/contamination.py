@@ -1,7 +1,7 @@
 """Near-duplicate detection over user text and call sequences, combined.
 
 ``similarity(a, b) = 0.5 * jaccard(word 3-grams of the user turns) + 0.5 * containment(calls of a in b)``
-where calls are compared parsed (:func:`rods_agents.variant_quality.parsed_call`: name plus the
+where calls are compared parsed (:func:`rods_agents.analysis.variant_quality.parsed_call`: name plus the
 arguments bound to parameter names, so ``sort('a')``, ``sort(file_name='a')`` and a copy without the
 spaces after commas are one call). Call overlap alone is a poor
 signal: distinct BFCL scenarios on opposite sides of the train/test split already share most of
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from envs.task import Task
-from rods_agents.variant_quality import parsed_call
+from rods_agents.analysis.variant_quality import parsed_call
 
 _WORD = re.compile(r"[a-z0-9_.']+")
 MARGIN = 0.05

@@ -20,19 +20,18 @@ and are not classified: the rewrite always states them in words.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from functools import cache, lru_cache
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from envs.executor import Environment
 from envs.task import Task
-from rods_agents.catalog import build_catalog
-from rods_agents.tracing import Trace
+from prompts import load_prompt_json
+from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.tracing import Trace
 
 Source = Literal["user", "call", "state", "composed"]
 SOURCES: tuple[str, ...] = ("user", "call", "state", "composed")
@@ -192,9 +191,8 @@ def airport_cities() -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def choice_phrases() -> dict[str, dict[str, str]]:
-    """``method.param`` -> {repr(value): words}: choices the rewrite says in words (prompts/value_phrases.json)."""
-    path = Path(__file__).resolve().parent.parent / "prompts" / "value_phrases.json"
-    return {k: v for k, v in json.loads(path.read_text()).items() if not k.startswith("_")}
+    """``method.param`` -> {repr(value): words}: choices the rewrite says in words (prompts/bfcl/value_phrases.json)."""
+    return load_prompt_json("bfcl/value_phrases.json")
 
 
 @cache

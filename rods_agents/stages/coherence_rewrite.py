@@ -1,10 +1,10 @@
 """Stage 3: write the user turns of a plan from the seed's own turns.
 
 :func:`rewrite_plan` carries the plan's renames, new numbers, swapped options and method phrases into
-the seed's wording (:mod:`rods_agents.seed_anchor`), one message per seed message, so the seed's
+the seed's wording (:mod:`rods_agents.variation.seed_anchor`), one message per seed message, so the seed's
 implicit steps, conditions, references, transformations and withheld value survive by construction;
-a miss_func reveal turn stays empty. The LLM rewrite stage (:mod:`rods_agents.llm_backbone`) starts
-from these turns. :func:`describe_call` and the per-method templates (``prompts/offline_templates.json``)
+a miss_func reveal turn stays empty. The LLM rewrite stage (:mod:`rods_agents.llm.backbone`) starts
+from these turns. :func:`describe_call` and the per-method templates (``prompts/bfcl/offline_templates.json``)
 phrase a single call in words; the offline rewrite no longer writes turns from calls (that names every
 step and so makes a task easier).
 """
@@ -18,11 +18,15 @@ from functools import lru_cache
 from typing import Any
 
 from envs.task import Message, Task
-from rods_agents.catalog import build_catalog
-from rods_agents.plan_sampling import PROMPTS, Plan
-from rods_agents.profile_extraction import Profile
-from rods_agents.runtime_utils import emit, rng_for, stage_timer
-from rods_agents.value_sources import choice_phrases, is_flag
+from prompts import PROMPTS_DIR as PROMPTS
+from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.profile import Profile
+from rods_agents.analysis.tracing import Trace
+from rods_agents.analysis.value_sources import choice_phrases, is_flag
+from rods_agents.llm.accounting import charge, gave_up
+from rods_agents.llm.backbone import LLMStageError, backbone_for
+from rods_agents.run.runtime import emit, rng_for, stage_timer
+from rods_agents.variation.plan import Plan
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _ARTICLES = {"a", "an", "the"}
@@ -33,12 +37,12 @@ _BOOL_WORDS = {"unlock": ("unlock", "lock"), "activate": ("turn on", "turn off")
 
 @lru_cache(maxsize=1)
 def templates() -> dict[str, str]:
-    return {k: v for k, v in json.loads((PROMPTS / "offline_templates.json").read_text()).items() if not k.startswith("_")}
+    return {k: v for k, v in json.loads((PROMPTS / "bfcl/offline_templates.json").read_text()).items() if not k.startswith("_")}
 
 
 @lru_cache(maxsize=1)
 def narratives() -> dict[str, Any]:
-    return json.loads((PROMPTS / "offline_narratives.json").read_text())
+    return json.loads((PROMPTS / "bfcl/offline_narratives.json").read_text())
 
 
 def noun(param: str) -> str:
@@ -174,8 +178,8 @@ def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any) -> list[lis
     """User turns for ``plan``, written from the seed's own turns (one message per seed message; a
     miss_func reveal turn stays empty): the plan's renames, new numbers, swapped options and method
     phrases are carried into the seed's wording, so its implicit steps, conditions, references,
-    transformations and withheld values survive (see :mod:`rods_agents.seed_anchor`)."""
-    from rods_agents.anchored_plan import carry_turn
+    transformations and withheld values survive (see :mod:`rods_agents.variation.seed_anchor`)."""
+    from rods_agents.variation.anchored_plan import carry_turn
 
     return [[Message(role=m.role, content=carry_turn(m.content, t, plan)) for m in turn]
             for t, turn in enumerate(seed.turns)]
@@ -194,7 +198,7 @@ def build_variant(seed: Task, turns: list[list[Message]], plan: Plan, variant: i
 
 def rewrite_turns(state: dict, runtime: Any = None) -> dict:
     """Graph node: write the user turns and assemble the candidate task (offline; the LLM rewrite stage
-    rewrites them in :mod:`rods_agents.llm_nodes`)."""
+    rewrites them in :mod:`rods_agents.stages.plan_sampling`)."""
     with stage_timer(state, "rewrite") as timings:
         seed = Task.model_validate(state["seed"])
         profile = Profile.model_validate(state["profile"])
@@ -205,3 +209,37 @@ def rewrite_turns(state: dict, runtime: Any = None) -> dict:
         task = build_variant(seed, turns, plan, int(state.get("variant", 0)), run_seed)
     emit(runtime, state, "rewrite", "ok")
     return {"task": task.model_dump(), "timings": timings}
+
+
+def _rewrite_with_llm(state: dict, runtime: Any, task: Task, timings_state: dict, feedback: str = "") -> dict:
+    backbone = backbone_for(runtime, "rewrite")
+    assert backbone is not None
+    with stage_timer(timings_state, "rewrite") as timings:
+        try:
+            turns, usage = backbone.rewrite_turns(Task.model_validate(state["seed"]),
+                                                  Profile.model_validate(state["profile"]),
+                                                  Trace.model_validate(state["seed_trace"]), task.ground_truth,
+                                                  task.turns, state, feedback=feedback)
+        except LLMStageError as exc:
+            return gave_up(state, runtime, "rewrite", exc, timings)
+        task.turns = turns
+    return {"task": task.model_dump(), "timings": timings, **charge(state, "rewrite", usage)}
+
+
+def rewrite_node(state: dict, runtime: Any = None) -> dict:
+    """Node ``rewrite_turns`` body: the seed-anchored offline turns, then (LLM rewrite stage) the LLM's."""
+    out = rewrite_turns(state, runtime)
+    if backbone_for(runtime, "rewrite") is None or "task" not in out:
+        return out
+    return {**out, **_rewrite_with_llm(state, runtime, Task.model_validate(out["task"]),
+                                       {"timings": out.get("timings", {})})}
+
+
+def refine_node(state: dict, runtime: Any = None) -> dict:
+    """Node ``refine_turns``: the one refine round, a rewrite of the candidate's text with the judge's critique."""
+    last = (state.get("judge") or [{}])[-1]
+    feedback = str(last.get("critique") or last.get("reasoning") or "")
+    rounds = int(state.get("refine_rounds", 0) or 0) + 1
+    emit(runtime, state, "refine", "start", round=rounds)
+    out = _rewrite_with_llm(state, runtime, Task.model_validate(state["task"]), state, feedback=feedback)
+    return {**out, "refine_rounds": rounds, "refine_pending": False} | ({} if "verdict" in out else {"verdict": None})

@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envs.task import Task
-from rods_agents.runtime_utils import emit, stage_timer
-from rods_agents.tracing import CallRecord, Trace, limit_flips, outcome_flips, trace_task
+from rods_agents.analysis.tracing import CallRecord, Trace, limit_flips, outcome_flips
 
 # error pattern -> error kind; the config patch agent's rule table is keyed by (kind, class)
 ERROR_KINDS: list[tuple[str, re.Pattern]] = [
@@ -55,19 +53,3 @@ def flag_outcome_flips(trace: Trace, seed_trace: Trace, seed_texts: list[str] | 
     return [{**error_report(record), "kind": "outcome_flip"}]
 
 
-def _turn_texts(task: Task) -> list[str]:
-    return [" ".join(m.content for m in turn) for turn in task.turns]
-
-
-def execute_plan(state: dict, runtime: Any = None) -> dict:
-    """Graph node: execute the candidate task; record every result and the classified errors."""
-    with stage_timer(state, "execute") as timings:
-        task = Task.model_validate(state["task"])
-        trace = trace_task(task)
-        errors = [error_report(r) for r in trace.errors]
-        if not errors and state.get("seed_trace"):
-            seed = Task.model_validate(state["seed"]) if state.get("seed") else None
-            errors = flag_outcome_flips(trace, Trace.model_validate(state["seed_trace"]),
-                                        _turn_texts(seed) if seed else None, _turn_texts(task))
-    emit(runtime, state, "execute", "error" if errors else "ok", errors=len(errors))
-    return {"trace": trace.model_dump(), "errors": errors, "timings": timings}

@@ -25,9 +25,9 @@ from pydantic import BaseModel
 
 from envs.executor import Environment
 from envs.task import Task
-from rods_agents.catalog import build_catalog
-from rods_agents.tracing import CallRecord
-from rods_agents.value_sources import CITY_ALIASES, _numbers, airport_cities
+from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.tracing import CallRecord
+from rods_agents.analysis.value_sources import CITY_ALIASES, _numbers, airport_cities
 
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TOKEN = re.compile(r"[A-Za-z]+|\d+(?:\.\d+)?")

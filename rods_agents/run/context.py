@@ -1,6 +1,6 @@
 """Run settings of one synthesis run: the one validated source for backbone, stages and counts.
 
-A leaf module (no graph import): the stages read it, ``graphs.state`` re-exports it, the CLI and the
+A leaf module (no graph import): the stages read it, ``rods_agents.stages.state`` re-exports it, the CLI and the
 trainer build it. JSON-typed knobs render as Studio's context form; the live slot ``chat_models``
 (LangChain chat models filled in by tests or a caller) is left out of the form's JSON schema.
 """

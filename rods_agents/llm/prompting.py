@@ -4,7 +4,7 @@ Each prompt shows the model what a capable person would need to succeed: the see
 ground truth with the results of list- and id-producing calls, one-line function docs with
 preconditions and options, the initial state as JSON with the renamable values apart from the keys,
 what the category means for this task, the information structure to keep (from
-:mod:`rods_agents.information_structure` when available) and, on a re-plan, why the previous
+:mod:`rods_agents.analysis.information_structure` when available) and, on a re-plan, why the previous
 attempt was rejected. Templates live in ``prompts/llm_*.txt``.
 """
 
@@ -16,11 +16,11 @@ from typing import Any
 
 from envs.executor import CallError, parse_call
 from envs.task import Task
-from rods_agents.catalog import build_catalog, class_source_text
-from rods_agents.profile_extraction import Profile
-from rods_agents.prompt_files import load_prompt, load_prompt_json
-from rods_agents.tracing import Trace, bind_args, trace_task
-from rods_agents.value_sources import is_choice, is_flag
+from prompts import load_prompt, load_prompt_json
+from rods_agents.analysis.catalog import build_catalog, class_source_text
+from rods_agents.analysis.profile import Profile
+from rods_agents.analysis.tracing import Trace, bind_args, trace_task
+from rods_agents.analysis.value_sources import is_choice, is_flag
 
 MAX_STATE_CHARS = 6000
 _LOGIN_ATTRS = {"authenticated", "current_user", "access_token"}
@@ -28,7 +28,7 @@ MAX_RESULT_CHARS = 300
 _ID_KEY = re.compile(r"(^|_)ids?$|_id$|^id", re.I)
 
 try:  # engineer H1's detector; the prompts fall back to the profile's value sources without it
-    from rods_agents.information_structure import information_structure as _information_structure
+    from rods_agents.analysis.information_structure import information_structure as _information_structure
 except ImportError:  # pragma: no cover - depends on the checkout
     _information_structure = None
 
@@ -98,7 +98,7 @@ def ground_truth_text(task: Task, trace: Trace | None = None) -> str:
 # ----------------------------------------------------------------------------- functions and state
 def function_docs(classes: list[str], held_out: dict[int, list[str]] | None = None) -> str:
     """One line per function of ``classes``: parameters (* = required), options, preconditions, held-out note."""
-    table = load_prompt_json("llm_preconditions.json")
+    table = load_prompt_json("bfcl/llm_preconditions.json")
     by_attr, by_method = table.get("attributes", {}), table.get("methods", {})
     reveal_of = {n: t for t, names in (held_out or {}).items() for n in names}
     lines = []

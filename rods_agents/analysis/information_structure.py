@@ -1,7 +1,7 @@
 """The information structure of a task: what the user says and what the assistant must work out.
 
 Computed for any task (seed or variant) from its user text, ground truth and execution trace, with a
-per-method lexicon kept as data (``prompts/method_lexicon.json``). Per turn:
+per-method lexicon kept as data (``prompts/bfcl/method_lexicon.json``). Per turn:
 
 - **calls**, explicit or implicit: a call is *explicit* when the text that asks for its turn (the
   turn's own text, plus the withholding / pre-reveal turn before it) carries one of the method's
@@ -13,7 +13,7 @@ per-method lexicon kept as data (``prompts/method_lexicon.json``). Per turn:
 - **references**: an argument value picked out of an earlier result (or the explorable state)
   that lists several candidates, with the cue that picks it (by position: "the last stock on the
   list"; by property: "the most recent order"; by filter: "the one making GPUs");
-- **transformations**: a ``composed`` value (:mod:`rods_agents.value_sources`) with the cue that
+- **transformations**: a ``composed`` value (:mod:`rods_agents.analysis.value_sources`) with the cue that
   says how it is built ("Round to nearest integer", "in the format ... where XXX");
 - **withheld** (miss_param): the parameter a turn leaves out and the turn that supplies it;
 - **held-out function** (miss_func): on the turn that asks for work needing a function that is only
@@ -35,13 +35,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from envs.task import Task
-from rods_agents.catalog import build_catalog
-from rods_agents.obtainability import public_state
-from rods_agents.prompt_files import PROMPTS, load_prompt_json
-from rods_agents.tracing import CallRecord, Trace, trace_task
-from rods_agents.value_sources import ArgSource, _numbers, classify_arguments, is_flag, user_text_upto
+from prompts import PROMPTS_DIR as PROMPTS
+from prompts import load_prompt_json
+from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.obtainability import public_state
+from rods_agents.analysis.tracing import CallRecord, Trace, trace_task
+from rods_agents.analysis.value_sources import ArgSource, _numbers, classify_arguments, is_flag, user_text_upto
 
-LEXICON = PROMPTS / "method_lexicon.json"
+LEXICON = PROMPTS / "bfcl/method_lexicon.json"
 REASON = "information_structure"
 _SENTENCE = re.compile(r"[^.?!;]+[.?!;]?")
 _QUOTED = re.compile(r"(?<![\w])'[^'\n]{2,}?'(?![\w])|\"[^\"\n]+\"")
@@ -141,8 +142,8 @@ class _Lexicon:
 
 @lru_cache(maxsize=1)
 def lexicon() -> _Lexicon:
-    """The per-method phrase table and cue lists (prompts/method_lexicon.json)."""
-    return _Lexicon(load_prompt_json(LEXICON.name))
+    """The per-method phrase table and cue lists (prompts/bfcl/method_lexicon.json)."""
+    return _Lexicon(load_prompt_json("bfcl/method_lexicon.json"))
 
 
 def _first(patterns: list[re.Pattern], text: str) -> re.Match | None:

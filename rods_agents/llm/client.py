@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rods_agents.context import SynthesisContext
-from rods_agents.outcome import LLMUsage
+from rods_agents.run.context import SynthesisContext
+from rods_agents.run.outcome import LLMUsage
 
 
 class EndpointUnreachable(ConnectionError):

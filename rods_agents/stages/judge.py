@@ -2,11 +2,11 @@
 
 With the LLM backbone (``judge`` in ``llm_stages``) a candidate the rule checks accepted is scored
 for faithfulness (its text determines its ground truth), coherence, naturalness and whether it is
-easier than its seed (:class:`rods_agents.llm_schemas.JudgeVerdict`). A ``query_fixable``
+easier than its seed (:class:`rods_agents.llm.schemas.JudgeVerdict`). A ``query_fixable``
 rejection gets one refine round (the rewrite again, with the judge's critique; then the rule
 checks and the judge run again); any other rejection, or a second one, is a ``judge_rejected``
 verdict the graph may re-plan, with the critique shown to the planner. Offline there is no judge:
-the rule checks (the information-structure comparison in :mod:`rods_agents.verdict`) stand in.
+the rule checks (the information-structure comparison in :mod:`rods_agents.stages.verdict`) stand in.
 Every judge verdict goes into the sample's ``judge`` log (``rejected.jsonl`` detail, provenance).
 """
 
@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from envs.task import Task
-from rods_agents.context import context_of
-from rods_agents.llm_backbone import LLMStageError, backbone_for
-from rods_agents.llm_nodes import charge, gave_up
-from rods_agents.outcome import Verdict
-from rods_agents.profile_extraction import Profile
-from rods_agents.runtime_utils import emit, stage_timer
-from rods_agents.tracing import Trace
+from rods_agents.analysis.profile import Profile
+from rods_agents.analysis.tracing import Trace
+from rods_agents.llm.accounting import charge, gave_up
+from rods_agents.llm.backbone import LLMStageError, backbone_for
+from rods_agents.run.context import context_of
+from rods_agents.run.outcome import Verdict
+from rods_agents.run.runtime import emit, stage_timer
 
 JUDGE_REJECTED = "judge_rejected"
 

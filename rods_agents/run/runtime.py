@@ -1,6 +1,6 @@
 """Small helpers shared by the stage nodes: progress events, per-stage timings, seeded RNGs.
 
-``context_of`` (the run's :class:`rods_agents.context.SynthesisContext`) is re-exported here.
+``context_of`` (the run's :class:`rods_agents.run.context.SynthesisContext`) is re-exported here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from rods_agents.context import context_of
+from rods_agents.run.context import context_of
 
 log = logging.getLogger("rods.synthesis")
 

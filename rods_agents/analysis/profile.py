@@ -6,7 +6,7 @@ Weisfeiler-Lehman hash of the graph over *role-level* labels (so a role-preservi
 substitution keeps it), and the information structure: how many argument values per turn come
 from the user, earlier calls, the state, or a transformation, plus the rest of it (implicit calls,
 conditions, references, transformations, withheld value, held-out function;
-:mod:`rods_agents.information_structure`), which the verdict compares on its own.
+:mod:`rods_agents.analysis.information_structure`), which the verdict compares on its own.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import networkx as nx
 from pydantic import BaseModel, Field
 
 from envs.task import Task
-from rods_agents.catalog import ApiCatalog, build_catalog
-from rods_agents.information_structure import InformationStructure, information_structure
-from rods_agents.tracing import CONFIG_ERROR, Trace, trace_task
-from rods_agents.value_sources import SOURCES, ArgSource, classify_arguments
+from rods_agents.analysis.catalog import ApiCatalog, build_catalog
+from rods_agents.analysis.information_structure import InformationStructure, information_structure
+from rods_agents.analysis.tracing import Trace, trace_task
+from rods_agents.analysis.value_sources import SOURCES, ArgSource, classify_arguments
 
 
 class Profile(BaseModel):
@@ -44,7 +44,7 @@ class Profile(BaseModel):
     edges: list[dict[str, Any]] = Field(default_factory=list)
     information: InformationStructure | None = Field(
         default=None, description="Per turn: implicit calls, conditions, references, transformations, the withheld "
-        "value and the held-out function (rods_agents.information_structure); compared by the verdict.")
+        "value and the held-out function (rods_agents.analysis.information_structure); compared by the verdict.")
 
     # fields a variant must reproduce exactly
     MATCHED: ClassVar[tuple[str, ...]] = ("turn_shape", "classes", "category", "miss_func_turns", "miss_param_turns",
@@ -121,20 +121,3 @@ def profile_task(task: Task, trace: Trace | None = None, catalog: ApiCatalog | N
     )
 
 
-def extract_profile(state: dict, runtime: Any = None) -> dict:
-    """Graph node: execute the seed's ground truth and compute its profile Φ."""
-    from rods_agents.runtime_utils import emit, stage_timer
-
-    with stage_timer(state, "profile") as timings:
-        seed = Task.model_validate(state["seed"])
-        trace = trace_task(seed)
-        if trace.errors:
-            emit(runtime, state, "profile", "seed_error")
-            bad_config = (trace.errors[0].error or "").startswith(CONFIG_ERROR)
-            return {"timings": timings, "seed_trace": trace.model_dump(),
-                    "verdict": {"accepted": False,
-                                "reasons": ["seed_invalid_config" if bad_config else "seed_execution_error"],
-                                "detail": {"error": trace.errors[0].error, "call": trace.errors[0].call}}}
-        profile = profile_task(seed, trace)
-    emit(runtime, state, "profile", "ok")
-    return {"profile": profile.model_dump(), "seed_trace": trace.model_dump(), "timings": timings}

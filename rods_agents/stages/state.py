@@ -1,6 +1,6 @@
 """State types of the synthesis graph (run settings and LLM schemas are re-exported from rods_agents).
 
-- :class:`SynthesisContext` (``rods_agents.context``): run settings, validated on construction;
+- :class:`SynthesisContext` (``rods_agents.run.context``): run settings, validated on construction;
   JSON-typed knobs Studio renders as a form, plus the live ``chat_models`` slot (not in the form).
 - :class:`SynthesisInput` / :class:`SynthesisState`: the fan-out graph over (seed, variant).
 - :class:`SynthesizeSample`: the per-``Send`` payload, named after the node it is sent to.
@@ -18,8 +18,7 @@ from typing import Annotated
 
 from typing_extensions import TypedDict
 
-from rods_agents.context import LLM_STAGES, SynthesisContext
-from rods_agents.llm_schemas import (
+from rods_agents.llm.schemas import (
     Argument,
     ConfigPatchProposal,
     JudgeVerdict,
@@ -29,7 +28,8 @@ from rods_agents.llm_schemas import (
     Rename,
     RewrittenTurns,
 )
-from rods_agents.outcome import SampleResult, Verdict
+from rods_agents.run.context import LLM_STAGES, SynthesisContext
+from rods_agents.run.outcome import SampleResult, Verdict
 
 
 class SynthesisInput(TypedDict, total=False):

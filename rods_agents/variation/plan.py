@@ -1,10 +1,5 @@
-"""Stage 2: sample a new ground-truth plan and initial_config with the seed's profile.
-
-The offline sampler is :func:`sample_variant_plan`, anchored on the seed's own words
-(:mod:`rods_agents.anchored_plan`: only changes the seed's text can carry, values of the same kind,
-options swapped for documented options, values read from results re-derived by the seed's path,
-state drawn to miss a precondition the config patch agent then repairs). This module holds the
-:class:`Plan` model, the graph node and the config helpers the LLM plan stage shares.
+"""The :class:`Plan` model (a candidate variant before its user turns are written) and the config helpers
+the offline and LLM plan stages share.
 """
 
 from __future__ import annotations
@@ -15,16 +10,21 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from envs.task import Task
-from rods_agents.profile_extraction import Profile
-from rods_agents.prompt_files import PROMPTS, load_prompt_json  # noqa: F401 - the one prompts/ loader; PROMPTS re-exported
-from rods_agents.runtime_utils import emit, rng_for, stage_timer
-from rods_agents.tracing import Trace
+from prompts import PROMPTS_DIR as PROMPTS  # noqa: F401 - the one prompts/ loader; PROMPTS re-exported
+from prompts import load_prompt_json
 
 _FILENAME = re.compile(r"^([A-Za-z0-9]+(?:([_\-])[A-Za-z0-9]+)*)\.([A-Za-z0-9]{1,5})$")
+
+
 _IDENT = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+
+
 _NAME = re.compile(r"^[A-Z][a-z]+$")
+
+
 _TICKER = re.compile(r"^[A-Z]{3,5}$")
+
+
 _FULL_NAME = re.compile(r"^[A-Z][a-z]+ [A-Z][a-z]+$")
 
 
@@ -45,7 +45,7 @@ class Plan(BaseModel):
 
 @lru_cache(maxsize=1)
 def vocab() -> dict[str, list[str]]:
-    return load_prompt_json("offline_vocab.json")
+    return load_prompt_json("bfcl/offline_vocab.json")
 
 
 def config_strings(obj: Any, out: set[str]) -> set[str]:
@@ -99,26 +99,3 @@ def replace_in_config(obj: Any, mapping: dict[str, str]) -> Any:
     if isinstance(obj, list):
         return [replace_in_config(v, mapping) for v in obj]
     return obj
-
-
-def sample_variant_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int = 0) -> Plan:
-    """Draw one candidate plan anchored on the seed (see :mod:`rods_agents.anchored_plan`);
-    deterministic given ``rng``'s state."""
-    from rods_agents.anchored_plan import anchored_plan
-
-    return Plan(**anchored_plan(seed, profile, trace, rng, attempt))
-
-
-def sample_plan(state: dict, runtime: Any = None) -> dict:
-    """Graph node: draw a candidate plan for this (seed, variant, attempt) (offline; the LLM plan stage
-    refines it in :mod:`rods_agents.llm_nodes`)."""
-    with stage_timer(state, "plan") as timings:
-        seed = Task.model_validate(state["seed"])
-        profile = Profile.model_validate(state["profile"])
-        trace = Trace.model_validate(state["seed_trace"])
-        attempt = int(state.get("plan_attempt", 0))
-        ctx_seed = getattr(getattr(runtime, "context", None), "seed", 0) if runtime is not None else 0
-        rng = rng_for(ctx_seed, seed.id, state.get("variant", 0), attempt)
-        plan = sample_variant_plan(seed, profile, trace, rng, attempt)
-    emit(runtime, state, "plan", "ok", attempt=attempt)
-    return {"plan": plan.model_dump(), "timings": timings, "patches": [], "patch_attempts": 0}

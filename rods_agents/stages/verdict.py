@@ -9,9 +9,9 @@ Machine-readable rejection reasons (the first word before ':' is the kind):
 - ``profile_mismatch:<fields>``: Φ differs from the seed's (topology, depth, turn shape, features);
 - ``information_structure:value_sources``: per-turn counts of value sources differ from the seed's (one
   exception, counted in ``detail['stated_fallbacks']``: a value the seed left to discover in the state
-  is stated when the variant's state has no hint that singles it out, see :mod:`rods_agents.obtainability`);
+  is stated when the variant's state has no hint that singles it out, see :mod:`rods_agents.analysis.obtainability`);
 - ``information_structure:<kind>``: the rest of the seed's information structure is not kept
-  (:func:`rods_agents.information_structure.compare_structure`; per-turn findings in
+  (:func:`rods_agents.analysis.information_structure.compare_structure`; per-turn findings in
   ``detail['information_structure']``): ``implicit_made_explicit`` (the text now asks for a call the
   seed left to the assistant), ``condition_dropped``, ``reference_dropped``,
   ``reference_kind_changed``, ``reference_unresolved`` (a value picked from several candidates with
@@ -30,13 +30,13 @@ Machine-readable rejection reasons (the first word before ':' is the kind):
 - ``leftover_name``: a name the plan renamed is still in the variant's text, config or ground truth;
 - ``filler_argument``: a sentence where the seed had a short name or title, a value outside the
   parameter's documented options, a person's name given to a title or folder
-  (:mod:`rods_agents.variant_quality`);
+  (:mod:`rods_agents.analysis.variant_quality`);
 - ``near_duplicate_seed``: the same *parsed* ground truth as the seed (calls compared after parsing,
   arguments bound to parameter names: dropping the spaces after commas is no change), or the seed's
   initial_config with at least 90% of its calls (``detail['seed_copy']`` says which); the text is not
   compared with the seed's (a seed-anchored rewrite keeps its wording by design);
   ``near_duplicate_accepted``: too close to another accepted sample;
-- ``contamination``: too close to a test-split task (see :mod:`rods_agents.contamination`).
+- ``contamination``: too close to a test-split task (see :mod:`rods_agents.analysis.contamination`).
 """
 
 from __future__ import annotations
@@ -47,20 +47,14 @@ from typing import Any
 from envs.checker import check
 from envs.task import Task
 from envs.tools import held_out
-from rods_agents.contamination import (
-    contamination_threshold,
-    fingerprint,
-    nearest,
-    similarity,
-    test_index,
-)
-from rods_agents.information_structure import InformationStructure, information_structure, structure_mismatches
-from rods_agents.obtainability import public_state, recomposable, state_hints, state_obtainable
-from rods_agents.profile_extraction import Profile, profile_task
-from rods_agents.runtime_utils import emit, stage_timer
-from rods_agents.tracing import CONFIG_ERROR, Trace, trace_task
-from rods_agents.value_sources import state_values, user_text_upto
-from rods_agents.variant_quality import filler_arguments, leftover_names, same_config, same_ground_truth
+from rods_agents.analysis.contamination import contamination_threshold, fingerprint, nearest, similarity, test_index
+from rods_agents.analysis.information_structure import InformationStructure, information_structure, structure_mismatches
+from rods_agents.analysis.obtainability import public_state, recomposable, state_hints, state_obtainable
+from rods_agents.analysis.profile import Profile, profile_task
+from rods_agents.analysis.tracing import CONFIG_ERROR, Trace, trace_task
+from rods_agents.analysis.value_sources import state_values, user_text_upto
+from rods_agents.analysis.variant_quality import filler_arguments, leftover_names, same_config, same_ground_truth
+from rods_agents.run.runtime import emit, stage_timer
 
 NEAR_COPY_CALLS = 0.9
 # recorded in detail['information_structure'] but no rejection: a call the lexicon no longer sees asked for is
@@ -124,12 +118,12 @@ def _picked_slots(info: InformationStructure | None) -> set[tuple[int, str, str]
 
 def obtainability_problems(task: Task, trace: Trace, profile: Profile, seed_profile: Profile
                            ) -> tuple[list[str], list[str]]:
-    """(unobtainable arguments, stated fallbacks) of a candidate; see :mod:`rods_agents.obtainability`.
+    """(unobtainable arguments, stated fallbacks) of a candidate; see :mod:`rods_agents.analysis.obtainability`.
 
     A value the obtainability rules find no hint or recipe for still counts as obtainable where both the
     variant's text and its seed's pick it out the same way: a reference by position, property or filter
     ("the last order I made") or a transformation with its cue ("in 'number.pdf' format"), as found by
-    :mod:`rods_agents.information_structure` (the seed's human wording, kept by a seed-anchored rewrite)."""
+    :mod:`rods_agents.analysis.information_structure` (the seed's human wording, kept by a seed-anchored rewrite)."""
     picked = _picked_slots(profile.information) & _picked_slots(seed_profile.information)
     seed_src = {(a.turn, a.index, a.param): a.source for a in seed_profile.arg_sources}
     pos_of = {(r.turn, r.index): p for p, r in enumerate(trace.calls)}
@@ -278,7 +272,7 @@ def judge_variant(state: dict, runtime: Any = None) -> dict:
             reasons.append("patch_exhausted")
             if state.get("llm_error"):
                 detail["llm_patch"] = state["llm_error"]  # why every LLM patch proposal was refused
-    # the shape of rods_agents.outcome.Verdict (the graph validates it); rule rejections are never terminal
+    # the shape of rods_agents.run.outcome.Verdict (the graph validates it); rule rejections are never terminal
     verdict = {"accepted": not reasons, "reasons": reasons, "detail": detail, "terminal": False}
     emit(runtime, state, "verdict", "accepted" if not reasons else "rejected", reasons=reasons)
     return {"verdict": verdict, "timings": timings,

@@ -1,18 +1,18 @@
 """The offline plan, anchored on the seed: change only what the seed's own words can carry.
 
 Every change is chosen so that the seed's text can be rewritten to state it (see
-:mod:`rods_agents.seed_anchor`), and so that the variant stays the same task in a new story:
+:mod:`rods_agents.variation.seed_anchor`), and so that the variant stays the same task in a new story:
 
 - **renames** of entities the task controls (keys and leaves of the initial_config, new names the
-  user introduces), each with a new value of the same kind (:mod:`rods_agents.value_kinds`); a value
+  user introduces), each with a new value of the same kind (:mod:`rods_agents.variation.value_kinds`); a value
   the user states is renamed only where the seed's text writes it in a form the rewrite can carry;
   a person's first and last name are renamed together, so the same person is the same everywhere;
 - **numbers** the user states, in digits or words, perturbed (amounts may grow past the balance or the
-  tank: the config patch agent repairs the state, see :mod:`rods_agents.config_patch`);
+  tank: the config patch agent repairs the state, see :mod:`rods_agents.stages.config_patch`);
 - **option swaps**: a documented option (a travel class, a currency, a city of the environment's
   tables, a sector) replaced by another when the seed's text names it;
 - **method swaps** only where the seed turn holds a lexicon phrase of the old method and the lexicon
-  has one for the new method (``prompts/offline_value_kinds.json``);
+  has one for the new method (``prompts/bfcl/offline_value_kinds.json``);
 - values the assistant reads from earlier results are **re-derived** by the path they had in the
   seed's result (the same key, the same position in the list), so references by position still hold;
 - a plan whose execution flips a yes/no outcome of the seed (a range that no longer falls short, a
@@ -33,13 +33,21 @@ from typing import Any
 
 from envs.executor import CallError, parse_call, to_call_string
 from envs.task import Task
-from rods_agents.catalog import build_catalog
-from rods_agents.profile_extraction import Profile
-from rods_agents.seed_anchor import Substitution, _strings, has_number, substitute_phrases
-from rods_agents.seed_anchor import scalar_strings as _scalar_strings
-from rods_agents.tracing import Trace, bind_args, limit_flips, outcome_flips, trace_task
-from rods_agents.value_kinds import fresh, kind_of, method_swaps, mode_words, options, pools, swap_option
-from rods_agents.value_sources import state_values
+from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.profile import Profile
+from rods_agents.analysis.tracing import Trace, bind_args, limit_flips, outcome_flips, trace_task
+from rods_agents.analysis.value_sources import state_values
+from rods_agents.variation.seed_anchor import Substitution, _strings, has_number, substitute_phrases
+from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
+from rods_agents.variation.value_kinds import (
+    fresh,
+    kind_of,
+    method_swaps,
+    mode_words,
+    options,
+    pools,
+    swap_option,
+)
 
 _PROTECTED = {".", "..", "/", "~", "", "*"}
 _SYMBOL_LOOKUPS = {"get_symbol_by_name", "get_available_stocks", "filter_stocks_by_price"}
@@ -72,7 +80,7 @@ def _perturb(value: int | float, rng: Any, grow: bool = False) -> int | float:
 
 
 def _hardcoded(value: str, classes: list[str]) -> bool:
-    from rods_agents.catalog import class_source_text
+    from rods_agents.analysis.catalog import class_source_text
 
     # an id-like value anywhere in the environment's code or long-context data (inside a text) counts too
     return any((len(value) >= 6 and any(ch.isdigit() for ch in value) and value in class_source_text(c))
@@ -273,7 +281,7 @@ def _replace(value: Any, exact: dict[str, str], sub: Substitution, numbers: dict
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, str):  # a number quoted inside a text ('a buy order for 100 shares') changes with it
-        from rods_agents.seed_anchor import substitute_numbers
+        from rods_agents.variation.seed_anchor import substitute_numbers
 
         return exact[value] if value in exact else substitute_numbers(sub.text(value), numbers)
     if isinstance(value, int | float):
@@ -319,8 +327,8 @@ class _Draw:
 def _unverifiable(seed: Task, profile: Profile, trace: Trace) -> set[str]:
     """State values the seed points at in words the checks cannot read ('the temporary directory' for
     'tmp'): renaming one could leave the pointer pointing nowhere, so they keep their names."""
-    from rods_agents.obtainability import public_state, state_obtainable
-    from rods_agents.value_sources import user_text_upto
+    from rods_agents.analysis.obtainability import public_state, state_obtainable
+    from rods_agents.analysis.value_sources import user_text_upto
 
     pos_of = {(r.turn, r.index): p for p, r in enumerate(trace.calls)}
     states: dict[str | None, dict] = {}
@@ -495,7 +503,7 @@ def _ticker_renamable(symbol: str, text: str) -> bool:
 
 def _flips(d: _Draw, trace: Trace, vtrace: Trace, numbers: dict[str, Any] | None = None) -> list[str]:
     """Yes/no outcomes and stated limits ('a cost below $1200') the variant decides otherwise than its seed."""
-    from rods_agents.seed_anchor import substitute_numbers
+    from rods_agents.variation.seed_anchor import substitute_numbers
 
     texts = [substitute_numbers(t, numbers or {}) for t in d.turn_text]
     return outcome_flips(trace, vtrace) or limit_flips(trace, vtrace, d.turn_text, texts)
@@ -564,7 +572,7 @@ def _city_pair_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: di
 def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str],
                 phrases: list[dict[str, Any]]) -> None:
     key = f"{rec.name}.{param}"
-    from rods_agents.value_kinds import pools
+    from rods_agents.variation.value_kinds import pools
 
     if key not in pools()["swappable"] or d.attempt >= 2 or not d.p(0.5):
         return
@@ -582,7 +590,7 @@ def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str
             return
         phrases.append({"turn": rec.turn, "phrases": [list(p) for p in said]})
     else:  # every mention must name this choice: 'business' in 'business class', not in 'business trip'
-        from rods_agents.value_kinds import pools
+        from rods_agents.variation.value_kinds import pools
 
         context = pools().get("swap_context", {}).get(key)
         all_text = " ".join(d.turn_text)
@@ -749,7 +757,7 @@ def _scalar_numbers(value: Any) -> list[float]:
 
 
 def _result_numbers(result: str) -> set[float]:
-    from rods_agents.value_sources import _numbers
+    from rods_agents.analysis.value_sources import _numbers
 
     return _numbers(result) if len(result) < 50_000 else set()
 
@@ -776,8 +784,8 @@ def _dangling(seed_trace: Trace, vtrace: Trace) -> list[str]:
 
 def _patchable(draft: Task, rounds: int = 3) -> bool:
     """The config patch agent's rule table repairs every error of ``draft`` within ``rounds`` patches."""
-    from rods_agents.config_patch import propose_patch
-    from rods_agents.execution_orchestrator import error_report
+    from rods_agents.analysis.execution import error_report
+    from rods_agents.variation.config_rules import propose_patch
 
     config = copy.deepcopy(draft.initial_config)
     for _ in range(rounds + 1):
@@ -791,7 +799,7 @@ def _patchable(draft: Task, rounds: int = 3) -> bool:
 
 def anchored_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int = 0, tries: int = 5
                   ) -> dict[str, Any]:
-    """The plan's fields (see :class:`rods_agents.plan_sampling.Plan`) for one draw."""
+    """The plan's fields (see :class:`rods_agents.stages.plan_sampling.Plan`) for one draw."""
     bound = _bound(trace, seed)
     seed_parsed = _parsed(seed.ground_truth)
     best: dict[str, Any] | None = None
@@ -864,8 +872,8 @@ def _quoted(text: str, pos: int) -> bool:
 
 
 def carry_turn(text: str, turn: int, plan: Any) -> str:
-    """The seed's turn ``text`` with the plan's changes carried in (see :mod:`rods_agents.seed_anchor`)."""
-    from rods_agents.seed_anchor import substitute_numbers
+    """The seed's turn ``text`` with the plan's changes carried in (see :mod:`rods_agents.variation.seed_anchor`)."""
+    from rods_agents.variation.seed_anchor import substitute_numbers
 
     strings = {**plan.renames, **plan.swaps}
     numbers = dict(plan.numbers)

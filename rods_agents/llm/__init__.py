@@ -1,0 +1,1 @@
+"""The LLM backbone: clients, strict answer schemas, prompt rendering and the structured calls."""

@@ -1,0 +1,1 @@
+"""Run types of one synthesis run: settings, outcomes, progress events, output files."""

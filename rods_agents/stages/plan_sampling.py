@@ -1,0 +1,63 @@
+"""Stage 2: sample a new ground-truth plan and initial_config with the seed's profile.
+
+The offline sampler is :func:`sample_variant_plan`, anchored on the seed's own words
+(:mod:`rods_agents.variation.anchored_plan`: only changes the seed's text can carry, values of the same kind,
+options swapped for documented options, values read from results re-derived by the seed's path,
+state drawn to miss a precondition the config patch agent then repairs). This module holds the
+:class:`Plan` model, the graph node and the config helpers the LLM plan stage shares.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envs.task import Task
+from prompts import PROMPTS_DIR as PROMPTS  # noqa: F401 - the one prompts/ loader; PROMPTS re-exported
+from rods_agents.analysis.profile import Profile
+from rods_agents.analysis.tracing import Trace
+from rods_agents.llm.accounting import charge, gave_up
+from rods_agents.llm.backbone import LLMStageError, backbone_for
+from rods_agents.run.runtime import emit, rng_for, stage_timer
+from rods_agents.variation.plan import Plan
+
+
+def sample_variant_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int = 0) -> Plan:
+    """Draw one candidate plan anchored on the seed (see :mod:`rods_agents.variation.anchored_plan`);
+    deterministic given ``rng``'s state."""
+    from rods_agents.variation.anchored_plan import anchored_plan
+
+    return Plan(**anchored_plan(seed, profile, trace, rng, attempt))
+
+
+def sample_plan(state: dict, runtime: Any = None) -> dict:
+    """Graph node: draw a candidate plan for this (seed, variant, attempt) (offline; the LLM plan stage
+    refines it in :mod:`rods_agents.stages.plan_sampling`)."""
+    with stage_timer(state, "plan") as timings:
+        seed = Task.model_validate(state["seed"])
+        profile = Profile.model_validate(state["profile"])
+        trace = Trace.model_validate(state["seed_trace"])
+        attempt = int(state.get("plan_attempt", 0))
+        ctx_seed = getattr(getattr(runtime, "context", None), "seed", 0) if runtime is not None else 0
+        rng = rng_for(ctx_seed, seed.id, state.get("variant", 0), attempt)
+        plan = sample_variant_plan(seed, profile, trace, rng, attempt)
+    emit(runtime, state, "plan", "ok", attempt=attempt)
+    return {"plan": plan.model_dump(), "timings": timings, "patches": [], "patch_attempts": 0}
+
+
+def plan_node(state: dict, runtime: Any = None) -> dict:
+    """Node ``sample_plan`` body: the offline draft, then (LLM plan stage) a plan the LLM makes from it.
+
+    The LLM sees the reasons earlier attempts of this sample were rejected (``state['rejections']``)."""
+    out = sample_plan(state, runtime)
+    backbone = backbone_for(runtime, "plan")
+    if backbone is None or "plan" not in out:
+        return out
+    with stage_timer({"timings": out.get("timings", {})}, "plan") as timings:
+        seed = Task.model_validate(state["seed"])
+        try:
+            plan, usage = backbone.refine_plan(seed, Profile.model_validate(state["profile"]),
+                                               Trace.model_validate(state["seed_trace"]),
+                                               Plan.model_validate(out["plan"]), state, state.get("rejections") or [])
+        except LLMStageError as exc:
+            return gave_up(state, runtime, "plan", exc, timings)
+    return {**out, "plan": plan.model_dump(), "timings": timings, **charge(state, "plan", usage)}

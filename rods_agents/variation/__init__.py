@@ -1,0 +1,1 @@
+"""Offline variation algorithms: how a plan changes a seed while keeping its profile."""
