@@ -44,8 +44,9 @@ from envs.task import Task, atomic_write_text
 from trainer.config import RODSConfig
 from trainer.curriculum import STATE_FILE, Curriculum
 from trainer.detection import scorable_groups
+from trainer.protocols import SynthesisRound
 from trainer.rollout import ChatTokenizer, HFGenerator, VLLMGenerator, make_rollout_func, rods_reward
-from trainer.synthesis_bridge import Synthesizer, check_synthesis_endpoint, for_training, make_synthesizer
+from trainer.synthesis_bridge import check_synthesis_endpoint, for_training, make_synthesizer
 from trainer.vllm_cpu import needs_vllm_cpu, prepare_vllm_cpu
 
 log = logging.getLogger(__name__)
@@ -296,7 +297,7 @@ def latest_checkpoint(output_dir: str | Path) -> Path | None:
     return Path(last) if last else None
 
 
-def build_trainer(args: RODSConfig, *, synthesizer: Synthesizer | None = None, resume: bool = False,
+def build_trainer(args: RODSConfig, *, synthesizer: SynthesisRound | None = None, resume: bool = False,
                   callbacks: list | None = None) -> tuple[Any, Curriculum, Path | None]:
     """Seeds, curriculum, model, dataset and the trainer; returns (trainer, curriculum, checkpoint to resume)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -342,7 +343,12 @@ def build_trainer(args: RODSConfig, *, synthesizer: Synthesizer | None = None, r
     return trainer, curriculum, ckpt
 
 
-def train(args: RODSConfig, *, resume: bool = False, synthesizer: Synthesizer | None = None) -> dict:
+def _close(curriculum: Curriculum) -> None:
+    if curriculum.synthesizer is not None:
+        curriculum.synthesizer.close()
+
+
+def train(args: RODSConfig, *, resume: bool = False, synthesizer: SynthesisRound | None = None) -> dict:
     """Run training; returns a summary (also written to ``RUN_DIR/rods_summary.json``)."""
     trainer, curriculum, ckpt = build_trainer(args, synthesizer=synthesizer, resume=resume)
     start = time.perf_counter()
@@ -353,13 +359,13 @@ def train(args: RODSConfig, *, resume: bool = False, synthesizer: Synthesizer | 
         try:
             out = trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
         except BaseException:
-            getattr(curriculum.synthesizer, "close", lambda: None)()
+            _close(curriculum)
             raise
         result_loss = out.training_loss
     trainer.save_model(args.output_dir)
     if trainer.accelerator.is_main_process:
         curriculum.save(Path(args.output_dir) / STATE_FILE)  # with any synthesis round still in flight
-    getattr(curriculum.synthesizer, "close", lambda: None)()
+    _close(curriculum)
     times = trainer.rods_callback.step_times
     summary = {
         "epochs": curriculum.epoch, "global_step": trainer.state.global_step, "train_seconds": time.perf_counter() - start,
