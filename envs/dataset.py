@@ -12,42 +12,20 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Iterable
-from functools import cache, lru_cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from envs.bfcl_data import CATEGORIES, raw_answers, raw_entries
-from envs.task import InputError, Task, TaskFileError, dedupe_tasks, read_tasks
+from envs.bfcl_data import CATEGORIES
+from envs.task import InputError, Task, category_tasks, dedupe_tasks, read_tasks
 
 MANIFEST = Path(__file__).with_name("split_manifest.json")
 Split = Literal["train", "test", "all"]
 
 
-@cache
-def _category_tasks(category: str) -> tuple[Task, ...]:
-    entries, answers = raw_entries(category), raw_answers(category)
-    tasks = []
-    for entry, answer in zip(entries, answers, strict=True):
-        if entry["id"] != answer["id"]:
-            raise TaskFileError(f"BFCL data out of order: {entry['id']} vs {answer['id']}")
-        tasks.append(Task.from_bfcl(entry, answer["ground_truth"]))
-    return tuple(tasks)
-
-
 def load_bfcl_tasks(categories: Iterable[str] = CATEGORIES) -> list[Task]:
     """All BFCL multi-turn tasks of the given categories (copies; safe to mutate)."""
-    return [t.model_copy(deep=True) for c in categories for t in _category_tasks(c)]
-
-
-@cache
-def _bfcl_by_id() -> dict[str, Task]:
-    return {t.id: t for c in CATEGORIES for t in _category_tasks(c)}
-
-
-def bfcl_task(task_id: str) -> Task | None:
-    """The shipped BFCL task with this id (a copy), or None."""
-    task = _bfcl_by_id().get(task_id)
-    return task.model_copy(deep=True) if task is not None else None
+    return [t.model_copy(deep=True) for c in categories for t in category_tasks(c)]
 
 
 def make_split(seed: int = 0, n_train: int = 100) -> dict:
@@ -56,7 +34,7 @@ def make_split(seed: int = 0, n_train: int = 100) -> dict:
     Scenarios are grouped by their (sorted) involved classes; each group is shuffled and dealt
     alternately, then the sides are balanced to exactly ``n_train`` / the rest.
     """
-    base = _category_tasks("base")
+    base = category_tasks("base")
     groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for t in base:
         groups[tuple(sorted(t.involved_classes))].append(t.scenario)

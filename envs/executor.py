@@ -1,4 +1,4 @@
-"""Safe execution of call strings against fresh BFCL environment instances.
+"""Safe execution of call strings against fresh environment instances (BFCL's classes or a user's own).
 
 BFCL's own executor prefixes method names with a regex and calls ``eval`` on the text, which
 runs arbitrary argument expressions. Here every call is parsed with :mod:`ast`, only a call of a
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from envs.bfcl_data import STATELESS_CLASSES, env_class
+from envs.classes import resolve, scenario_config
 
 ERROR_PREFIX = "Error during execution: "
 MAX_CALL_CHARS = 200_000  # the longest BFCL ground-truth call is far shorter; bounds parse cost
@@ -132,14 +132,13 @@ def serialize_result(result: Any) -> str:
 @cache
 def public_methods(class_name: str) -> tuple[str, ...]:
     """Public method names of an environment class (what BFCL's executor can reach)."""
-    cls = env_class(class_name)
-    return tuple(n for n, m in inspect.getmembers(cls, predicate=inspect.isfunction) if not n.startswith("_"))
+    return resolve(class_name).methods
 
 
 @cache
 def method_signature(class_name: str, method: str) -> inspect.Signature:
     """The signature of an environment method (``self`` included), cached."""
-    return inspect.signature(getattr(env_class(class_name), method))
+    return inspect.signature(getattr(resolve(class_name).cls, method))
 
 
 def parameter_names(class_name: str, method: str) -> tuple[str, ...]:
@@ -158,20 +157,23 @@ def _mutable_defaults(class_name: str, method: str) -> tuple[tuple[str, Any], ..
 class Environment:
     """Fresh instances of a task's environment classes, built from a deep copy of its config.
 
-    Two BFCL aliasing bugs are contained here so they cannot leak between episodes: mutable
-    default arguments (``TwitterAPI.post_tweet(tags=[], mentions=[])``) get a fresh copy per
-    call, and long-context TravelAPI instances, which share module-level filler dicts, are
-    deep-copied after loading.
+    ``instances`` is keyed by the ``involved_classes`` entry (a BFCL name or ``package.module:ClassName``);
+    each class is loaded with ``initial_config[<class name>]``. Two BFCL aliasing bugs are contained here so
+    they cannot leak between episodes: mutable default arguments (``TwitterAPI.post_tweet(tags=[],
+    mentions=[])``) get a fresh copy per call, and long-context TravelAPI instances, which share module-level
+    filler dicts, are deep-copied after loading. A user's class is deep-copied after loading too, so module-level
+    defaults it forgot to copy cannot leak between episodes either.
     """
 
     def __init__(self, involved_classes: Collection[str], initial_config: Mapping[str, Any], long_context: bool = False):
         self.instances: dict[str, Any] = {}
         self._owner: dict[str, str] = {}
         for class_name in involved_classes:
-            instance = env_class(class_name)()
-            if class_name not in STATELESS_CLASSES:
-                instance._load_scenario(copy.deepcopy(initial_config.get(class_name, {})), long_context=long_context)
-                if long_context and class_name in _SHARES_FILLER_STATE:
+            env = resolve(class_name)
+            instance = env.cls()
+            if not env.stateless:
+                instance._load_scenario(copy.deepcopy(scenario_config(env, initial_config)), long_context=long_context)
+                if not env.bfcl or long_context and class_name in _SHARES_FILLER_STATE:
                     instance.__dict__ = copy.deepcopy(instance.__dict__)
             self.instances[class_name] = instance
             for method in public_methods(class_name):

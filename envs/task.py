@@ -2,7 +2,11 @@
 
 A task reads and writes BFCL's own entry format (JSON Lines), so tasks synthesized by RODS and
 BFCL's shipped files are interchangeable: ``rods eval --tasks``, the trainer and BFCL's checker
-all take the same lines.
+all take the same lines. The same format holds tasks on a user's own environment classes
+(``involved_classes`` entries such as ``"my_pkg.crm:CrmAPI"``, see ``docs/environments.md``); outside
+BFCL's id scheme, ``category`` defaults to ``base`` (``miss_func`` when ``missed_function`` is given) and
+``scenario`` is optional. BFCL's 800 shipped tasks are loaded here too (:func:`bfcl_task`), so that a file
+row naming one by id resolves without a module above this one.
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from envs.bfcl_data import CATEGORIES, CLASS_MODULES
+from envs.bfcl_data import CATEGORIES, raw_answers, raw_entries
+from envs.classes import EnvironmentClassError, class_name, resolve
 
 Category = Literal["base", "miss_func", "miss_param", "long_context"]
 _ID_RE = re.compile(r"^multi_turn_(base|miss_func|miss_param|long_context)_(\d+)")
@@ -45,8 +51,9 @@ class Task(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     id: str
-    category: Category
-    scenario: int = Field(description="BFCL scenario index; the four categories share it.")
+    category: Category = "base"
+    scenario: int | None = Field(None, description="BFCL scenario index; the four categories share it. Optional "
+                                                   "outside BFCL (a split by scenario keeps its tasks together).")
     turns: list[list[Message]]
     initial_config: dict[str, Any] = Field(default_factory=dict)
     involved_classes: list[str]
@@ -57,11 +64,16 @@ class Task(BaseModel):
     @field_validator("involved_classes")
     @classmethod
     def _known_classes(cls, v: list[str]) -> list[str]:
-        unknown = [c for c in v if c not in CLASS_MODULES]
-        if unknown:
-            raise ValueError(f"unknown environment classes {unknown}; known: {sorted(CLASS_MODULES)}")
+        """Each entry is a BFCL class name or ``package.module:ClassName`` that imports and follows the contract."""
         if not v:
             raise ValueError("involved_classes is empty")
+        if len(set(v)) != len(v):
+            raise ValueError(f"involved_classes repeats a class: {v}")
+        for spec in v:
+            try:
+                resolve(spec)
+            except EnvironmentClassError as exc:
+                raise ValueError(str(exc)) from None
         return v
 
     @model_validator(mode="after")
@@ -73,6 +85,14 @@ class Task(BaseModel):
         for turn in self.missed_function:
             if not 0 <= turn < len(self.turns):
                 raise ValueError(f"missed_function turn {turn} is out of range")
+        methods = {m for c in self.involved_classes for m in resolve(c).methods}
+        unknown = sorted({f for fs in self.missed_function.values() for f in fs} - methods)
+        if unknown:
+            raise ValueError(f"missed_function names {unknown}, which no involved class defines")
+        by_path = [k for k in self.initial_config if ":" in k and k in self.involved_classes]
+        if by_path:
+            raise ValueError(f"initial_config is keyed by class name, not import path: use "
+                             f"{[class_name(k) for k in by_path]} instead of {by_path}")
         return self
 
     @property
@@ -96,8 +116,11 @@ class Task(BaseModel):
         """Build a task from a BFCL prompt entry (and its answer, unless the entry carries one)."""
         data = dict(entry)
         match = _ID_RE.match(str(data.get("id", "")))
-        data.setdefault("category", match.group(1) if match else None)
-        data.setdefault("scenario", int(match.group(2)) if match else None)
+        if match:
+            data.setdefault("category", match.group(1))
+            data.setdefault("scenario", int(match.group(2)))
+        elif data.get("category") is None:
+            data["category"] = "miss_func" if data.get("missed_function") else "base"
         data["turns"] = data.pop("question", data.get("turns"))
         if ground_truth is not None:
             data["ground_truth"] = ground_truth
@@ -116,7 +139,9 @@ class Task(BaseModel):
             out["missed_function"] = {str(k): v for k, v in self.missed_function.items()}
         out["ground_truth"] = self.ground_truth
         if not _ID_RE.match(self.id):
-            out["category"], out["scenario"] = self.category, self.scenario
+            out["category"] = self.category
+            if self.scenario is not None:
+                out["scenario"] = self.scenario
         if self.provenance is not None:
             out["provenance"] = self.provenance
         return out
@@ -161,7 +186,8 @@ def read_tasks(path: str | Path) -> list[Task]:
         except ValidationError as exc:
             first = exc.errors()[0]
             loc = ".".join(str(p) for p in first["loc"])
-            raise TaskFileError(f"{path}:{lineno}: invalid task {obj.get('id')!r}: {loc}: {first['msg']}") from None
+            msg = first["msg"].removeprefix("Value error, ")
+            raise TaskFileError(f"{path}:{lineno}: invalid task {obj.get('id')!r}: {loc}: {msg}") from None
     return tasks
 
 
@@ -171,12 +197,33 @@ def _listed_task(path: str | Path, lineno: int, obj: dict) -> Task:
     is_listing = isinstance(task_id, str) and "question" not in obj and not isinstance(obj.get("turns"), list)
     if not is_listing:
         raise TaskFileError(f"{path}:{lineno}: entry {task_id!r} has no ground_truth")
-    from envs.dataset import bfcl_task  # lazy: envs.dataset imports this module
-
     task = bfcl_task(task_id)
     if task is None:
         raise TaskFileError(f"{path}:{lineno}: entry {task_id!r} has no ground_truth and is not a BFCL task id")
     return task
+
+
+@cache
+def category_tasks(category: str) -> tuple[Task, ...]:
+    """BFCL's shipped tasks of one category, in file order (shared: copy before mutating)."""
+    entries, answers = raw_entries(category), raw_answers(category)
+    tasks = []
+    for entry, answer in zip(entries, answers, strict=True):
+        if entry["id"] != answer["id"]:
+            raise TaskFileError(f"BFCL data out of order: {entry['id']} vs {answer['id']}")
+        tasks.append(Task.from_bfcl(entry, answer["ground_truth"]))
+    return tuple(tasks)
+
+
+@cache
+def _bfcl_by_id() -> dict[str, Task]:
+    return {t.id: t for c in CATEGORIES for t in category_tasks(c)}
+
+
+def bfcl_task(task_id: str) -> Task | None:
+    """The shipped BFCL task with this id (a copy), or None."""
+    task = _bfcl_by_id().get(task_id) if _ID_RE.match(task_id) else None
+    return task.model_copy(deep=True) if task is not None else None
 
 
 def dedupe_tasks(tasks: Iterable[Task], source: str = "tasks") -> list[Task]:
@@ -259,7 +306,9 @@ __all__ = [
     "Task",
     "TaskFileError",
     "atomic_write_text",
+    "bfcl_task",
     "category_of",
+    "category_tasks",
     "dedupe_tasks",
     "iter_jsonl",
     "new_file_mode",

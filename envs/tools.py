@@ -1,6 +1,8 @@
 """OpenAI-format tool schemas, built from BFCL's function docs exactly as BFCL builds them.
 
-Per entry: the docs of the involved classes, concatenated in order; for miss_func the held-out
+A user's own class (``package.module:ClassName``) offers its public methods, with schemas derived from their
+type hints and docstrings (:func:`envs.classes.openai_tool`); the order and the miss_func rules below apply to
+it unchanged. For BFCL's classes, per entry: the docs of the involved classes, concatenated in order; for miss_func the held-out
 functions are removed and appear only from their reveal turn on (without the hint, as in BFCL);
 every other description gets BFCL's Python hint; then ``convert_to_tool(..., GORILLA_TO_OPENAPI, OPENAI_COMPLETIONS)``.
 """
@@ -11,6 +13,7 @@ import copy
 from functools import cache, lru_cache
 
 from envs.bfcl_data import function_docs
+from envs.classes import openai_tool, resolve
 from envs.task import Task
 
 PYTHON_HINT = " Note that the provided function is in Python 3 syntax."
@@ -48,6 +51,8 @@ def _cast(properties: dict) -> dict:
 
 @cache
 def _tool(class_name: str, function_name: str, hint: bool = True) -> dict:
+    if not resolve(class_name).bfcl:
+        return openai_tool(class_name, function_name)
     doc = next(d for d in function_docs(class_name) if d["name"] == function_name)
     item = copy.deepcopy(doc)
     if hint:
@@ -59,7 +64,9 @@ def _tool(class_name: str, function_name: str, hint: bool = True) -> dict:
 
 
 def class_function_names(class_name: str) -> list[str]:
-    return [d["name"] for d in function_docs(class_name)]
+    """A class's tools in the order they are offered: BFCL's doc-file order, a user class's method order."""
+    env = resolve(class_name)
+    return [d["name"] for d in function_docs(class_name)] if env.bfcl else list(env.methods)
 
 
 def held_out(task: Task, turn: int) -> set[str]:
