@@ -149,8 +149,11 @@ def test_failed_rounds_are_loud_and_stop_after_n(seeds, args):
     assert rep.synthesis_errors == 1 and "Connection refused" in rep.synthesis_error
     assert rep.metrics()["rods/synthesis_errors"] == 1.0
     _boundary_seeds(cur, seeds, step=2)
-    with pytest.raises(SynthesisUnavailable, match="2 synthesis rounds failed in a row"):
-        cur.end_epoch(2)
+    rep1 = cur.end_epoch(2)  # the boundary is finished (and checkpointed by the trainer) before the stop
+    assert cur.epoch == 2 and rep1.synthesis_errors == 1
+    assert isinstance(cur.stop_error, SynthesisUnavailable) and "2 synthesis rounds failed in a row" in str(cur.stop_error)
+    saved = cur.state_dict()["synthesis"]["rounds"]  # the failed round is back in flight: --resume retries it
+    assert [r["epoch"] for r in saved] == [1] and all(r["outcome"] is None for r in saved)
 
 
 def test_failed_rounds_fall_back_to_offline_when_asked(seeds, args, caplog):
@@ -282,3 +285,63 @@ def test_a_raising_round_never_leaves_the_boundary_waiting(seeds):
     bg = BackgroundSynthesizer(boom, wait_s=None, max_failures=0)
     out = bg(seeds[:1], 0)
     assert out.failed_rounds == 1 and "bug in a synthesizer" in out.error and not out.pending
+
+
+class Gate:
+    """Rounds that block until ``n`` of them run at the same time (or a timeout): side by side or not."""
+
+    def __init__(self, n: int):
+        self.barrier = threading.Barrier(n)
+        self.together = 0
+
+    def __call__(self, seeds, epoch):
+        try:
+            self.barrier.wait(timeout=3.0)
+            self.together += 1
+        except threading.BrokenBarrierError:
+            pass
+        return SynthesisOutcome(seeds=[s.id for s in seeds], accepted=[_variant(s, f"e{epoch}") for s in seeds],
+                                attempted=len(seeds))
+
+
+def test_rounds_run_side_by_side_up_to_the_concurrency_bound(seeds):
+    """Three rounds submitted one after another are in flight at once (one worker ran them one by one)."""
+    gate = Gate(3)
+    bg = BackgroundSynthesizer(gate, wait_s=None, max_samples=8, samples_per_seed=2)  # 3 rounds x 2 samples fit
+    for i in range(3):
+        bg.submit(seeds[i:i + 1], 0)
+    out = bg([], 0)
+    assert gate.together == 3 and bg.peak_in_flight == 3, "rounds ran one after another"
+    assert [t.id for t in out.accepted] == [f"{s.id}__rods_e0" for s in seeds[:3]]  # handed over in submission order
+    assert out.rounds == 3 and not out.pending
+    bg.close()
+
+    bounded = BackgroundSynthesizer(Gate(3), wait_s=None, max_samples=4, samples_per_seed=2)  # only 2 rounds fit
+    for i in range(3):
+        bounded.submit(seeds[i:i + 1], 0)
+    bounded([], 0)
+    assert bounded.peak_in_flight == 2
+    bounded.close()
+
+
+def test_the_last_boundary_neither_waits_for_nor_queues_synthesis(seeds, args):
+    """Variants handed over at the last boundary could never train: it takes none and does not wait."""
+    args.num_train_epochs = 2
+    slow = SlowSynth()
+    slow.release.set()
+    bg = BackgroundSynthesizer(make_synthesizer(args, slow), wait_s=None)
+    cur = Curriculum(seeds, args, bg)
+    _boundary_seeds(cur, seeds)
+    rep0 = cur.end_epoch(1, last=False)
+    assert rep0.synthesized and not rep0.synthesis_pending
+    bg.submit(seeds[2:3], 1)  # a round landing before the last boundary ...
+    _wait_until(lambda: not bg.pending_seeds)
+    queue_before = list(cur.buffer.queued_ids())
+    _boundary_seeds(cur, seeds, step=2)
+    t0 = time.perf_counter()
+    rep1 = cur.end_epoch(2, last=True)
+    assert time.perf_counter() - t0 < 2.0
+    assert rep1.synthesized == [] and rep1.synthesis_rounds == 0  # ... is not queued there
+    assert f"{seeds[2].id}__rods_e1" not in set(cur.buffer.queued_ids()) | set(cur.buffer.active_ids())
+    assert set(rep1.injected) <= set(queue_before)
+    bg.close()

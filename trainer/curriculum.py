@@ -41,7 +41,8 @@ from envs.task import Task, atomic_write_text
 from trainer.buffer import BoundaryReport, BufferConfig, ReplayBuffer
 from trainer.detection import BoundaryDetector, DetectorConfig, format_changes
 from trainer.dispatch import dispatches_in_epoch, step_seeds
-from trainer.synthesis_bridge import SynthesisOutcome, Synthesizer
+from trainer.protocols import SynthesisRound, Synthesizer, as_synthesizer
+from trainer.synthesis_bridge import SynthesisOutcome, SynthesisUnavailable
 
 log = logging.getLogger(__name__)
 STATE_FILE = "rods_curriculum.json"
@@ -107,13 +108,13 @@ class EpochReport(BaseModel):
 class Curriculum:
     """Detector, buffer and synthesizer behind one small interface (see the module docstring)."""
 
-    def __init__(self, seeds: Sequence[Task], args: Any, synthesizer: Synthesizer | None = None,
+    def __init__(self, seeds: Sequence[Task], args: Any, synthesizer: Synthesizer | SynthesisRound | None = None,
                  run_dir: str | Path | None = None):
         if not seeds:
             raise ValueError("no seed tasks: the curriculum needs at least one task")
         self.args = args
         self.mode = args.mode
-        self.synthesizer = synthesizer
+        self.synthesizer: Synthesizer | None = as_synthesizer(synthesizer)
         self.run_dir = Path(run_dir) if run_dir else None
         self._known: dict[str, Task] = {t.id: t for t in seeds}
         # classes come from the live task table (seeds, queued and injected variants), read at record time
@@ -139,6 +140,9 @@ class Curriculum:
         self.synthesis_state: dict[str, Any] | None = None
         self.dispatched: list[str] = []
         """Seeds submitted during the current epoch (``synthesis_dispatch: step``; trainer/dispatch.py)."""
+        self.stop_error: SynthesisUnavailable | None = None
+        """Set by a boundary whose synthesis gave up (``synthesis_on_failure: stop``): the boundary is finished,
+        its checkpoint is written, then training stops with this error (trainer/progress.py)."""
 
     # ------------------------------------------------------------------ views
     def task(self, task_id: str) -> Task:
@@ -191,11 +195,17 @@ class Curriculum:
         seed_ids, reason = ([], "last boundary: no epoch left to train a variant") if last \
             else self._pick_seeds(active, part.boundary)
         outcome = SynthesisOutcome(seeds=seed_ids, rounds=0)
-        # a collecting (background) synthesizer is called at every boundary: earlier rounds may have landed
-        if self.synthesizer is not None and (seed_ids or getattr(self.synthesizer, "collects", False)):
-            outcome = self.synthesizer([self._known[i] for i in seed_ids if i not in self.dispatched], self.epoch)
-        if not seed_ids and reason:
-            log.warning("epoch %d: no synthesis round (%s)", self.epoch, reason)
+        synth = self.synthesizer
+        # a collecting (background) synthesizer is called at every boundary but the last: earlier rounds may have
+        # landed. The last boundary neither waits nor queues: a variant handed over there could never train.
+        if synth is not None and not last and (seed_ids or synth.collects):
+            try:
+                outcome = synth([self._known[i] for i in seed_ids if i not in self.dispatched], self.epoch)
+            except SynthesisUnavailable as exc:  # finish the boundary, checkpoint it, then stop (progress.py)
+                self.stop_error = exc
+                outcome = exc.outcome or SynthesisOutcome(seeds=seed_ids, rounds=0, error=str(exc))
+        elif synth is not None and last and synth.collects:
+            outcome = SynthesisOutcome(seeds=[], rounds=0, pending=list(getattr(synth, "pending_seeds", [])))
         queued: list[str] = []
         if outcome.accepted:
             for t in outcome.accepted:
@@ -268,7 +278,7 @@ class Curriculum:
             "epoch_rewards": self._epoch_rewards,
             "epoch_group_means": self._epoch_group_means,
             # background synthesis: rounds in flight (resubmitted on resume) and results not handed over yet
-            "synthesis": getattr(self.synthesizer, "state_dict", lambda: None)(),
+            "synthesis": self.synthesizer.state_dict() if self.synthesizer is not None else None,
             "dispatched": list(self.dispatched),
         }
 

@@ -26,7 +26,7 @@ def dispatches_in_epoch(curriculum: Any) -> bool:
     synthesizer accepts submissions (a plain function, as in unit tests, synthesizes at the boundary)."""
     args = curriculum.args
     return (getattr(args, "synthesis_dispatch", "boundary") == "step" and curriculum.mode in ("rods", "no-retirement")
-            and args.seeds_per_epoch > 0 and callable(getattr(curriculum.synthesizer, "submit", None)))
+            and args.seeds_per_epoch > 0 and curriculum.synthesizer is not None and curriculum.synthesizer.dispatches)
 
 
 def _remaining_quotas(curriculum: Any) -> dict[str, int]:

@@ -11,6 +11,11 @@ line of an N-epoch run says epoch N, and a finished run ends at 100%.
 
 The bound stays the hard stop (``args.max_steps``): the estimate never stops training inside an
 epoch (see :meth:`TruthfulProgress.on_step_end`).
+
+**A synthesis stop** (``synthesis_on_failure: stop``) is deferred to the boundary's checkpoint: the
+curriculum finishes the boundary and records the error; this callback asks the Trainer to save and
+stop, and raises the error once the checkpoint (model, optimizer, curriculum with the failed round
+back in flight) is written, so ``--resume`` loses no epoch.
 """
 
 from __future__ import annotations
@@ -93,8 +98,19 @@ class TruthfulProgress(TrainerCallback):
     def on_epoch_end(self, args, state, control, **kwargs):
         cur = self.curriculum
         state.epoch = float(cur.epoch) if cur.generations_in_epoch == 0 else self._epoch()
+        if getattr(cur, "stop_error", None) is not None:  # synthesis gave up: checkpoint this boundary, then stop
+            control.should_save = True
+            control.should_training_stop = True
         if control.should_training_stop or cur.epoch >= self.epochs:
             self._set_total(state, state.global_step)  # the run ends here: the bar ends full
         else:
             self._set_total(state, planned_total(args, cur, state.global_step, self.epochs))
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        """A synthesis stop raises here, after the Trainer and the curriculum wrote the boundary's checkpoint
+        (the curriculum callback saves before this one), so ``--resume`` continues from this boundary."""
+        err = getattr(self.curriculum, "stop_error", None)
+        if err is not None:
+            raise err
         return control

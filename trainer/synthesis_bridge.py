@@ -62,11 +62,17 @@ class SynthesisOutcome(BaseModel):
 
 
 Synthesizer = Callable[[list[Task], int], SynthesisOutcome]
-"""``f(seeds, epoch) -> SynthesisOutcome``."""
+"""One round ``f(seeds, epoch) -> SynthesisOutcome`` (``trainer.protocols.SynthesisRound``; the name is kept for
+callers of the earlier API)."""
 
 
 class SynthesisUnavailable(ConnectionError):
-    """The synthesis server is unreachable (at start, or for too many rounds in a row)."""
+    """The synthesis server is unreachable (at start, or for too many rounds in a row).
+
+    Raised at a boundary, it carries that boundary's ``outcome`` (what landed before the failures):
+    the curriculum finishes the boundary with it, the checkpoint is written, then the run stops."""
+
+    outcome: SynthesisOutcome | None = None
 
 
 # ---------------------------------------------------------------------------------------------- settings
@@ -177,56 +183,75 @@ class _Round(BaseModel):
 
 
 class BackgroundSynthesizer:
-    """Synthesis rounds on a daemon thread; the epoch boundary collects what has landed (module docstring).
+    """Synthesis rounds on daemon threads, side by side; the epoch boundary collects what has landed.
 
     Call it like a :data:`Synthesizer` at every boundary (also with no seeds: earlier rounds may
     have landed). ``wait_s=None`` waits for every round; otherwise at most ``wait_s`` seconds.
-    Rounds run one at a time in submission order and are handed over in that order.
+
+    **Side by side.** A round starts as soon as its samples (seeds x ``samples_per_seed``) fit under
+    ``max_samples`` together with the samples of the rounds already running (the recipe's
+    ``synthesis_concurrency``, the same bound the graph puts on one round); one round always runs,
+    however large. With step dispatch every generation batch submits a small round, so an LLM
+    round of minutes no longer holds back the rounds submitted after it. Rounds start and are
+    handed over in submission order.
     """
 
     collects = True
     """The curriculum calls it at every boundary, seeds or not (identically on every rank)."""
+    dispatches = True
+    """It takes seeds during the epoch (:meth:`submit`, step dispatch)."""
 
     def __init__(self, round_fn: Synthesizer, wait_s: float | None, *, max_failures: int = 3,
-                 on_failure: str = "stop", fallback: Callable[[], Synthesizer] | None = None, label: str = "synthesis"):
+                 on_failure: str = "stop", fallback: Callable[[], Synthesizer] | None = None, label: str = "synthesis",
+                 max_samples: int = 0, samples_per_seed: int = 1):
         self.round_fn = round_fn
         self.wait_s = wait_s
         self.max_failures = max_failures
         self.on_failure = on_failure
         self.fallback = fallback
         self.label = label
+        self.max_samples = max(0, int(max_samples))
+        """Samples in flight across rounds (0: no bound)."""
+        self.samples_per_seed = max(1, int(samples_per_seed))
         self.consecutive_failures = 0
+        self.peak_in_flight = 0
+        """Most rounds that ran at once (the overlap benchmark reports it)."""
         self._rounds: list[_Round] = []  # submitted, not yet handed over (in order)
         self._cv = threading.Condition()
-        self._thread: threading.Thread | None = None
         self._closed = False
 
-    # -------------------------------------------------------------- worker
-    def _start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._work, name="rods-synthesis", daemon=True)
-            self._thread.start()
+    # -------------------------------------------------------------- workers
+    def _size(self, r: _Round) -> int:
+        return len(r.seeds) * self.samples_per_seed
 
-    def _next(self) -> _Round | None:
+    def _start_admissible(self) -> None:
+        """Start every waiting round that fits under ``max_samples`` (oldest first; caller holds the lock)."""
+        if self._closed:
+            return
+        running = [r for r in self._rounds if r._running and r.outcome is None]
+        busy = sum(self._size(r) for r in running)
+        for r in self._rounds:
+            if r.outcome is not None or r._running:
+                continue
+            if running and self.max_samples and busy + self._size(r) > self.max_samples:
+                break  # in submission order: a later small round does not overtake an earlier large one
+            r._running = True
+            running.append(r)
+            busy += self._size(r)
+            threading.Thread(target=self._work, args=(r,), name=f"rods-synthesis-e{r.epoch}", daemon=True).start()
+        self.peak_in_flight = max(self.peak_in_flight, len(running))
+
+    def _work(self, r: _Round) -> None:
+        try:
+            out = self.round_fn(r.seeds, r.epoch)  # make_synthesizer's rounds do not raise; others might
+        except Exception as exc:  # noqa: BLE001 - the worker must hand a result back, or the boundary waits
+            out = SynthesisOutcome(seeds=[s.id for s in r.seeds], error=f"{type(exc).__name__}: {exc}",
+                                   failed_rounds=1)
         with self._cv:
-            while not self._closed:
-                todo = next((r for r in self._rounds if r.outcome is None and not r._running), None)
-                if todo is not None:
-                    todo._running = True
-                    return todo
-                self._cv.wait()
-            return None
-
-    def _work(self) -> None:
-        while (r := self._next()) is not None:
-            try:
-                out = self.round_fn(r.seeds, r.epoch)  # make_synthesizer's rounds do not raise; others might
-            except Exception as exc:  # noqa: BLE001 - the worker must hand a result back, or the boundary waits
-                out = SynthesisOutcome(seeds=[s.id for s in r.seeds], error=f"{type(exc).__name__}: {exc}",
-                                       failed_rounds=1)
-            with self._cv:
-                r.outcome = out
-                self._cv.notify_all()
+            r.outcome = out
+            r._running = False
+            self._start_admissible()
+            self._cv.notify_all()
 
     def submit(self, seeds: list[Task], epoch: int) -> None:
         """Queue one round (returns at once)."""
@@ -234,8 +259,8 @@ class BackgroundSynthesizer:
             return
         with self._cv:
             self._rounds.append(_Round(epoch=epoch, seeds=list(seeds)))
+            self._start_admissible()
             self._cv.notify_all()
-        self._start()
 
     # -------------------------------------------------------------- boundary
     def __call__(self, seeds: list[Task], epoch: int) -> SynthesisOutcome:
@@ -244,7 +269,7 @@ class BackgroundSynthesizer:
         start = time.perf_counter()
         deadline = None if self.wait_s is None else start + max(0.0, self.wait_s)
         with self._cv:
-            while any(r.outcome is None for r in self._rounds):
+            while any(r.outcome is None and (r._running or not self._closed) for r in self._rounds):
                 left = None if deadline is None else deadline - time.perf_counter()
                 if left is not None and left <= 0:
                     break
@@ -257,7 +282,12 @@ class BackgroundSynthesizer:
         if pending:
             log.info("%s: %d round(s) still in flight (%d seeds); they land at a later boundary",
                      self.label, len(self._rounds), len(pending))
-        self._account([r.outcome for r in done if r.outcome is not None])
+        try:
+            self._account(done)
+        except SynthesisUnavailable as exc:  # the boundary still takes what landed, then checkpoints and stops
+            merged.pending = self.pending_seeds
+            exc.outcome = merged  # type: ignore[attr-defined]
+            raise
         return merged
 
     @staticmethod
@@ -270,18 +300,23 @@ class BackgroundSynthesizer:
             unreachable=sum(o.unreachable for o in outcomes), pending=pending, waited_s=waited,
         )
 
-    def _account(self, outcomes: list[SynthesisOutcome]) -> None:
+    def _account(self, rounds: list[_Round]) -> None:
         """Consecutive failed rounds, in submission order; act at ``max_failures``."""
-        for o in outcomes:
-            if not o.error:
+        failed: list[_Round] = []
+        for r in rounds:
+            o = r.outcome
+            if o is None or not o.error:
                 self.consecutive_failures = 0
+                failed = []
                 continue
             self.consecutive_failures += 1
+            failed.append(r)
             log.error("%s round failed (%d in a row): %s", self.label, self.consecutive_failures, o.error)
             if self.max_failures and self.consecutive_failures >= self.max_failures:
-                self._give_up(o.error)
+                self._give_up(o.error, failed)
+                failed = []
 
-    def _give_up(self, error: str) -> None:
+    def _give_up(self, error: str, failed: list[_Round]) -> None:
         msg = f"{self.label}: {self.consecutive_failures} synthesis rounds failed in a row (last: {error})"
         if self.on_failure == "offline" and self.fallback is not None:
             log.error("%s; switching to the offline backbone for the rest of the run", msg)
@@ -289,8 +324,14 @@ class BackgroundSynthesizer:
             self.label = f"{self.label} (offline fallback)"
             self.consecutive_failures = 0
             return
-        raise SynthesisUnavailable(f"{msg}; stopping (the last checkpoint resumes; set synthesis_on_failure: "
-                                   "offline to continue with the offline backbone instead)")
+        with self._cv:  # the failed rounds of this run of failures go back in flight: saved, retried on --resume
+            self._closed = True
+            for r in reversed(failed):
+                r.outcome = None
+                self._rounds.insert(0, r)
+        raise SynthesisUnavailable(f"{msg}; stopping after this boundary's checkpoint (--resume retries the "
+                                   f"{len(failed)} failed round(s); set synthesis_on_failure: offline to continue "
+                                   "with the offline backbone instead)")
 
     # -------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
@@ -299,13 +340,11 @@ class BackgroundSynthesizer:
             return {"rounds": [r.model_dump(mode="json", include={"epoch", "seeds", "outcome"}) for r in self._rounds]}
 
     def load_state_dict(self, state: dict[str, Any] | None) -> None:
-        for raw in (state or {}).get("rounds", []):
-            r = _Round.model_validate(raw)
-            with self._cv:
-                self._rounds.append(r)
-                self._cv.notify_all()
-            if r.outcome is None:
-                self._start()
+        with self._cv:
+            for raw in (state or {}).get("rounds", []):
+                self._rounds.append(_Round.model_validate(raw))
+            self._start_admissible()  # each continues from its own graph checkpoint (_graph_synthesizer)
+            self._cv.notify_all()
         if self._rounds:
             log.warning("%s: resumed %d round(s) from the checkpoint (%d still to run)", self.label,
                         len(self._rounds), sum(r.outcome is None for r in self._rounds))
@@ -336,7 +375,9 @@ def background_synthesizer(args: Any, round_fn: Synthesizer) -> BackgroundSynthe
 
     return BackgroundSynthesizer(round_fn, wait_s, max_failures=int(getattr(args, "synthesis_max_failures", 3)),
                                  on_failure=str(getattr(args, "synthesis_on_failure", "stop")), fallback=offline,
-                                 label=f"synthesis ({backbone_of(args)})")
+                                 label=f"synthesis ({backbone_of(args)})",
+                                 max_samples=int(getattr(args, "synthesis_concurrency", 0) or 0),
+                                 samples_per_seed=int(getattr(args, "variants_per_seed", 1) or 1))
 
 
 # ---------------------------------------------------------------------------------------------- ranks
@@ -348,8 +389,9 @@ class on_main_process:  # noqa: N801 - used like a function
     """
 
     collects = True
+    dispatches = True
 
-    def __init__(self, synth: Synthesizer, accelerator: Any):
+    def __init__(self, synth: BackgroundSynthesizer, accelerator: Any):
         self.synth = synth
         self.accelerator = accelerator
 
@@ -375,18 +417,18 @@ class on_main_process:  # noqa: N801 - used like a function
             self.synth.submit(seeds, epoch)
 
     def state_dict(self) -> dict[str, Any] | None:
-        fn = getattr(self.synth, "state_dict", None)
-        return fn() if fn and self.accelerator.is_main_process else None
+        return self.synth.state_dict() if self.accelerator.is_main_process else None
 
     def load_state_dict(self, state: dict[str, Any] | None) -> None:
-        fn = getattr(self.synth, "load_state_dict", None)
-        if fn and self.accelerator.is_main_process:
-            fn(state)
+        if self.accelerator.is_main_process:
+            self.synth.load_state_dict(state)
+
+    @property
+    def pending_seeds(self) -> list[str]:
+        return self.synth.pending_seeds if self.accelerator.is_main_process else []
 
     def close(self) -> None:
-        fn = getattr(self.synth, "close", None)
-        if fn:
-            fn()
+        self.synth.close()
 
 
 def for_training(args: Any, round_fn: Synthesizer, accelerator: Any, saved: dict[str, Any] | None = None) -> on_main_process:
