@@ -1,44 +1,87 @@
 """``rods export RUN --format trl|verl|bfcl --out DIR``: a run's tasks as a typed Hugging Face dataset or BFCL files.
 
-RUN is a synthesis run folder (its ``accepted.jsonl``), any task JSONL file (BFCL entries, or ``rods tasks --format
-jsonl`` rows), or a split name (``train``, ``test``, ``all``: the shipped BFCL tasks). The columns are described in
-:mod:`rods_agents.run.outputs`.
+RUN is a synthesis run folder (its ``accepted.jsonl``), a ``rods train`` output folder (its final pool and every variant
+it injected, with each task's reward history: :func:`training_tasks`), any task JSONL file (BFCL entries, or ``rods
+tasks --format jsonl`` rows), or a split name (``train``, ``test``, ``all``: the shipped BFCL tasks). The columns are
+described in :mod:`rods_agents.run.outputs`.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from envs.task import InputError, Task, dedupe_tasks
-from rods_agents.run.outputs import FORMATS, TOOLS_IN_SYSTEM, export
+from rods_agents.run.outputs import FORMATS, TOOLS_IN_SYSTEM, TrainingInfo, export
 from rods_cli.common import console, user_errors
 
 SPLITS = ("train", "test", "all")
+STATE_FILE = "rods_curriculum.json"  # trainer.curriculum.STATE_FILE, read here as plain JSON
 
 
-def resolve_run(run: str) -> list[Task]:
-    """The tasks RUN names (module docstring)."""
+def curriculum_state_file(folder: Path) -> Path | None:
+    """A training folder's curriculum state: the final one ``rods train`` writes, else the latest checkpoint's."""
+    if (folder / STATE_FILE).is_file():
+        return folder / STATE_FILE
+    ckpts = sorted((p for p in folder.glob(f"checkpoint-*/{STATE_FILE}") if p.parent.name[11:].isdigit()),
+                   key=lambda p: int(p.parent.name[11:]))
+    return ckpts[-1] if ckpts else None
+
+
+def training_tasks(state_file: Path) -> tuple[list[Task], dict[str, TrainingInfo]]:
+    """The final pool and every variant the run injected (retired ones too), each with its reward history.
+
+    Each detector observation ``[epoch, step, n, mean, m2]`` (Welford sums, one per epoch the task was rolled out,
+    the last ``history_size`` kept) becomes ``{epoch, step, rollouts, mean_reward, reward_std}``."""
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    buffer, tracks = state["buffer"], state["detector"]["tracks"]
+    known = {d["id"]: d for d in state.get("known", [])}
+    pool = {d["id"]: d for d in buffer["pool"]}
+    seeds = set(buffer["seed_ids"])
+    injected = {e["task_id"]: e["epoch"] for e in buffer["events"] if e.get("kind") == "injected"}
+    order = list(pool) + [tid for tid in injected if tid not in pool]
+    tasks, info = [], {}
+    for tid in order:
+        data = pool.get(tid) or known.get(tid)
+        if data is None:
+            raise InputError(f"{state_file}: injected task {tid} is in neither the pool nor the task table")
+        tasks.append(Task.model_validate(data))
+        history = [{"epoch": int(e), "step": int(s), "rollouts": int(n), "mean_reward": float(m),
+                    "reward_std": math.sqrt(max(float(m2), 0.0) / n) if n else 0.0}
+                   for e, s, n, m, m2 in (tracks.get(tid) or {}).get("history", [])]
+        info[tid] = TrainingInfo(origin="seed" if tid in seeds and tid not in injected else "injected",
+                                 injected_epoch=injected.get(tid), in_final_pool=tid in pool, reward_history=history)
+    return tasks, info
+
+
+def resolve_run(run: str) -> tuple[list[Task], dict[str, TrainingInfo] | None]:
+    """The tasks RUN names (module docstring), and a training run's per-task information (else None)."""
     from envs.dataset import load_split
     from envs.task import read_tasks
 
     if run in SPLITS and not Path(run).exists():
-        return load_split(run)  # type: ignore[arg-type]
+        return load_split(run), None  # type: ignore[arg-type]
     path = Path(run)
     if path.is_dir():
         if not (path / "accepted.jsonl").exists():
-            raise InputError(f"{path}: no accepted.jsonl (expected a `rods synthesize` run folder, a task JSONL file "
-                             f"or one of {', '.join(SPLITS)})")
+            state = curriculum_state_file(path)
+            if state is not None:
+                return training_tasks(state)
+            raise InputError(f"{path}: no accepted.jsonl and no {STATE_FILE} (expected a `rods synthesize` run "
+                             f"folder, a `rods train` output folder, a task JSONL file or one of {', '.join(SPLITS)})")
         path = path / "accepted.jsonl"
     elif not path.exists():
         raise InputError(f"{run}: no such run folder or file (or split: {', '.join(SPLITS)})")
-    return dedupe_tasks(read_tasks(path), str(path))
+    return dedupe_tasks(read_tasks(path), str(path)), None
 
 
 def export_command(
-    run: Annotated[str, typer.Argument(help="Run folder (accepted.jsonl), task JSONL file, or train/test/all.")],
+    run: Annotated[str, typer.Argument(help="Synthesis run folder (accepted.jsonl), training output folder (its pool "
+                                            "and injected variants), task JSONL file, or train/test/all.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (created; must be empty unless --overwrite).")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="trl (HF dataset), verl (HF dataset + train.parquet) "
                                                             "or bfcl (BFCL JSONL + possible_answer).")] = "trl",
@@ -63,12 +106,22 @@ def export_command(
     if tools_in_system not in TOOLS_IN_SYSTEM:
         raise typer.BadParameter(f"choose from {', '.join(TOOLS_IN_SYSTEM)}", param_hint="--tools_in_system")
     with user_errors():
-        tasks = resolve_run(run)
+        if out.exists() and not out.is_dir():
+            raise InputError(f"--out {out} is a file, not a folder (choose another --out)")
+        tasks, training = resolve_run(run)
         if not tasks:
             raise InputError(f"{run}: no tasks to export")
         try:
             summary = export(tasks, out, fmt, system_prompt=system_prompt, completion=completion == "oracle",
-                             tools_in_system=tools_in_system, parquet=parquet, jsonl=jsonl, overwrite=overwrite)
+                             tools_in_system=tools_in_system, parquet=parquet, jsonl=jsonl, overwrite=overwrite,
+                             training=training if fmt != "bfcl" else None, source=str(run))
         except FileExistsError as exc:
             raise InputError(str(exc)) from None
-    console.print(f"exported {summary['rows']} tasks as {fmt} to {summary['out']}", highlight=False)
+    what = _training_summary(training) if training else ""
+    console.print(f"exported {summary['rows']} tasks{what} as {fmt} to {summary['out']}", highlight=False)
+
+
+def _training_summary(training: dict[str, Any]) -> str:
+    injected = sum(1 for i in training.values() if i.origin == "injected")
+    pool = sum(1 for i in training.values() if i.in_final_pool)
+    return f" (final pool {pool}, {injected} injected variants)"

@@ -18,7 +18,7 @@ from envs.executor import to_call_string
 from envs.policies import keyword_arguments
 from envs.task import Task, write_tasks
 from envs.tools import tools_for_turn
-from rods_agents.run.outputs import first_turn_reward, load_dataset, task_from_row
+from rods_agents.run.outputs import first_turn_reward, load_dataset, task_from_row, tools_for_row
 from rods_cli.main import app
 
 runner = CliRunner()
@@ -68,7 +68,11 @@ def test_trl_export_loads_from_disk_with_typed_columns(run_dir, tasks, tmp_path)
         assert row["id"] == task.id
         assert row["prompt"] == [{"role": "system", "content": "You are a careful agent."}, *task.user_messages(0)]
         assert row["tools"] == tools_for_turn(task, 0)  # OpenAI function format, objects not strings
-        assert row["turn_tools"] == [tools_for_turn(task, t) for t in range(len(task.turns))]
+        assert [tools_for_row(row, t) for t in range(len(task.turns))] == [
+            tools_for_turn(task, t) for t in range(len(task.turns))]
+        names = [t["function"]["name"] for t in row["tools"]]
+        names += [t["function"]["name"] for r in row["revealed_tools"] for t in r["tools"]]
+        assert len(names) == len(set(names))  # each schema stored once per task
         assert len(row["user_turns"]) == len(task.turns) and isinstance(row["initial_config"], dict)
         rebuilt = task_from_row(row)
         assert rebuilt == task  # everything envs.checker.check needs, from the row alone
@@ -77,7 +81,7 @@ def test_trl_export_loads_from_disk_with_typed_columns(run_dir, tasks, tmp_path)
     reveal = next(r for r in ds if r["missed_function"])  # a reveal turn: BFCL's message, and more tools
     t = reveal["missed_function"][0]["turn"]
     assert reveal["user_turns"][t][0]["content"].startswith("I have updated some more functions")
-    assert len(reveal["turn_tools"][t]) > len(reveal["turn_tools"][0])
+    assert len(tools_for_row(reveal, t)) > len(reveal["tools"]) and reveal["revealed_tools"][0]["turn"] == t
     parquet = datasets.load_dataset("parquet", data_files=str(tmp_path / "trl" / "data.parquet"), split="train")
     assert parquet.features == ds.features and parquet[0]["tools"] == ds[0]["tools"]
     assert load_dataset(run_dir).features == datasets.load_from_disk(str(tmp_path / "trl")).features
@@ -194,6 +198,39 @@ def test_bfcl_export_is_read_by_bfcl_eval(run_dir, tasks, tmp_path):
             assert again.missed_function == original.missed_function
         populate_test_cases_with_predefined_functions(entries)  # BFCL's own loader step takes them
         assert all(e["function"] for e in entries)
+
+
+@pytest.mark.parametrize("fmt", ["trl", "verl", "bfcl"])
+def test_every_export_has_a_dataset_card(run_dir, tasks, tmp_path, fmt):
+    import yaml
+
+    export(run_dir, tmp_path / fmt, fmt)
+    card = (tmp_path / fmt / "README.md").read_text()
+    front = yaml.safe_load(card.split("---")[1])  # Hugging Face card metadata
+    assert front["license"] == "apache-2.0" and "tool-use" in front["tags"]
+    assert f"{len(tasks)} tasks (1 synthesized variant, " in card and "| base | 3 |" in card
+    assert "README.md" in json.loads((tmp_path / fmt / "rods_export.json").read_text())["files"]
+
+
+def test_export_stores_tool_schemas_once_per_task(tmp_path):
+    """The schemas were copied per turn (75% of a 33-task export's bytes): now turn 0's list plus reveals."""
+    import datasets
+
+    path = tmp_path / "t.jsonl"
+    write_tasks(path, load_split("train", ["base"])[:20])
+    export(path, tmp_path / "out", "trl")
+    ds = datasets.load_from_disk(str(tmp_path / "out"))
+    table = ds.data.table
+    schema_bytes = sum(table[c].nbytes for c in ("tools", "revealed_tools"))
+    assert schema_bytes < 1.2 * table["tools"].nbytes and "turn_tools" not in ds.column_names
+
+
+def test_export_to_an_existing_file_is_one_line_and_exit_2(run_dir, tmp_path):
+    target = tmp_path / "taken.txt"
+    target.write_text("mine")
+    result = runner.invoke(app, ["export", str(run_dir), "--out", str(target)])
+    assert result.exit_code == 2 and result.output.count("\n") == 1 and "is a file" in result.output
+    assert target.read_text() == "mine"
 
 
 def test_export_refuses_a_non_empty_out_and_unknown_runs(run_dir, tmp_path):

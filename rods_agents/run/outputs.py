@@ -9,8 +9,8 @@ The dataset is what a TRL or verl user trains on without rebuilding anything (on
   rollouts) sends them: the optional system prompt, then the first user turn. BFCL's FC protocol has no tool-use
   system text of its own; the tool instructions come from the chat template given ``tools`` (TRL's
   ``apply_chat_template(..., tools=row["tools"])`` renders the same first prompt as the rollout).
-* ``tools``: the OpenAI function schemas offered at turn 0 (TRL's SFT reads this column); ``turn_tools[t]``: the ones
-  offered at turn ``t`` (miss_func reveals add some); ``user_turns[t]``: the user messages of turn ``t`` as the runner
+* ``tools``: the OpenAI function schemas offered at turn 0 (TRL's SFT reads this column); ``revealed_tools``: the ones a
+  later turn adds (miss_func reveals), so each schema is stored once per task; ``user_turns[t]``: the user messages of turn ``t`` as the runner
   sends them (BFCL's fixed message on a reveal turn), ``question``: BFCL's own field (a reveal turn is empty);
   ``ground_truth[t]``: the call strings of turn ``t``.
 * ``id``, ``category``, ``scenario``, ``involved_classes``, ``initial_config``, ``missed_function``: enough to rebuild
@@ -35,6 +35,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
+
+from pydantic import BaseModel, Field
 
 from envs.task import Task, atomic_write_text, new_file_mode, write_tasks
 
@@ -67,9 +69,10 @@ def write_outputs(out_dir: str | Path, accepted: list[Task], rejected: list[dict
 
 
 # ---------------------------------------------------------------------------------------------------- features
-def features(fmt: ExportFormat = "trl", completion: bool = False) -> Any:
+def features(fmt: ExportFormat = "trl", completion: bool = False, training: bool = False) -> Any:
     """The ``datasets.Features`` of an export (``trl``: the base columns; ``verl`` adds verl's own columns;
-    ``completion``: the oracle continuation of the prompt, :func:`oracle_completions`)."""
+    ``completion``: the oracle continuation of the prompt, :func:`oracle_completions`; ``training``: where a task of
+    a ``rods train`` run came from and its reward at each evaluation, :class:`TrainingInfo`)."""
     from datasets import Features, Json, List, Value
 
     message = {"role": Value("string"), "content": Value("string")}
@@ -80,7 +83,7 @@ def features(fmt: ExportFormat = "trl", completion: bool = False) -> Any:
         "id": Value("string"),
         "prompt": List(message),
         "tools": List(tool),
-        "turn_tools": List(List(tool)),
+        "revealed_tools": List({"turn": Value("int32"), "tools": List(tool)}),
         "user_turns": List(List(message)),
         "question": List(List(message)),
         "ground_truth": List(List(Value("string"))),
@@ -98,6 +101,14 @@ def features(fmt: ExportFormat = "trl", completion: bool = False) -> Any:
                 "function": {"name": Value("string"), "arguments": Json()}}
         base["completion"] = List({"role": Value("string"), "content": Value("string"), "tool_calls": List(call),
                                    "tool_call_id": Value("string")})
+    if training:
+        base.update({
+            "rods_origin": Value("string"),
+            "injected_epoch": Value("int32"),
+            "in_final_pool": Value("bool"),
+            "reward_history": List({"epoch": Value("int32"), "step": Value("int64"), "rollouts": Value("int32"),
+                                    "mean_reward": Value("float64"), "reward_std": Value("float64")}),
+        })
     if fmt == "verl":
         base.update({
             "data_source": Value("string"),
@@ -120,14 +131,14 @@ def task_row(task: Task, system_prompt: str | None = None, tools_in_system: str 
 
     if tools_in_system not in TOOLS_IN_SYSTEM:
         raise ValueError(f"tools_in_system must be one of {list(TOOLS_IN_SYSTEM)}, got {tools_in_system!r}")
-    turn_tools = [tools_for_turn(task, t) for t in range(len(task.turns))]
-    system = hermes_system(turn_tools[0], system_prompt) if tools_in_system == "hermes" else system_prompt
+    first = tools_for_turn(task, 0)
+    system = hermes_system(first, system_prompt) if tools_in_system == "hermes" else system_prompt
     prompt = ([{"role": "system", "content": system}] if system else []) + task.user_messages(0)
     return {
         "id": task.id,
         "prompt": [_message(m) for m in prompt],
-        "tools": turn_tools[0],
-        "turn_tools": turn_tools,
+        "tools": first,
+        "revealed_tools": revealed_tools(task),
         "user_turns": [[_message(m) for m in task.user_messages(t)] for t in range(len(task.turns))],
         "question": [[_message(m.model_dump()) for m in turn] for turn in task.turns],
         "ground_truth": task.ground_truth,
@@ -140,6 +151,36 @@ def task_row(task: Task, system_prompt: str | None = None, tools_in_system: str 
         "seed_id": str((task.provenance or {}).get("seed_id") or ""),
         "provenance": task.provenance,
     }
+
+
+def revealed_tools(task: Task) -> list[dict[str, Any]]:
+    """The tools each later turn adds to turn 0's (a miss_func reveal), as ``[{turn, tools}]``.
+
+    Why not the full list per turn: the schemas are most of an export's bytes (a 33-task export was 3.1 MB, three
+    quarters of it the per-turn copies); ``tools_for_row(row, t)`` rebuilds turn ``t``'s list."""
+    from envs.tools import tools_for_turn
+
+    seen = {_tool_name(t) for t in tools_for_turn(task, 0)}
+    out = []
+    for turn in range(1, len(task.turns)):
+        new = [t for t in tools_for_turn(task, turn) if _tool_name(t) not in seen]
+        if new:
+            out.append({"turn": turn, "tools": new})
+            seen |= {_tool_name(t) for t in new}
+    return out
+
+
+def tools_for_row(row: dict[str, Any], turn: int) -> list[dict[str, Any]]:
+    """The tools offered at ``turn`` of an exported row (``tools`` plus every reveal up to ``turn``)."""
+    tools = list(row["tools"])
+    for reveal in row.get("revealed_tools") or []:
+        if reveal["turn"] <= turn:
+            tools += reveal["tools"]
+    return tools
+
+
+def _tool_name(tool: dict) -> str:
+    return tool["function"]["name"]
 
 
 def _message(m: dict) -> dict[str, str]:
@@ -163,7 +204,7 @@ def oracle_completions(tasks: list[Task], system_prompt: str | None = None) -> l
     ``prompt + completion`` is then a whole conversational example for TRL's ``SFTTrainer`` (prompt-completion
     format, loss on the completion); tool-call arguments are objects, as chat templates want them. A chat template
     renders one tool list per conversation, ``tools`` (turn 0's): on a miss_func task the functions revealed later
-    are called without being listed there (``turn_tools`` has them per turn).
+    are called without being listed there (``revealed_tools`` has them).
     """
     import asyncio
     import concurrent.futures
@@ -240,10 +281,24 @@ def _verl_row(row: dict[str, Any], index: int) -> dict[str, Any]:
                            "interaction_kwargs": {"name": "rods_bfcl", "task_id": row["id"]}}}
 
 
+class TrainingInfo(BaseModel):
+    """What a ``rods train`` run knows about one task of its pool (``rods export RUN`` on a training folder).
+
+    ``reward_history``: one entry per evaluation (an epoch in which the task was rolled out): the rollouts' count, mean
+    and spread of the checker's reward; the detector labels a task easy, hard or on the boundary from it."""
+
+    origin: Literal["seed", "injected"]
+    injected_epoch: int | None = None
+    in_final_pool: bool = True
+    reward_history: list[dict[str, Any]] = Field(default_factory=list)
+
+
 def to_dataset(tasks: Iterable[Task], fmt: ExportFormat = "trl", system_prompt: str | None = None,
-               completion: bool = False, tools_in_system: str = "none") -> Any:
+               completion: bool = False, tools_in_system: str = "none",
+               training: dict[str, TrainingInfo] | None = None) -> Any:
     """Tasks as a typed ``datasets.Dataset`` (``trl`` or ``verl`` columns; module docstring); ``completion`` adds the
-    oracle continuation of each prompt (:func:`oracle_completions`), for SFT."""
+    oracle continuation of each prompt (:func:`oracle_completions`), for SFT; ``training`` (task id -> its
+    :class:`TrainingInfo`) adds ``rods_origin``, ``injected_epoch``, ``in_final_pool`` and ``reward_history``."""
     import datasets
 
     if fmt not in ("trl", "verl"):
@@ -253,9 +308,14 @@ def to_dataset(tasks: Iterable[Task], fmt: ExportFormat = "trl", system_prompt: 
     if completion:
         for row, messages in zip(rows, oracle_completions(tasks, system_prompt), strict=True):
             row["completion"] = messages
+    if training is not None:
+        for row in rows:
+            info = training[row["id"]]
+            row.update(rods_origin=info.origin, injected_epoch=info.injected_epoch, in_final_pool=info.in_final_pool,
+                       reward_history=info.reward_history)
     if fmt == "verl":
         rows = [_verl_row(r, i) for i, r in enumerate(rows)]
-    feats = features(fmt, completion)
+    feats = features(fmt, completion, training is not None)
     if not rows:
         return datasets.Dataset.from_dict({k: [] for k in feats}, features=feats)
     return datasets.Dataset.from_list(rows, features=feats)
@@ -326,18 +386,128 @@ def _write_dataset(ds: Any, folder: Path, fmt: str, parquet: bool, jsonl: bool) 
             datasets.enable_progress_bars()
 
 
+VERL_INTERACTION = "rods_bfcl"
+VERL_INTERACTION_CLASS = "trainer.integrations.verl.BFCLInteraction"
+VERL_TOOL_CLASS = "trainer.integrations.verl.BFCLTool"
+VERL_FILES = ("verl_interaction_config.yaml", "verl_tool_config.yaml")
+
+
+def verl_configs(tasks: list[Task], out_dir: Path) -> dict[str, Any]:
+    """verl's ``interaction_config_path`` and ``tool_config_path`` files for an export in ``out_dir``.
+
+    The rows name the interaction ``rods_bfcl`` (``extra_info.interaction_kwargs``); it rebuilds each task from this
+    export (``dataset``) and plays BFCL's user turns; one ``BFCLTool`` per function any task offers executes calls in
+    the episode's own environment (``trainer/integrations/verl.py``). verl renders one tool list for every prompt,
+    so a task's prompt lists every function of the export; calling one its classes lack returns BFCL's error."""
+    from envs.tools import tools_for_turn
+
+    schemas: dict[str, dict] = {}
+    for task in tasks:
+        for turn in range(len(task.turns)):
+            for tool in tools_for_turn(task, turn):
+                fn = tool["function"]
+                schemas.setdefault(fn["name"], {"type": "function", "function": {
+                    "name": fn["name"], "description": fn.get("description") or "", "parameters": fn["parameters"]}})
+    return {
+        "verl_interaction_config.yaml": {"interaction": [{"name": VERL_INTERACTION, "class_name": VERL_INTERACTION_CLASS,
+                                                          "config": {"dataset": str(out_dir.resolve())}}]},
+        "verl_tool_config.yaml": {"tools": [{"class_name": VERL_TOOL_CLASS, "config": {"type": "native"},
+                                             "tool_schema": schema} for _, schema in sorted(schemas.items())]},
+    }
+
+
+def dataset_card(tasks: list[Task], fmt: str, summary: dict[str, Any], source: str | None = None) -> str:
+    """A Hugging Face dataset card (``README.md``: YAML front matter, then what the rows are and how to train on
+    them), so an export pushed to the Hub or handed to a colleague explains itself."""
+    from collections import Counter
+
+    by_cat = Counter(t.category for t in tasks)
+    variants = sum(1 for t in tasks if (t.provenance or {}).get("seed_id"))
+    n = len(tasks)
+    size = "n<1K" if n < 1000 else "1K<n<10K" if n < 10_000 else "10K<n<100K"
+    rows = "\n".join(f"| {c} | {k} |" for c, k in sorted(by_cat.items()))
+    train = {
+        "trl": ("SFT (`--completion oracle`): `SFTTrainer(..., args=SFTConfig(assistant_only_loss=True, "
+                "max_length=None))`, which supervises the assistant's tool calls and replies only, never the tool "
+                "results or the user turns. GRPO on whole episodes: `trainer.integrations.trl.rods_rollout_func` "
+                "with your own `GRPOTrainer`."),
+        "verl": ("verl: `data.train_files=train.parquet`, `actor_rollout_ref.rollout.multi_turn.interaction_config_path"
+                 "=verl_interaction_config.yaml`, `...multi_turn.tool_config_path=verl_tool_config.yaml`, "
+                 "`custom_reward_function.path=<rods>/trainer/integrations/verl.py` "
+                 "`custom_reward_function.name=compute_score`."),
+        "bfcl": "bfcl-eval: the prompt files and `possible_answer/` as BFCL's own data; `id_map.json` maps ids back.",
+    }[fmt]
+    load = ("```python\nfrom datasets import load_from_disk\nds = load_from_disk(\"<this folder>\")\n```"
+            if fmt != "bfcl" else "JSON Lines files, one BFCL entry per line.")
+    training = ""
+    if summary.get("training"):
+        training = ("\n## From a training run\n\nEvery task of the run's final pool and every variant it injected. "
+                    "`rods_origin` (seed / injected), `injected_epoch`, `in_final_pool`, and `reward_history`: per "
+                    "evaluation (epoch), the rollouts, mean and spread of the checker's reward (the difficulty the "
+                    "detector saw).\n")
+    return f"""---
+license: apache-2.0
+pretty_name: RODS export ({fmt})
+task_categories:
+- text-generation
+tags:
+- tool-use
+- function-calling
+- multi-turn
+- bfcl
+- rods
+size_categories:
+- {size}
+---
+
+# RODS export: BFCL v3 multi-turn tasks ({fmt})
+
+{n} tasks ({variants} synthesized variant{"" if variants == 1 else "s"}, {n - variants} BFCL tasks){f", from `{source}`" if source else ""}, written by
+`rods export --format {fmt}`. Each row is one multi-turn task: the first prompt, the tools (OpenAI format, stored
+once per task; `revealed_tools` holds what a miss_func turn adds), the user turns, the ground-truth calls per turn
+and the initial state of each involved class. Scoring executes calls and compares states and results with BFCL's
+multi-turn checker (`envs.checker.check`, rebuilt from a row by `rods_agents.run.outputs.task_from_row`); text is
+never compared.
+
+| category | rows |
+|---|---|
+{rows}
+
+## Load
+
+{load}
+
+## Train
+
+{train}
+{training}
+## Source and license
+
+Tasks and ground truth come from the Berkeley Function Calling Leaderboard v3 multi-turn set (Apache-2.0);
+synthesized variants (ids `<seed>__rods_<hash>`) were written by RODS from a seed task and carry their `provenance`.
+Settings of this export: `rods_export.json`.
+"""
+
+
 def export(tasks: list[Task], out_dir: str | Path, fmt: ExportFormat = "trl", *, system_prompt: str | None = None,
            completion: bool = False, tools_in_system: str = "none", parquet: bool = False, jsonl: bool = False,
-           overwrite: bool = False) -> dict[str, Any]:
+           overwrite: bool = False, training: dict[str, TrainingInfo] | None = None,
+           source: str | None = None) -> dict[str, Any]:
     """Write ``tasks`` to ``out_dir`` in ``fmt``; returns a summary (rows, files). Atomic: a temp folder renamed.
 
     ``trl``/``verl``: ``datasets.Dataset.save_to_disk`` (load with ``datasets.load_from_disk``), plus
-    ``data.parquet``/``data.jsonl`` on request (verl always gets ``train.parquet``, what its trainer config names).
-    ``bfcl``: the JSONL files bfcl-eval reads (:func:`bfcl_files`).
+    ``data.parquet``/``data.jsonl`` on request (verl always gets ``train.parquet``, what its trainer config names,
+    and the interaction and tool configs its rows name, :func:`verl_configs`). ``bfcl``: the JSONL files bfcl-eval
+    reads (:func:`bfcl_files`). Every format gets a dataset card, ``README.md`` (:func:`dataset_card`).
+    ``training``: the columns of a training run's export (:class:`TrainingInfo`), in trl and verl.
     """
+    import yaml
+
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; choose from {list(FORMATS)}")
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} is a file, not a folder (choose another --out)")
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise FileExistsError(f"{out} is not empty (pass --overwrite to replace it)")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -351,11 +521,17 @@ def export(tasks: list[Task], out_dir: str | Path, fmt: ExportFormat = "trl", *,
                 atomic_write_text(tmp / name, text)
                 files.append(name)
         else:
-            ds = to_dataset(tasks, fmt, system_prompt, completion, tools_in_system)
+            ds = to_dataset(tasks, fmt, system_prompt, completion, tools_in_system, training)
             files += _write_dataset(ds, tmp, fmt, parquet, jsonl)
-        (tmp / "rods_export.json").write_text(json.dumps(
-            {"format": fmt, "rows": len(tasks), "system_prompt": system_prompt, "completion": completion,
-             "tools_in_system": tools_in_system, "files": files}, indent=1) + "\n")
+            if fmt == "verl":
+                for name, config in verl_configs(tasks, out).items():
+                    atomic_write_text(tmp / name, yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+                    files.append(name)
+        summary = {"format": fmt, "rows": len(tasks), "system_prompt": system_prompt, "completion": completion,
+                   "tools_in_system": tools_in_system, "training": training is not None, "source": source}
+        atomic_write_text(tmp / "README.md", dataset_card(tasks, fmt, summary, source))
+        files.append("README.md")
+        (tmp / "rods_export.json").write_text(json.dumps({**summary, "files": files}, indent=1) + "\n")
         tmp.chmod(new_file_mode(0o777))  # mkdtemp makes it 0700
         if out.exists():
             shutil.rmtree(out)
