@@ -53,7 +53,7 @@ class EnvClass:
     cls: type
     bfcl: bool
     methods: tuple[str, ...]
-    """Public methods, i.e. the tools (sorted, as ``inspect.getmembers`` lists them)."""
+    """Public methods, i.e. the tools: BFCL's sorted by name, a user class's in definition order."""
 
     @property
     def stateless(self) -> bool:
@@ -75,6 +75,12 @@ def class_name(spec: str) -> str:
 
 def _public_methods(cls: type) -> tuple[str, ...]:
     return tuple(n for n, _ in inspect.getmembers(cls, predicate=inspect.isfunction) if not n.startswith("_"))
+
+
+def _definition_order(cls: type, methods: tuple[str, ...]) -> tuple[str, ...]:
+    """A user class's tools in the order its source defines them (the class's own first, then its bases')."""
+    order = [n for klass in cls.__mro__ for n in vars(klass) if n in methods]
+    return tuple(dict.fromkeys(order))
 
 
 @cache
@@ -164,7 +170,7 @@ def resolve(spec: str) -> EnvClass:
         raise EnvironmentClassError(f"{spec}: module {match['module']} has no attribute {match['name']}")
     methods = _check_contract(spec, cls)
     _check_names(spec, match["name"], methods)
-    env = EnvClass(spec=spec, name=match["name"], cls=cls, bfcl=False, methods=methods)
+    env = EnvClass(spec=spec, name=match["name"], cls=cls, bfcl=False, methods=_definition_order(cls, methods))
     for method in methods:  # schema errors surface at load, naming the method
         _user_tool(env, method)
     _USER[spec] = env

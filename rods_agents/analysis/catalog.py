@@ -1,6 +1,8 @@
 """API catalog: what each environment method takes, produces, reads and writes.
 
-Built from BFCL's function docs (parameter types, required set, response properties) plus
+Covers BFCL's eight classes and every user class resolved so far in this process (``envs.classes``), so a
+seed on a user's own class finds its methods here like a BFCL seed does. Built from the function docs
+(BFCL's JSON docs; for a user class, docs derived from its type hints and docstrings) plus
 introspection of the environment classes: the attributes a method's source reads, the ones it
 assigns or mutates, and the write set observed by diffing instance state around real calls.
 Plan sampling uses it to substitute a method by another of the *same role* (same class, same
@@ -17,8 +19,7 @@ from functools import cache, lru_cache
 
 from pydantic import BaseModel, Field
 
-from envs.bfcl_data import CLASS_MODULES, STATELESS_CLASSES, env_class, function_docs
-from envs.executor import public_methods
+from envs.classes import function_docs, known_classes, resolve, source_text
 
 # Private attributes that are bookkeeping, not state a later call depends on.
 _IGNORED_ATTRS = {"_random", "_api_description", "_flight_cost_lookup"}
@@ -108,14 +109,19 @@ class ApiCatalog(BaseModel):
         return f"{m.cls}:{m.role}" if m else f"?:{name}"
 
 
-@lru_cache(maxsize=1)
 def build_catalog() -> ApiCatalog:
-    """The catalog of all eight multi-turn classes (cached; the docs and code are pinned)."""
+    """The catalog of BFCL's classes and the user classes loaded so far (cached per set of classes)."""
+    return _catalog(tuple(known_classes()))
+
+
+@lru_cache(maxsize=8)
+def _catalog(classes: tuple[str, ...]) -> ApiCatalog:
     methods: dict[str, MethodSpec] = {}
-    for cls_name in CLASS_MODULES:
-        cls = env_class(cls_name)
+    for cls_name in classes:
+        env = resolve(cls_name)
+        cls = env.cls
         docs = {d["name"]: d for d in function_docs(cls_name)}
-        for name in public_methods(cls_name):
+        for name in env.methods:
             doc = docs.get(name)
             if doc is None:
                 continue
@@ -129,7 +135,7 @@ def build_catalog() -> ApiCatalog:
                 # the tree is reached through the cwd; both alias one resource
                 if "_current_dir" in reads or "root" in reads:
                     reads |= {"_current_dir", "root"}
-            if cls_name in STATELESS_CLASSES or not reads:
+            if env.stateless or not reads:
                 role = "compute" if not writes else "write"
             else:
                 role = "write" if writes else "read"
@@ -148,11 +154,7 @@ def class_source_text(cls_name: str) -> str:
 
     from envs.bfcl_data import ENV_PACKAGE
 
-    module = importlib.import_module(f"{ENV_PACKAGE}.{CLASS_MODULES[cls_name][0]}")
-    try:
-        text = inspect.getsource(module)
-    except OSError:
-        text = ""
+    text = source_text(cls_name)
     if cls_name in {"GorillaFileSystem", "TradingBot", "TravelAPI", "VehicleControlAPI"}:
         try:
             text += inspect.getsource(importlib.import_module(f"{ENV_PACKAGE}.long_context"))

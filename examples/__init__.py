@@ -1,0 +1,1 @@
+"""Example environments for RODS (importable from the repository root as ``examples.<name>``)."""
