@@ -114,7 +114,8 @@ def test_verdict_rejects_a_variant_that_spells_out_an_implicit_step():
     seed = _seed("base_94")
     variant = _edited(seed, t2="Press the brake pedal all the way down, then start the engine.")
     reasons, detail = judge(variant, seed, profile_task(seed), trace_task(variant))
-    assert "information_structure:implicit_made_explicit" in reasons
+    # the reason names the turn and the call (issue 13), not only the kind
+    assert any(r.startswith("information_structure:implicit_made_explicit turn=2 call=pressBrakePedal(") for r in reasons)
     assert any(f["reason"] == "implicit_made_explicit" and f["turn"] == 2 for f in detail["information_structure"])
 
 

@@ -50,7 +50,9 @@ def test_vague_amount_with_no_recipe_is_rejected_as_unobtainable():
     vague = _with_turn_text(task, turn, "Next: put the amount you can work out from what we have so far into my "
                                         "trading account.")
     reasons, detail = judge(vague, seed, profile, trace_task(vague))
-    assert "unobtainable_value" in reasons, (reasons, detail)
+    # the reason names the turn, the call and the parameter (issue 13)
+    assert any(r.startswith(f"unobtainable_value:no_recipe turn={turn} call=fund_account param=amount") for r in reasons), \
+        (reasons, detail)
     assert any("fund_account.amount" in u for u in detail["unobtainable"])
 
 
@@ -58,7 +60,7 @@ def test_file_found_by_exploring_needs_a_unique_hint_in_the_text():
     seed, profile, task = _variant("multi_turn_base_17")
     trace = trace_task(task)
     reasons, _ = judge(task, seed, profile, trace)
-    assert "unobtainable_value" not in reasons
+    assert not [r for r in reasons if r.startswith("unobtainable_value")], reasons
     cat = next(r for r in trace.calls if r.name == "cat")
     text = task.turns[cat.turn][0].content
     hints = state_hints(cat.args["file_name"], cat, {}, "file")
@@ -66,7 +68,8 @@ def test_file_found_by_exploring_needs_a_unique_hint_in_the_text():
     vague = _with_turn_text(task, cat.turn, "Then go into the project folder and show me what is inside the right "
                                             "file (check what is there).")
     reasons, detail = judge(vague, seed, profile, trace_task(vague))
-    assert "unobtainable_value" in reasons, (reasons, detail)
+    assert any(r.startswith(f"unobtainable_value:no_hint turn={cat.turn} call=cat param=file_name") for r in reasons), \
+        (reasons, detail)
 
 
 def test_fs_hints_are_unique_among_siblings():

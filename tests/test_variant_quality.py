@@ -96,9 +96,11 @@ def test_verdict_rejects_leftover_names_and_filler_with_reasons():
         **seed.initial_config.get("VehicleControlAPI", {}), "fuelLevel": 3.5}}
     reasons, detail = judge(variant, seed, profile_task(seed), trace_task(variant),
                             renames={"tire shop": "garage"})
-    assert "filler_argument" in reasons and "set_navigation.destination" in detail["filler_arguments"][0]
-    assert "leftover_name" in reasons and detail["leftover_names"] == ["text: 'tire shop'"]  # still in the text
-    assert all(re.fullmatch(r"[a-z_]+(:[a-z_,]+)?", r) for r in reasons)
+    # each reason is '<kind>[:<sub>]' then where it applies: the turn, the call, the value (issue 13)
+    assert "filler_argument:sentence turn=1 call=set_navigation param=destination value='Excited" in " ".join(reasons)
+    assert "set_navigation.destination" in detail["filler_arguments"][0]
+    assert "leftover_name:text value='tire shop'" in reasons and detail["leftover_names"] == ["text: 'tire shop'"]
+    assert all(re.fullmatch(r"[a-z_]+(:[a-z_,]+)?", r.split(" ", 1)[0]) for r in reasons)
 
 
 def test_quality_benchmark_counts_copies_breaks_and_leftovers():

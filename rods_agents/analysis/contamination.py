@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from envs.task import Task
-from rods_agents.analysis.variant_quality import parsed_call
+from rods_agents.analysis.novelty import SIBLING_TEXT_COPY, mask_digits, ngrams, user_text
+from rods_agents.analysis.variant_quality import parsed_call, parsed_ground_truth
 
 _WORD = re.compile(r"[a-z0-9_.']+")
 MARGIN = 0.05
@@ -31,6 +32,9 @@ class Fingerprint:
     task_id: str
     text: frozenset[str]
     calls: frozenset[str]
+    scenario: int | None = None
+    text5: frozenset = frozenset()  # word 5-grams, digits masked (rods_agents.analysis.novelty)
+    masked_calls: tuple = ()  # parsed calls with digits masked, sorted (a multiset)
 
 
 def _norm_call(call: str) -> str:
@@ -42,7 +46,8 @@ def fingerprint(task: Task) -> Fingerprint:
     words = _WORD.findall(" ".join(m.content for turn in task.turns for m in turn).lower())
     grams = frozenset(" ".join(words[i:i + 3]) for i in range(max(0, len(words) - 2))) or frozenset(words)
     calls = frozenset(_norm_call(c) for turn in task.ground_truth for c in turn)
-    return Fingerprint(task.id, grams, calls)
+    masked = tuple(sorted(f"{m}({mask_digits(a)})" for turn in parsed_ground_truth(task) for m, a in turn))
+    return Fingerprint(task.id, grams, calls, task.scenario, frozenset(ngrams(user_text(task), mask=True)), masked)
 
 
 def similarity(a: Fingerprint, b: Fingerprint) -> float:
@@ -87,9 +92,23 @@ def duplicate_threshold() -> float:
     return contamination_threshold()
 
 
+def sibling_copy(a: Fingerprint, b: Fingerprint) -> bool:
+    """Two variants of one scenario (the four categories share it, so sibling seeds' variants count) are
+    near-copies when they share more than ``SIBLING_TEXT_COPY`` of the shorter text's word 5-grams (digits
+    masked) or make the same calls once digits are masked (:func:`rods_agents.analysis.novelty.near_copy`)."""
+    if a.scenario is None or a.scenario != b.scenario:
+        return False
+    if a.text5 and b.text5 and len(a.text5 & b.text5) / min(len(a.text5), len(b.text5)) > SIBLING_TEXT_COPY:
+        return True
+    return bool(a.masked_calls) and a.masked_calls == b.masked_calls
+
+
 def same_substance(a: Fingerprint, b: Fingerprint, same_config: bool) -> bool:
     """Two synthesized samples are duplicates when they make (almost) the same calls and either start
-    from the same config or say nearly the same thing; renamed entities make calls differ."""
+    from the same config or say nearly the same thing (renamed entities make calls differ), or when they
+    are near-copies among the variants of one scenario (:func:`sibling_copy`)."""
+    if sibling_copy(a, b):
+        return True
     if not a.calls:
         return False
     calls = len(a.calls & b.calls) / len(a.calls)

@@ -6,7 +6,9 @@ Weisfeiler-Lehman hash of the graph over *role-level* labels (so a role-preservi
 substitution keeps it), and the information structure: how many argument values per turn come
 from the user, earlier calls, the state, or a transformation, plus the rest of it (implicit calls,
 conditions, references, transformations, withheld value, held-out function;
-:mod:`rods_agents.analysis.information_structure`), which the verdict compares on its own.
+:mod:`rods_agents.analysis.information_structure`), and the skill-level profile
+(:mod:`rods_agents.analysis.skills`), which is what the verdict compares: the exact-function fields
+above (``MATCHED``) are kept for reports, not pinned.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pydantic import BaseModel, Field
 from envs.task import Task
 from rods_agents.analysis.catalog import ApiCatalog, build_catalog
 from rods_agents.analysis.information_structure import InformationStructure, information_structure
+from rods_agents.analysis.skills import SkillProfile, skill_profile
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import SOURCES, ArgSource, classify_arguments
 
@@ -44,9 +47,14 @@ class Profile(BaseModel):
     edges: list[dict[str, Any]] = Field(default_factory=list)
     information: InformationStructure | None = Field(
         default=None, description="Per turn: implicit calls, conditions, references, transformations, the withheld "
-        "value and the held-out function (rods_agents.analysis.information_structure); compared by the verdict.")
+        "value and the held-out function (rods_agents.analysis.information_structure).")
+    skills: SkillProfile | None = Field(
+        default=None, description="The skill-level profile the verdict compares (rods_agents.analysis.skills): "
+        "skill classes and kinds of the calls, explicit or implicit, data flow, discovered values, conditions, "
+        "references, transformations, withheld value and held-out function; function identity is not part of it.")
 
-    # fields a variant must reproduce exactly
+    # the exact-function fields of Φ; kept for reports and older callers. The verdict no longer pins them: it
+    # compares ``skills`` (rods_agents.analysis.skills), which lets a plan swap functions inside a skill class
     MATCHED: ClassVar[tuple[str, ...]] = ("turn_shape", "classes", "category", "miss_func_turns", "miss_param_turns",
                                 "empty_turns", "long_context", "longest_path", "edge_counts", "wl_hash",
                                 "sources_by_turn")
@@ -102,7 +110,8 @@ def profile_task(task: Task, trace: Trace | None = None, catalog: ApiCatalog | N
     empty = [t for t, gt in enumerate(task.ground_truth) if not gt]
     miss_func = sorted(task.missed_function)
     miss_param = [t for t in empty if task.category == "miss_param" and t + 1 < len(task.ground_truth)]
-    return Profile(
+    information = information_structure(task, trace, arg_sources)
+    profile = Profile(
         turn_shape=[len(gt) for gt in task.ground_truth],
         classes=sorted(task.involved_classes),
         category=task.category,
@@ -117,7 +126,9 @@ def profile_task(task: Task, trace: Trace | None = None, catalog: ApiCatalog | N
         arg_sources=arg_sources,
         nodes=[{"id": n, **d} for n, d in g.nodes(data=True)],
         edges=[{"source": u, "target": v, **d} for u, v, d in g.edges(data=True)],
-        information=information_structure(task, trace, arg_sources),
+        information=information,
     )
+    profile.skills = skill_profile(task, trace, profile)
+    return profile
 
 

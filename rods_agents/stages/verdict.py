@@ -1,46 +1,49 @@
-"""The verdict: accept a candidate only if it is executable, isomorphic to its seed, solvable and new.
+"""The verdict: accept a candidate only if it is executable, at its seed's difficulty, solvable and new.
 
-Machine-readable rejection reasons (the first word before ':' is the kind):
+Every reason is ``<kind>[:<sub>]`` then, where they apply, the turn, the call and the value, e.g.
+``information_structure:implicit_made_explicit turn=2 call=cd(folder='tmp') kind='navigation' cue='go to'``;
+counters group by the text before the first ':' (or space). Kinds:
 
-- ``execution_error``: a ground-truth call returned an error from the task's own initial_config;
+- ``execution_error`` / ``invalid_config``: a ground-truth call returned an error from the task's own
+  initial_config;
 - ``recheck_failed``: ``envs.checker.check(strict_tools=True)`` does not pass the ground truth against
-  itself (a call to a function not offered at its turn fails; seeds that already do so, e.g.
-  miss_func_49, only fail on new violations);
-- ``profile_mismatch:<fields>``: Φ differs from the seed's (topology, depth, turn shape, features);
-- ``information_structure:value_sources``: per-turn counts of value sources differ from the seed's (one
-  exception, counted in ``detail['stated_fallbacks']``: a value the seed left to discover in the state
-  is stated when the variant's state has no hint that singles it out, see :mod:`rods_agents.analysis.obtainability`);
-- ``information_structure:<kind>``: the rest of the seed's information structure is not kept
-  (:func:`rods_agents.analysis.information_structure.compare_structure`; per-turn findings in
-  ``detail['information_structure']``): ``implicit_made_explicit`` (the text now asks for a call the
-  seed left to the assistant), ``condition_dropped``, ``reference_dropped``,
-  ``reference_kind_changed``, ``reference_unresolved`` (a value picked from several candidates with
-  nothing in the text that picks it), ``transformation_dropped``, ``withheld_stated`` (miss_param: the
-  withheld value is said before its turn), ``withheld_other_param``, ``withheld_dropped``,
-  ``withheld_not_supplied``, ``held_out_changed``; a reference the seed made to a state value may be
-  replaced by the value itself where the variant's state offers no hint (a stated fallback, above);
-  ``explicit_made_implicit`` is recorded in the detail only (see ``ADVISORY_STRUCTURE``);
-- ``unobtainable_value``: an argument the agent cannot obtain: a ``state`` value whose turn text
-  carries no unique hint, or a ``composed`` value that cannot be rebuilt from obtainable pieces
-  following a recipe the text states (or, where the variant and its seed both pick it out by a cued
-  reference or transformation, the cue: see :func:`obtainability_problems`); a slot (turn,
-  method.param) the seed's own text fails the same way is not held against the variant
-  (:func:`seed_unobtainable`);
+  itself (seeds that already fail it, e.g. miss_func_49, only fail on new violations);
+- ``skill_profile:<what>`` and ``information_structure:<what>``: the variant breaks its seed's skill-level
+  profile (:func:`rods_agents.analysis.skills.compare_skill_profiles`; located findings also in
+  ``detail['skill_profile']`` and, as rows, ``detail['information_structure']``). Function identity is not
+  compared: a plan may swap a function for another of its skill class (``cp`` -> ``mv``, ``mean`` ->
+  ``standard_deviation``), change every entity and the state. What is compared: per turn, the calls' skill
+  classes (``skill_changed``, ``call_count``), which are asked for and which left implicit
+  (``implicit_made_explicit``; ``explicit_made_implicit`` is recorded, never rejects), the data flow
+  between calls within and across turns (``data_flow_dropped`` / ``data_flow_added``), values the
+  assistant must find in the state (``state_value_stated`` / ``state_value_added``; a value stated because
+  the variant's state has no hint that singles it out is the documented fallback, ``detail['stated_fallbacks']``),
+  conditions, references, transformations, the withheld value and the held-out function
+  (``condition_dropped``, ``reference_dropped``, ``reference_kind_changed``, ``reference_unresolved``,
+  ``transformation_dropped``, ``withheld_stated``, ``withheld_other_param``, ``withheld_dropped``,
+  ``withheld_not_supplied``, ``held_out_changed``) and the category's mechanics (``category``,
+  ``long_context``, ``classes``, ``turn_count``, ``empty_turn``, ``reveal_turn``);
+- ``unobtainable_value:no_hint|no_recipe turn=T call=M param=P value=V``: an argument the agent cannot
+  obtain: a ``state`` value whose turn text carries no unique hint, or a ``composed`` value that cannot be
+  rebuilt from obtainable pieces following a recipe the text states (a value the variant and its seed
+  both pick out by a cued reference or transformation counts as obtainable: :func:`obtainability_problems`);
+  a slot the seed's own text fails the same way is not held against the variant (:func:`seed_unobtainable`);
 - ``category_rule:<category>``: the miss_param / miss_func / long_context rules are broken;
-- ``leftover_name``: a name the plan renamed is still in the variant's text, config or ground truth;
-- ``filler_argument``: a sentence where the seed had a short name or title, a value outside the
-  parameter's documented options, a person's name given to a title or folder
+- ``leftover_name:<where> value=V``: a name the plan renamed is still in the text, config or ground truth;
+- ``filler_argument:sentence|options|person_name turn=T call=M param=P value=V``
   (:mod:`rods_agents.analysis.variant_quality`);
-- ``near_duplicate_seed``: the same *parsed* ground truth as the seed (calls compared after parsing,
-  arguments bound to parameter names: dropping the spaces after commas is no change), or the seed's
-  initial_config with at least 90% of its calls (``detail['seed_copy']`` says which); the text is not
-  compared with the seed's (a seed-anchored rewrite keeps its wording by design);
-  ``near_duplicate_accepted``: too close to another accepted sample;
-- ``contamination``: too close to a test-split task (see :mod:`rods_agents.analysis.contamination`).
+- novelty (:mod:`rods_agents.analysis.novelty`): ``novelty:seed_text_copy`` (the seed's sentences: word
+  5-gram containment above ``SEED_TEXT_COPY``), ``novelty:digits_only`` (new only in numbers, ids or
+  dates), ``novelty:sibling_copy of=<id>`` (a near-copy of an accepted variant of the same scenario, when
+  ``siblings`` are given; the run's dedupe applies the same rule through
+  :func:`rods_agents.analysis.contamination.same_substance`), ``near_duplicate_seed`` (the seed's parsed
+  ground truth, or its config with 90% of its calls; ``detail['seed_copy']``), ``contamination`` (too
+  close to a test-split task, :mod:`rods_agents.analysis.contamination`).
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -48,19 +51,18 @@ from envs.checker import check
 from envs.task import Task
 from envs.tools import held_out
 from rods_agents.analysis.contamination import contamination_threshold, fingerprint, nearest, similarity, test_index
-from rods_agents.analysis.information_structure import InformationStructure, information_structure, structure_mismatches
+from rods_agents.analysis.information_structure import InformationStructure, information_structure
+from rods_agents.analysis.novelty import containment, seed_copy_reasons, sibling_copy_reason, user_text
 from rods_agents.analysis.obtainability import public_state, recomposable, state_hints, state_obtainable
 from rods_agents.analysis.profile import Profile, profile_task
+from rods_agents.analysis.skills import SkillProfile, compare_skill_profiles, rejecting, skill_profile
 from rods_agents.analysis.tracing import CONFIG_ERROR, Trace, trace_task
 from rods_agents.analysis.value_sources import state_values, user_text_upto
 from rods_agents.analysis.variant_quality import filler_arguments, leftover_names, same_config, same_ground_truth
 from rods_agents.run.runtime import emit, stage_timer
 
 NEAR_COPY_CALLS = 0.9
-# recorded in detail['information_structure'] but no rejection: a call the lexicon no longer sees asked for is
-# as often a paraphrase it lacks (held-out precision on implicit calls 0.53 before tuning,
-# docs/information-structure.md) as a step the text stopped asking for
-ADVISORY_STRUCTURE = frozenset({"explicit_made_implicit"})
+
 
 
 def category_violations(task: Task, seed: Task, profile: Profile) -> list[str]:
@@ -162,19 +164,6 @@ def seed_structure(seed: Task, seed_profile: Profile) -> InformationStructure:
     return information_structure(seed, trace_task(seed))
 
 
-def structure_problems(task: Task, seed: Task, seed_profile: Profile, profile: Profile, fallbacks: list[str]
-                       ) -> tuple[list[str], list[dict[str, Any]]]:
-    """(reasons, per-turn findings) where ``task`` breaks its seed's information structure. A reference
-    dropped where the value is a stated fallback (no hint in the variant's state) is the documented
-    exception."""
-    variant = profile.information if profile.information is not None else information_structure(task, trace_task(task))
-    fallback_turns = {int(k.split(" ", 2)[1]) for k in fallbacks}
-    found = [m for m in structure_mismatches(seed_structure(seed, seed_profile), variant)
-             if not (m.reason == "reference_dropped" and m.turn in fallback_turns)]
-    rejecting = {f"information_structure:{m.reason}" for m in found if m.reason not in ADVISORY_STRUCTURE}
-    return sorted(rejecting), [m.model_dump() for m in found[:8]]
-
-
 def slot(problem: str) -> str:
     """The argument slot of an obtainability problem: 'turn 1 get_order_details.order_id=12446 (...)' ->
     'turn 1 get_order_details.order_id'."""
@@ -196,10 +185,60 @@ def seed_unobtainable(seed: Task) -> frozenset[str]:
     return _seed_unobtainable(seed.model_dump_json())
 
 
+def seed_skills(seed: Task, seed_profile: Profile) -> SkillProfile:
+    """The seed's skill-level profile: from its profile, or computed (a profile made before it existed)."""
+    if seed_profile.skills is not None:
+        return seed_profile.skills
+    return skill_profile(seed, trace_task(seed), seed_profile if seed_profile.information is not None else None)
+
+
+def _findings(located: list[str]) -> list[dict[str, Any]]:
+    """Located reasons as {reason, turn, detail} rows (``detail['information_structure']``)."""
+    out = []
+    for r in located:
+        kind, _, rest = r.partition(" ")
+        m = re.search(r"\bturn=(\d+)", rest)
+        out.append({"reason": kind.split(":", 1)[-1], "turn": int(m.group(1)) if m else -1, "detail": rest})
+    return out
+
+
+_PROBLEM = re.compile(r"^turn (\d+) ([\w.]+?)\.(\w+)=(.*?)(?: \((no unique hint|no recipe)[^)]*\))?$", re.S)
+_FILLER = re.compile(r"^turn (\d+) ([\w.]+?)\.(\w+)=(.*?): (.*)$", re.S)
+
+
+def located_unobtainable(problem: str) -> str:
+    """'turn 1 get_order_details.order_id=12446 (no unique hint in the text)' ->
+    "unobtainable_value:no_hint turn=1 call=get_order_details param=order_id value='12446'"."""
+    m = _PROBLEM.match(problem)
+    if not m:
+        return f"unobtainable_value {problem[:120]}"
+    sub = "no_hint" if m.group(5) == "no unique hint" else "no_recipe" if m.group(5) else "unobtainable"
+    return f"unobtainable_value:{sub} turn={m.group(1)} call={m.group(2)} param={m.group(3)} value={m.group(4)[:60]!r}"
+
+
+def located_leftover(finding: str) -> str:
+    """"text: 'tire shop'" -> "leftover_name:text value='tire shop'"."""
+    where, _, name = finding.partition(": ")
+    return f"leftover_name:{where} value={name}"
+
+
+def located_filler(finding: str) -> str:
+    """'turn 0 set_navigation.destination=...: a sentence where the seed had ...' ->
+    'filler_argument:sentence turn=0 call=set_navigation param=destination value=... why=...'."""
+    m = _FILLER.match(finding)
+    if not m:
+        return f"filler_argument {finding[:120]}"
+    why = m.group(5)
+    sub = "options" if why.startswith("outside") else "sentence" if why.startswith("a sentence") else "person_name"
+    return (f"filler_argument:{sub} turn={m.group(1)} call={m.group(2)} param={m.group(3)} value={m.group(4)[:60]} "
+            f"why={why[:80]!r}")
+
+
 def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace,
-          renames: dict[str, str] | None = None) -> tuple[list[str], dict[str, Any]]:
+          renames: dict[str, str] | None = None, siblings: list[Task] | None = None) -> tuple[list[str], dict[str, Any]]:
     """All rejection reasons for ``task`` (empty when accepted) and the measured details; ``renames``
-    (the plan's old -> new names) enables the leftover-name check."""
+    (the plan's old -> new names) enables the leftover-name check, ``siblings`` (variants already accepted,
+    of any seed) the near-copy check among variants of one scenario."""
     reasons: list[str] = []
     detail: dict[str, Any] = {}
     if trace.errors:
@@ -213,39 +252,44 @@ def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace,
         detail["recheck"] = score.failure
     profile = profile_task(task, trace)
     detail["profile"] = profile.model_dump()
-    mismatch = [f for f in seed_profile.mismatches(profile) if f != "sources_by_turn"]
-    if mismatch:
-        reasons.append("profile_mismatch:" + ",".join(mismatch))
     unobtainable, fallbacks = obtainability_problems(task, trace, profile, seed_profile)
     if unobtainable:
         unobtainable = [p for p in unobtainable if slot(p) not in seed_unobtainable(seed)]
     if fallbacks:
         detail["stated_fallbacks"] = fallbacks
-    if _sources_by_turn(profile, fallbacks) != seed_profile.sources_by_turn:
-        reasons.append("information_structure:value_sources")
-    structure, findings = structure_problems(task, seed, seed_profile, profile, fallbacks)
-    if structure:
-        reasons += structure
-        detail["information_structure"] = findings
+    # the skill-level profile, not exact functions: a swap inside a skill class passes, each break is located
+    found = compare_skill_profiles(seed_skills(seed, seed_profile), profile.skills or skill_profile(task, trace, profile),
+                                   fallbacks)
+    if found:
+        reasons += rejecting(found)
+        detail["skill_profile"] = found[:12]
+        detail["information_structure"] = _findings(found[:12])
     if unobtainable:
-        reasons.append("unobtainable_value")
+        reasons += [located_unobtainable(p) for p in unobtainable[:3]]
         detail["unobtainable"] = unobtainable[:5]
     # BFCL itself has a few seeds that use a held-out function early (miss_func_49): only new violations count
     reasons += sorted(set(category_violations(task, seed, seed_profile)) - set(category_violations(seed, seed, seed_profile)))
     left = leftover_names(task, renames or {})
     if left:
-        reasons.append("leftover_name")
+        reasons += [located_leftover(x) for x in left[:3]]
         detail["leftover_names"] = left[:5]
     filler = filler_arguments(seed, task)
     if filler:
-        reasons.append("filler_argument")
+        reasons += [located_filler(x) for x in filler[:3]]
         detail["filler_arguments"] = filler[:5]
+    reasons += novelty_reasons(task, seed, siblings, detail)
+    return reasons, detail
+
+
+def novelty_reasons(task: Task, seed: Task, siblings: list[Task] | None, detail: dict[str, Any]) -> list[str]:
+    """Copies: the seed's text (``novelty:seed_text_copy``), the seed with other digits
+    (``novelty:digits_only``), the seed's parsed ground truth or config (``near_duplicate_seed``), an
+    accepted variant of the same scenario (``novelty:sibling_copy``), a test-split task (``contamination``)."""
+    reasons = seed_copy_reasons(task, seed)
+    detail["seed_text_containment"] = round(containment(user_text(task), user_text(seed)), 4)
     fp = fingerprint(task)
-    seed_sim = similarity(fp, fingerprint(seed))  # recorded in provenance
-    detail["seed_similarity"] = round(seed_sim, 4)
-    # novelty by substance: parsed calls and config, not strings; a variant anchored on its seed's wording
-    # shares most of its text by design, so text similarity is not held against it
     seed_fp = fingerprint(seed)
+    detail["seed_similarity"] = round(similarity(fp, seed_fp), 4)  # recorded in provenance
     call_overlap = len(fp.calls & seed_fp.calls) / len(fp.calls) if fp.calls else 1.0
     if same_ground_truth(task, seed):
         reasons.append("near_duplicate_seed")
@@ -253,11 +297,14 @@ def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace,
     elif same_config(task, seed) and call_overlap >= NEAR_COPY_CALLS:
         reasons.append("near_duplicate_seed")
         detail["seed_copy"] = "config_and_calls"
+    sibling = sibling_copy_reason(task, siblings or [])
+    if sibling:
+        reasons.append(sibling)
     test_sim, test_id = nearest(fp, test_index())
     detail["test_similarity"], detail["nearest_test"] = round(test_sim, 4), test_id
     if test_sim >= contamination_threshold():
-        reasons.append("contamination")
-    return reasons, detail
+        reasons.append("contamination")  # no turn or call applies: detail names the nearest test task
+    return reasons
 
 
 def judge_variant(state: dict, runtime: Any = None) -> dict:

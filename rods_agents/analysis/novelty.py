@@ -1,0 +1,161 @@
+"""Is a variant a new task? Text and call comparisons against its seed and its scenario's other variants.
+
+API (stable; the verdict, the dedupe and ``benchmarks/synthesis_quality.py`` use it):
+
+- ``user_text(task) -> str``: every user message, joined;
+- ``containment(text, reference, n=5, mask=False) -> float``: the share of ``text``'s word n-grams that
+  also occur in ``reference`` (0 when ``text`` has no words; a text shorter than n words is one gram);
+- ``mask_digits(text) -> str``: every run of digits replaced by ``#``;
+- ``new_only_in_digits(variant, seed) -> bool``: the user text is the seed's once digits are masked, or
+  the method sequence is the seed's and so is the parsed ground truth once digits are masked;
+- ``seed_copy_reasons(variant, seed) -> list[str]``: located verdict reasons (``novelty:seed_text_copy
+  containment=0.87 turn=1 text='...'``, ``novelty:digits_only turn=2 call=... seed_call=...``);
+- ``near_copy(a, b) -> str | None``: why two variants (of one scenario) are near-copies, or None;
+- ``sibling_copy_reason(task, siblings) -> str | None``: the verdict reason when ``task`` near-copies an
+  already accepted variant of its scenario (the four BFCL categories share a scenario, so a sibling
+  seed's variants count).
+
+Why n-grams of five words: a run of five words is a phrase; a variant that keeps most of its seed's
+five-word runs keeps its sentences (the seed-anchored copies measured 0.873 on average,
+docs/variant-novelty.md), while a text written anew shares only the dictated values and a few stock
+phrases. Containment (not Jaccard) because a copy that adds a sentence is still a copy.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+from envs.task import Task
+from rods_agents.analysis.variant_quality import parsed_ground_truth, skeleton
+
+_WORD = re.compile(r"[a-z0-9#]+(?:'[a-z]+)?")
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+
+N = 5
+SEED_TEXT_COPY = 0.6
+"""A variant whose user text (digits masked) has more than this share of its word 5-grams in its seed's is a
+copy of the seed: at 0.6 most sentences are the seed's with a few values swapped (the seed-anchored copies
+averaged 0.873, fresh wording with the seed's dictated values stays well under 0.5: the issue's target
+mean). Masked digits so a copy with nudged numbers is still one."""
+
+SIBLING_TEXT_COPY = 0.5
+"""Two variants of one scenario whose user texts (digits masked) share more than half of the shorter one's
+word 5-grams are near-copies: the same sentences told twice (sibling seeds differ by a withheld value, a
+held-out function or padding, so their untouched copies share most of their text)."""
+
+
+def user_text(task: Task) -> str:
+    return "\n".join(m.content for turn in task.turns for m in turn if m.role == "user")
+
+
+def mask_digits(text: str) -> str:
+    return _DIGITS.sub("#", text)
+
+
+def _words(text: str, mask: bool) -> list[str]:
+    return _WORD.findall((mask_digits(text) if mask else text).lower())
+
+
+def ngrams(text: str, n: int = N, mask: bool = False) -> set[tuple[str, ...]]:
+    """The word n-grams of ``text`` (one gram of all its words when it has fewer than n)."""
+    words = _words(text, mask)
+    if not words:
+        return set()
+    if len(words) < n:
+        return {tuple(words)}
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def containment(text: str, reference: str, n: int = N, mask: bool = False) -> float:
+    """Share of ``text``'s word n-grams found in ``reference``'s (0.0 for a text without words)."""
+    mine = ngrams(text, n, mask)
+    if not mine:
+        return 0.0
+    return len(mine & ngrams(reference, n, mask)) / len(mine)
+
+
+def _mutual(a: str, b: str, n: int = N) -> float:
+    """Containment of the smaller gram set in the larger one (digits masked): symmetric."""
+    ga, gb = ngrams(a, n, True), ngrams(b, n, True)
+    if not ga or not gb:
+        return 0.0
+    return len(ga & gb) / min(len(ga), len(gb))
+
+
+def _masked_calls(task: Task) -> list[list[tuple[str, str]]]:
+    return [[(m, mask_digits(args)) for m, args in turn] for turn in parsed_ground_truth(task)]
+
+
+def new_only_in_digits(variant: Task, seed: Task) -> bool:
+    """New only in numbers, ids, tokens or dates: the same user text once digits are masked, or the same
+    method sequence with the same parsed ground truth once digits are masked."""
+    if mask_digits(user_text(variant)) == mask_digits(user_text(seed)):
+        return True
+    return skeleton(variant) == skeleton(seed) and _masked_calls(variant) == _masked_calls(seed)
+
+
+def _quote(text: str, limit: int = 70) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[:limit - 3] + "...")
+
+
+def _turn_text(task: Task, t: int) -> str:
+    return "\n".join(m.content for m in task.turns[t] if m.role == "user") if t < len(task.turns) else ""
+
+
+def seed_copy_reasons(variant: Task, seed: Task) -> list[str]:
+    """Verdict reasons when ``variant`` copies its seed's text or differs from it only in digits; each
+    names the turn (the most copied one, or the first that differs only in digits) and its text or call."""
+    out: list[str] = []
+    whole = containment(user_text(variant), user_text(seed), mask=True)
+    if whole > SEED_TEXT_COPY:
+        per_turn = [(containment(_turn_text(variant, t), _turn_text(seed, t), mask=True), t)
+                    for t in range(len(variant.turns)) if _turn_text(variant, t).strip()]
+        share, t = max(per_turn) if per_turn else (whole, 0)
+        out.append(f"novelty:seed_text_copy containment={whole:.2f} turn={t} turn_containment={share:.2f} "
+                   f"text={_quote(_turn_text(variant, t))}")
+    if new_only_in_digits(variant, seed):
+        v_calls, s_calls = variant.ground_truth, seed.ground_truth
+        where = next(((t, i) for t, (vt, st) in enumerate(zip(v_calls, s_calls, strict=False))
+                      for i, (vc, sc) in enumerate(zip(vt, st, strict=False)) if vc != sc), None)
+        if where is not None:
+            t, i = where
+            out.append(f"novelty:digits_only turn={t} call={v_calls[t][i][:80]} seed_call={s_calls[t][i][:80]}")
+        else:
+            t = next((t for t in range(len(variant.turns)) if _turn_text(variant, t) != _turn_text(seed, t)), 0)
+            out.append(f"novelty:digits_only turn={t} text={_quote(_turn_text(variant, t))}")
+    return out
+
+
+def near_copy(a: Task, b: Task) -> str | None:
+    """Why ``a`` and ``b`` are near-copies ('text 0.83': shared 5-grams, digits masked, over the shorter
+    text; 'calls': the same parsed calls once digits are masked), or None."""
+    text = _mutual(user_text(a), user_text(b))
+    if text > SIBLING_TEXT_COPY:
+        return f"text {text:.2f}"
+    ca = Counter(c for turn in _masked_calls(a) for c in turn)
+    cb = Counter(c for turn in _masked_calls(b) for c in turn)
+    if ca and ca == cb:
+        return "calls"
+    return None
+
+
+def scenario_of(task: Task) -> int | None:
+    return task.scenario
+
+
+def sibling_copy_reason(task: Task, siblings: list[Task]) -> str | None:
+    """``novelty:sibling_copy of=<id> why=...`` when ``task`` near-copies an accepted variant of its scenario."""
+    for other in siblings:
+        if other.id == task.id or other.scenario != task.scenario:
+            continue
+        why = near_copy(task, other)
+        if why:
+            return f"novelty:sibling_copy of={other.id} scenario={task.scenario} why={json.dumps(why)}"
+    return None
+
+
+__all__ = ["N", "SEED_TEXT_COPY", "SIBLING_TEXT_COPY", "containment", "mask_digits", "near_copy", "new_only_in_digits",
+           "ngrams", "seed_copy_reasons", "sibling_copy_reason", "user_text"]
