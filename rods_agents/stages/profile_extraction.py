@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from envs.task import Task
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import CONFIG_ERROR, trace_task
+from rods_agents.run.runtime import emit, stage_timer
+from rods_agents.stages.state import SampleState, seed_of
+
+if TYPE_CHECKING:
+    from langgraph.runtime import Runtime
+
+    from rods_agents.run.context import SynthesisContext
 
 
-def extract_profile(state: dict, runtime: Any = None) -> dict:
-    """Graph node: execute the seed's ground truth and compute its profile Φ."""
-    from rods_agents.run.runtime import emit, stage_timer
+def extract_profile(state: SampleState, runtime: Runtime[SynthesisContext] | None = None) -> dict:
+    """Graph node: execute the seed's ground truth and compute its profile Φ.
 
+    A seed that does not execute ends its sample (a verdict, read by ``route_after_profile``)."""
     with stage_timer(state, "profile") as timings:
-        seed = Task.model_validate(state["seed"])
+        seed = seed_of(state)
         trace = trace_task(seed)
         if trace.errors:
             emit(runtime, state, "profile", "seed_error")
