@@ -173,6 +173,26 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
             yield lineno, obj
 
 
+_HUMAN: dict[str, dict[str, Task]] = {}  # user class -> id -> task: human-written tasks read in this process
+
+
+def human_tasks(spec: str) -> tuple[Task, ...]:
+    """Tasks on a user class that this process read from files and that no synthesis wrote (no provenance).
+
+    Why: a user's seeds are the only human wording of their environment, and the offline synthesis re-words a
+    variant's turns from other seeds' turns (BFCL's train split plays that part for BFCL's classes). Files are
+    read before any synthesis starts, so the set is the same in a run and its resume.
+    """
+    return tuple(_HUMAN.get(spec, {}).values())
+
+
+def _remember(task: Task) -> None:
+    if task.provenance is None:
+        for spec in task.involved_classes:
+            if ":" in spec:
+                _HUMAN.setdefault(spec, {}).setdefault(task.id, task)
+
+
 def read_tasks(path: str | Path) -> list[Task]:
     """Read tasks from a JSONL file: BFCL entries with ``ground_truth`` (RODS's own files, BFCL's with answers), or
     rows that only name a BFCL task by ``id`` (``rods tasks --format jsonl``), which resolve to the shipped task."""
@@ -183,6 +203,7 @@ def read_tasks(path: str | Path) -> list[Task]:
             continue
         try:
             tasks.append(Task.from_bfcl(obj))
+            _remember(tasks[-1])
         except ValidationError as exc:
             first = exc.errors()[0]
             loc = ".".join(str(p) for p in first["loc"])
@@ -310,6 +331,7 @@ __all__ = [
     "category_of",
     "category_tasks",
     "dedupe_tasks",
+    "human_tasks",
     "iter_jsonl",
     "new_file_mode",
     "read_tasks",
