@@ -204,6 +204,16 @@ def _derived_tool(cls: type, method: str, spec: str) -> dict:
     function = getattr(cls, method)
     if not (inspect.getdoc(function) or "").strip():
         raise EnvironmentClassError(f"{spec}: method {method} needs a docstring: it is the tool's description")
+    params = list(inspect.signature(function).parameters.values())
+    if not isinstance(inspect.getattr_static(cls, method), staticmethod):
+        params = params[1:]  # self
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+            raise EnvironmentClassError(f"{spec}: parameter {p.name} of {method} must be a plain named parameter "
+                                        "(a model passes arguments by name; no *args, **kwargs or positional-only)")
+        if p.annotation is inspect.Parameter.empty:
+            raise EnvironmentClassError(f"{spec}: parameter {p.name} of {method} needs a type hint: it is the "
+                                        "parameter's type in the tool schema")
     try:
         tool = convert_to_openai_tool(function)
     except Exception as exc:  # noqa: BLE001 - any converter failure names the method

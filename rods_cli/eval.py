@@ -20,9 +20,9 @@ from rods_cli.common import console, user_errors
 SPLITS = ["train", "test", "all"]
 
 
-def _report_table(report: Report) -> Table:
+def _report_table(report: Report, bench: str = "BFCL multi-turn") -> Table:
     std = report.repeats > 1
-    table = Table(title=f"BFCL multi-turn - {report.policy}" + (f" ({report.repeats} repeats)" if std else ""))
+    table = Table(title=f"{bench} - {report.policy}" + (f" ({report.repeats} repeats)" if std else ""))
     for col in ("category", "passed", "total", "accuracy", "progress"):
         table.add_column(col, justify="left" if col == "category" else "right")
     rows = list(report.categories.items()) + [("overall", report.overall)]
@@ -48,7 +48,8 @@ def eval_command(
     strict_tools: bool = typer.Option(False, "--strict_tools/--no_strict_tools", "--strict-tools/--no-strict-tools", help="Refuse calls to tools not offered at the turn (stricter than BFCL)."),
     out: Path = typer.Option(None, help="Write the JSON report here."),
 ) -> None:
-    """Evaluate a policy on BFCL multi-turn tasks: per-category table and a JSON report."""
+    """Evaluate a policy on multi-turn tasks (BFCL's, or --tasks on your own environment classes): per-category
+    table and a JSON report."""
     if split not in SPLITS:
         raise typer.BadParameter(f"choose from {SPLITS}", param_hint="--split")
     with user_errors():
@@ -60,7 +61,8 @@ def eval_command(
         pol = make_policy(policy, model=model, base_url=base_url, concurrency=concurrency, timeout=timeout)
         check_script_covers(pol, tasks)
         report = asyncio.run(_run(tasks, pol, policy, repeats, concurrency, strict_tools))
-    console.print(_report_table(report))
+    own = any(":" in c for t in tasks for c in t.involved_classes)  # a user's own classes: not BFCL's benchmark
+    console.print(_report_table(report, "multi-turn" if own else "BFCL multi-turn"))
     if report.malformed_calls:
         console.print(f"malformed tool calls: {report.malformed_calls}")
     if out:

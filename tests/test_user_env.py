@@ -169,6 +169,11 @@ class {cls}:
 '''
 
 
+UNTYPED = 'class CrmAPI:\n    def _load_scenario(self, c, long_context=False):\n        pass\n' \
+    '    def bump(self, by):\n        """Bump."""\n'
+STARRED = UNTYPED.replace("(self, by)", "(self, *names: str)")
+
+
 @pytest.mark.parametrize(("source", "spec", "needle"), [
     ("", "CrmAPI", "unknown environment class 'CrmAPI'"),
     ("", "no_such_module_xyz:CrmAPI", "cannot import no_such_module_xyz"),
@@ -180,6 +185,8 @@ class {cls}:
     (GOOD.format(cls="TicketAPI", method="bump"), "{mod}:TicketAPI", "is a BFCL class name"),
     ("class CrmAPI:\n    def _load_scenario(self, c, long_context=False):\n        pass\n"
      "    def bump(self, by: int):\n        return by\n", "{mod}:CrmAPI", "bump needs a docstring"),
+    (UNTYPED, "{mod}:CrmAPI", "parameter by of bump needs a type hint"),
+    (STARRED, "{mod}:CrmAPI", "no *args"),
 ])
 def test_a_class_that_breaks_the_contract_is_refused_in_one_line(tmp_path, monkeypatch, source, spec, needle):
     mod = f"user_env_{abs(hash((source, spec))) % 10**8}"
