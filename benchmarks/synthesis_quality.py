@@ -18,7 +18,22 @@ over train seeds and measures, per seed category:
   text, config or ground truth;
 - filler arguments: variants with a sentence where the seed had a short name, a value outside the
   documented options, a person's name given to a title or folder (``rods_agents.analysis.variant_quality``);
-- patch share: accepted variants repaired by the config patch agent.
+- patch share: accepted variants repaired by the config patch agent;
+- ground truths failing the trace checks: accepted variants whose ground truth, executed again, errors or
+  does not pass ``envs.checker.check(strict_tools=True)`` against itself (seeds that fail it themselves,
+  e.g. miss_func_49, only count when the non-strict check fails too).
+
+Novelty (``rods_agents.analysis.novelty``; docs/variant-novelty.md), per seed category:
+
+- word 5-gram containment of a variant's user text in its seed's: mean, and share above 0.8;
+- new only in digits: the user text equals the seed's once digits are masked, or the method sequence and
+  the parsed ground truth do (:func:`rods_agents.analysis.novelty.new_only_in_digits`);
+- changed-method share: accepted variants whose method sequence differs from the seed's;
+- near-copies among variants of one scenario: of the pairs of accepted variants that share a scenario
+  (the four categories share scenarios, so sibling seeds' variants pair up), the share that are
+  near-copies (:func:`rods_agents.analysis.novelty.near_copy`); a category's row counts the pairs with
+  at least one member in it;
+- scenarios covered: distinct scenarios with an accepted variant, of the distinct scenarios seeded.
 
 Prints a table and one JSON line (also written to ``--out``).
 """
@@ -36,8 +51,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from envs.checker import check
 from envs.task import Task
 from rods_agents.analysis.information_structure import InformationStructure, information_structure, structure_mismatches
+from rods_agents.analysis.novelty import containment, near_copy, new_only_in_digits, user_text
+from rods_agents.analysis.tracing import trace_task
 from rods_agents.analysis.variant_quality import (
     filler_arguments,
     leftover_names,
@@ -47,6 +65,49 @@ from rods_agents.analysis.variant_quality import (
 )
 
 CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
+COPY_CONTAINMENT = 0.8  # the issue's "share above 0.8": a text with 4 in 5 of its 5-grams from the seed is its seed's
+
+
+def containment_stats(pairs: list[tuple[Task, Task]]) -> dict[str, float | None]:
+    """Over (variant, seed) pairs: mean word 5-gram containment of the variant's user text in its seed's,
+    and the share above :data:`COPY_CONTAINMENT`."""
+    values = [containment(user_text(v), user_text(s)) for v, s in pairs]
+    if not values:
+        return {"containment_mean": None, "containment_above_0_8": None}
+    return {"containment_mean": round(sum(values) / len(values), 4),
+            "containment_above_0_8": round(sum(x > COPY_CONTAINMENT for x in values) / len(values), 4)}
+
+
+def scenario_pairs(tasks: list[Task]) -> list[tuple[Task, Task]]:
+    """Every unordered pair of ``tasks`` that share a scenario."""
+    by: dict[int, list[Task]] = defaultdict(list)
+    for t in tasks:
+        by[t.scenario].append(t)
+    return [(g[i], g[j]) for g in by.values() for i in range(len(g)) for j in range(i + 1, len(g))]
+
+
+def near_copy_stats(tasks: list[Task]) -> dict[str, dict[str, int]]:
+    """Per category and over all: same-scenario pairs of ``tasks`` and how many are near-copies (a pair
+    counts for each category one of its members is in)."""
+    out: dict[str, dict[str, int]] = {k: {"pairs": 0, "near_copies": 0} for k in (*CATEGORIES, "all")}
+    for a, b in scenario_pairs(tasks):
+        copy = near_copy(a, b) is not None
+        for key in {a.category, b.category, "all"}:
+            row = out.setdefault(key, {"pairs": 0, "near_copies": 0})
+            row["pairs"] += 1
+            row["near_copies"] += int(copy)
+    return out
+
+
+def fails_trace_checks(task: Task, seed: Task) -> bool:
+    """The ground truth, executed again, errors, or does not pass the strict self-check (the non-strict one
+    where the seed itself fails the strict one)."""
+    if trace_task(task).errors:
+        return True
+    answers = [[gt] for gt in task.ground_truth]
+    if check(task, answers, strict_tools=True).passed:
+        return False
+    return check(seed, [[gt] for gt in seed.ground_truth], strict_tools=True).passed or not check(task, answers).passed
 
 
 def _share(n: int, d: int) -> float | None:
@@ -80,9 +141,12 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
                 if seed is not None and key == "all":
                     for cls in seed.involved_classes:
                         copies_by_class[cls] += 1
+    pairs: dict[str, list[tuple[Task, Task]]] = defaultdict(list)
     for task in accepted:
         prov = task.provenance or {}
         seed = by_id[prov["seed_id"]]
+        for key in (seed.category, "all"):
+            pairs[key].append((task, seed))
         vis = information_structure(task)
         sis = seed_is[seed.id]
         kinds = {m.reason for m in structure_mismatches(sis, vis)}
@@ -110,14 +174,26 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "leftover_names": bool(left), "leftover_count": len(left),
             "filler": bool(filler), "filler_count": len(filler),
             "patched": bool(prov.get("patches")),
+            "digits_only": new_only_in_digits(task, seed),
+            "trace_check_failed": fails_trace_checks(task, seed),
         }
         for key in (seed.category, "all"):
             c[key].update({k: int(v) for k, v in flags.items()})
+    copies = near_copy_stats(accepted)
+    seeded = {key: {s.scenario for s in seeds if key in (s.category, "all")} for key in (*CATEGORIES, "all")}
     out: dict[str, Any] = {}
     for key in (*CATEGORIES, "all"):
         x = c[key]
         acc = x["accepted"]
+        covered = {t.scenario for t, s in pairs[key]}
         out[key] = {
+            **containment_stats(pairs[key]),
+            "digits_only": _share(x["digits_only"], acc),
+            "changed_methods": _share(acc - x["same_skeleton"], acc),
+            "scenario_pairs": copies[key]["pairs"], "scenario_near_copies": copies[key]["near_copies"],
+            "scenario_near_copy_share": _share(copies[key]["near_copies"], copies[key]["pairs"]),
+            "scenarios_covered": len(covered), "scenarios_seeded": len(seeded[key]),
+            "gt_trace_check_failures": x["trace_check_failed"],
             "samples": x["samples"], "accepted": acc, "acceptance": _share(acc, x["samples"]),
             "same_skeleton": _share(x["same_skeleton"], acc),
             "same_ground_truth": x["same_ground_truth"],
@@ -143,6 +219,11 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
 
 
 ROWS = [("samples", "samples"), ("accepted", "accepted"), ("acceptance", "acceptance"),
+        ("5-gram containment in seed text, mean", "containment_mean"),
+        ("5-gram containment > 0.8 (share)", "containment_above_0_8"),
+        ("new only in digits (share)", "digits_only"), ("changed methods (share)", "changed_methods"),
+        ("same-scenario pairs", "scenario_pairs"), ("  near-copies among them (share)", "scenario_near_copy_share"),
+        ("scenarios covered", "scenarios_covered"), ("  scenarios seeded", "scenarios_seeded"),
         ("same skeleton as seed", "same_skeleton"), ("same parsed ground truth", "same_ground_truth"),
         ("... and same config", "same_ground_truth_and_config"),
         ("implicit-call share, all seeds", "implicit_share_seeds"),
@@ -154,7 +235,8 @@ ROWS = [("samples", "samples"), ("accepted", "accepted"), ("acceptance", "accept
         ("transformations kept", "transformations_kept"), ("  variants whose seed has one", "with_transformation"),
         ("withheld value stated", "withheld_stated"), ("another parameter withheld", "withheld_other_param"),
         ("variants with leftover old names", "leftover_old_names"), ("variants with filler arguments", "filler_arguments"),
-        ("repaired by the patch agent", "patch_share")]
+        ("repaired by the patch agent", "patch_share"),
+        ("ground truths failing the trace checks", "gt_trace_check_failures")]
 
 
 def _fmt(v: Any) -> str:

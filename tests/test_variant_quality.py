@@ -124,3 +124,9 @@ def test_quality_benchmark_counts_copies_breaks_and_leftovers():
     assert m["implicit_made_explicit"] == 0.5 and m["with_condition"] == 2 and m["conditions_kept"] == 0.5
     assert m["leftover_old_names"] == 1 and m["patch_share"] == 0.5
     assert m["rejections"] == {"unobtainable_value": 1}
+    # novelty columns (issue 13): both variants keep the seed's ground truth, so both are new only in digits (none
+    # at all) and neither changes a method; the copy is the seed's text (containment 1.0 > 0.8), spelled rewrites
+    # two turns (below 0.8); the two variants of scenario 94 make one same-scenario pair, a near-copy (same calls)
+    assert m["changed_methods"] == 0.0 and m["digits_only"] == 1.0 and m["containment_above_0_8"] == 0.5
+    assert (m["scenario_pairs"], m["scenario_near_copies"], m["scenarios_covered"], m["scenarios_seeded"]) == (1, 1, 1, 1)
+    assert m["gt_trace_check_failures"] == 0
