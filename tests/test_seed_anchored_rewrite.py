@@ -21,7 +21,7 @@ from rods_agents.analysis.execution import error_report, flag_outcome_flips
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.run.runtime import rng_for
-from rods_agents.stages.coherence_rewrite import build_variant, rewrite_plan
+from rods_agents.stages.coherence_rewrite import build_variant, carry_plan
 from rods_agents.stages.plan_sampling import sample_variant_plan
 from rods_agents.variation.anchored_plan import anchored_plan, resample_state
 from rods_agents.variation.config_rules import propose_patch
@@ -37,7 +37,7 @@ def _variant(seed_id: str, variant: int = 0, attempt: int = 0) -> tuple[Task, Ta
     trace = trace_task(seed)
     profile = profile_task(seed, trace)
     plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, variant, attempt), attempt)
-    return seed, build_variant(seed, rewrite_plan(seed, profile, plan, None), plan, variant, 0), plan
+    return seed, build_variant(seed, carry_plan(seed, plan), plan, variant, 0), plan
 
 
 def _parsed(task: Task) -> list:
@@ -169,7 +169,7 @@ def test_no_renamed_value_survives_in_text_config_or_ground_truth(index, variant
     trace = trace_task(seed)
     profile = profile_task(seed, trace)
     plan = Plan(**anchored_plan(seed, profile, trace, rng_for(0, seed.id, variant, 0)))
-    task = build_variant(seed, rewrite_plan(seed, profile, plan, None), plan, variant, 0)
+    task = build_variant(seed, carry_plan(seed, plan), plan, variant, 0)
     assert not _no_leftovers(plan, task)
     assert len(task.turns) == len(seed.turns)
     for st_, vt in zip(seed.turns, task.turns, strict=True):  # one message per seed message, same roles

@@ -20,6 +20,7 @@ from typing import Any
 from envs.task import Message, Task
 from prompts import PROMPTS_DIR as PROMPTS
 from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.information_structure import information_structure
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace
 from rods_agents.analysis.value_sources import choice_phrases, is_flag
@@ -174,15 +175,33 @@ def withheld_param(seed: Task, profile: Profile, turn: int) -> tuple[int, str] |
     return (candidates[0].index, candidates[0].param) if candidates else None
 
 
-def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any) -> list[list[Message]]:
-    """User turns for ``plan``, written from the seed's own turns (one message per seed message; a
-    miss_func reveal turn stays empty): the plan's renames, new numbers, swapped options and method
-    phrases are carried into the seed's wording, so its implicit steps, conditions, references,
-    transformations and withheld values survive (see :mod:`rods_agents.variation.seed_anchor`)."""
+def carry_plan(seed: Task, plan: Plan) -> list[list[Message]]:
+    """The seed's own turns with the plan's renames, new numbers, swapped options and method phrases carried
+    in (:mod:`rods_agents.variation.seed_anchor`): the base the donor turns replace, and what a turn keeps
+    where no donor fits."""
     from rods_agents.variation.anchored_plan import carry_turn
 
     return [[Message(role=m.role, content=carry_turn(m.content, t, plan)) for m in turn]
             for t, turn in enumerate(seed.turns)]
+
+
+def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any) -> tuple[list[list[Message]], list[dict]]:
+    """User turns for ``plan`` and where their wording came from.
+
+    First the seed's own turns with the plan's renames, new numbers, swapped options and method phrases
+    carried in (one message per seed message; a miss_func reveal turn stays empty), which keeps the
+    seed's implicit steps, conditions, references, transformations and withheld values; then every turn
+    that can be is replaced by a human turn of another train scenario asking for the same calls the same
+    way, re-instantiated on the variant's values (:mod:`rods_agents.variation.transplant`), so the variant
+    is new wording and not the seed's sentences. Returns the turns and the donors used
+    ({'turn', 'donor', 'donor_turn'})."""
+    from rods_agents.variation.transplant import transplant_turns
+
+    carried = carry_plan(seed, plan)
+    draft = seed.model_copy(update={"turns": carried, "ground_truth": plan.ground_truth,
+                                    "initial_config": plan.initial_config})
+    seed_info = profile.information if profile.information is not None else information_structure(seed)
+    return transplant_turns(seed, seed_info, draft, rng)
 
 
 def variant_id(seed: Task, variant: int, run_seed: int, attempt: int) -> str:
@@ -205,10 +224,10 @@ def rewrite_turns(state: dict, runtime: Any = None) -> dict:
         plan = Plan.model_validate(state["plan"])
         run_seed = getattr(getattr(runtime, "context", None), "seed", 0) if runtime is not None else 0
         rng = rng_for(run_seed, seed.id, state.get("variant", 0), plan.attempt, "rewrite")
-        turns = rewrite_plan(seed, profile, plan, rng)
+        turns, donors = rewrite_plan(seed, profile, plan, rng)
         task = build_variant(seed, turns, plan, int(state.get("variant", 0)), run_seed)
-    emit(runtime, state, "rewrite", "ok")
-    return {"task": task.model_dump(), "timings": timings}
+    emit(runtime, state, "rewrite", "ok", donors=len(donors))
+    return {"task": task.model_dump(), "timings": timings, "plan": {**state["plan"], "donors": donors}}
 
 
 def _rewrite_with_llm(state: dict, runtime: Any, task: Task, timings_state: dict, feedback: str = "") -> dict:
@@ -219,7 +238,8 @@ def _rewrite_with_llm(state: dict, runtime: Any, task: Task, timings_state: dict
             turns, usage = backbone.rewrite_turns(Task.model_validate(state["seed"]),
                                                   Profile.model_validate(state["profile"]),
                                                   Trace.model_validate(state["seed_trace"]), task.ground_truth,
-                                                  task.turns, state, feedback=feedback)
+                                                  task.turns, state, feedback=feedback,
+                                                  initial_config=task.initial_config)
         except LLMStageError as exc:
             return gave_up(state, runtime, "rewrite", exc, timings)
         task.turns = turns

@@ -40,6 +40,8 @@ class Plan(BaseModel):
     swaps: dict[str, str] = Field(default_factory=dict, description="documented option -> another option")
     derived: list[list[Any]] = Field(default_factory=list, description="[old, new] values re-read from results")
     phrases: list[dict[str, Any]] = Field(default_factory=list, description="per turn, [old, new] wording swaps")
+    donors: list[dict[str, Any]] = Field(default_factory=list, description="turns worded from other train seeds: "
+                                         "{'turn', 'donor', 'donor_turn'}")
     attempt: int = 0
 
 

@@ -1,0 +1,309 @@
+"""New wording for a variant: human turns of other train seeds, re-instantiated on the variant's values.
+
+The seed-anchored rewrite (:func:`rods_agents.variation.anchored_plan.carry_turn`) keeps the seed's
+information structure by keeping its sentences, which makes the variant the seed again. Here each
+turn that can be is replaced by a turn of *another* train scenario that asks for the same calls
+(:mod:`rods_agents.variation.turn_bank`), with the donor's stated values replaced by the variant's at
+the same argument slots. A donor is taken only when nothing of the seed turn's difficulty moves:
+
+- the same methods in the same order, the same arguments bound, the same source for every argument
+  (stated / read from a result / from the state / composed): what the seed states, the donor states;
+  what the seed leaves to the assistant, the donor leaves too;
+- the same calls implicit, the same number of conditions, the same kinds of reference and
+  transformation (:func:`rods_agents.variation.turn_bank.portable_signature`);
+- a choice said in words (a boolean, a documented option) is taken only where the donor's value
+  equals the variant's (the donor's words describe its own choice);
+- nothing of the donor's world survives: no name of its config or arguments that the variant's world
+  lacks, no quoted value the variant does not know, no number the variant's calls and its seed turn
+  do not hold (a threshold or a count from another task would change what the text asks for).
+
+Turns whose seed turn has a condition, a reference or a transformation keep the seed's carried wording:
+their cue ("the last stock on the list", "should any tire fall below 40 PSI", "round to the nearest
+integer") decides the ground truth, and a donor's cue of the same kind ("the first stock") would pick
+another value. So do a miss_param task's withholding and supplying turns and a miss_func reveal turn
+(the category's mechanics, placed by the seed).
+
+The assembled turns are then measured whole (:func:`transplant_turns`): a donor stays only where the
+variant's per-turn argument sources and information structure are no worse than with the carried
+wording, and every value the state must hint at is still singled out by the text.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from typing import Any
+
+from envs.task import Message, Task
+from rods_agents.analysis.information_structure import _QUOTED, information_structure, structure_mismatches
+from rods_agents.analysis.obtainability import public_state, state_obtainable
+from rods_agents.analysis.tracing import Trace, trace_task
+from rods_agents.analysis.value_sources import _numbers, classify_arguments, user_text_upto
+from rods_agents.variation.seed_anchor import Substitution, substitute_numbers
+from rods_agents.variation.turn_bank import (
+    Donor,
+    Slot,
+    asked_turn,
+    cue_key,
+    donors_for,
+    portable_signature,
+    segment_signature,
+    turn_slots,
+    world_strings,
+)
+
+MAX_TRIES = 8  # donors tried per segment
+ASSEMBLIES = 4  # wordings tried per turn
+MAX_SEGMENTS = 4  # donor turns joined into one turn at most
+
+
+def _pairs(donor_value: Any, target_value: Any) -> list[tuple[Any, Any]] | None:
+    a = donor_value if isinstance(donor_value, list) else [donor_value]
+    b = target_value if isinstance(target_value, list) else [target_value]
+    if len(a) != len(b) or isinstance(donor_value, list) != isinstance(target_value, list):
+        return None
+    return list(zip(a, b, strict=True))
+
+
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December"]
+_ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _date_words(year: int, month: int, day: int) -> list[str]:
+    m, mon = _MONTHS[month - 1], _MONTHS[month - 1][:3]
+    d, o = str(day), _ordinal(day)
+    return [f"{m} {o}, {year}", f"{m} {d}, {year}", f"{m} {o} {year}", f"{m} {d} {year}", f"{o} of {m}, {year}",
+            f"{o} of {m} {year}", f"{d} {m} {year}", f"{o} of {m}", f"{m} {o}", f"{m} {d}", f"{mon} {o}",
+            f"{mon} {d}", f"{mon}. {d}"]
+
+
+def date_forms(old: str, new: str, text: str) -> list[tuple[str, str]]:
+    """(old form, new form) of an ISO date the donor writes in words ('December 15th, 2026'), the forms
+    found in ``text`` only, longest first."""
+    mo, mn = _ISO.match(old), _ISO.match(new)
+    if not mo or not mn:
+        return []
+    olds = _date_words(*(int(x) for x in mo.groups()))
+    news = _date_words(*(int(x) for x in mn.groups()))
+    return [(o, n) for o, n in zip(olds, news, strict=True) if re.search(rf"(?<!\w){re.escape(o)}(?!\w)", text, re.I)]
+
+
+def _once(value: str, text: str) -> bool:
+    forms = {value, value.replace("_", " ")}
+    return sum(len(re.findall(rf"(?<![\w]){re.escape(f)}(?![\w])", text, re.I)) for f in forms) == 1
+
+
+def value_map(donor: Donor, target: tuple[Slot, ...]) -> tuple[dict[str, str], dict[str, Any]] | None:
+    """(strings, numbers) to carry from the donor's stated values to the target's, or None when the donor
+    does not ask for the target's calls the same way (see the module docstring)."""
+    d_map = {(s.index, s.param): s for s in donor.slots}
+    t_map = {(s.index, s.param): s for s in target}
+    if d_map.keys() != t_map.keys():
+        return None
+    strings: dict[str, str] = {}
+    numbers: dict[str, Any] = {}
+    for key, ds in d_map.items():
+        ts = t_map[key]
+        dv, tv = json.loads(ds.value), json.loads(ts.value)
+        if ds.flag or ts.flag:
+            if dv == tv:
+                continue
+            # a documented option the donor names once in words ('in business class') is carried like a value
+            if not (isinstance(dv, str) and isinstance(tv, str) and _once(dv, donor.text)
+                    and strings.setdefault(dv, tv) == tv):
+                return None
+            continue
+        if ds.source != ts.source:
+            return None
+        if ds.source != "user":
+            continue
+        pairs = _pairs(dv, tv)
+        if pairs is None:
+            return None
+        for a, b in pairs:
+            if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+                if a != b:
+                    return None
+            elif isinstance(a, int | float) and isinstance(b, int | float):
+                if numbers.setdefault(repr(a), b) != b:
+                    return None
+            elif isinstance(a, str) and isinstance(b, str):
+                for fa, fb in [(a, b), *date_forms(a, b, donor.text)]:
+                    if strings.setdefault(fa, fb) != fb:
+                        return None
+            else:
+                return None
+    return strings, numbers
+
+
+_TOKEN = re.compile(r"[\w.\-@#$/']+")
+
+
+def _phrases(text: str, longest: int = 6) -> set[str]:
+    """Every run of up to ``longest`` tokens of ``text`` (lower case), with and without edge punctuation and
+    quotes: what a name of the donor's world could be written as."""
+    tokens = _TOKEN.findall(text)
+    out: set[str] = set()
+    for i in range(len(tokens)):
+        for j in range(i + 1, min(len(tokens), i + longest) + 1):
+            phrase = " ".join(tokens[i:j])
+            out.add(phrase)
+            out.add(phrase.strip(".,'\"!?:;"))
+    return out
+
+
+def reinstantiate(donor: Donor, target: tuple[Slot, ...], world: set[str], allowed_numbers: set[float],
+                  variant_values: str) -> str | None:
+    """The donor's text with the target's values, or None when it would keep something of the donor's
+    world (a name, a quoted value, a number) or cannot carry a value."""
+    mapping = value_map(donor, target)
+    if mapping is None:
+        return None
+    strings, numbers = mapping
+    text = substitute_numbers(Substitution(strings).text(donor.text), numbers)
+    lower = text.lower()
+    new_values = {v.lower() for v in strings.values()}
+    if any(e in donor.entities and e not in world and e not in new_values for e in _phrases(lower)):
+        return None
+    known = variant_values.lower()
+    for m in _QUOTED.finditer(text):
+        quoted = m.group(0)[1:-1].strip().lower()
+        if quoted and quoted not in world and quoted not in known:
+            return None
+    if not _numbers(text) <= allowed_numbers:
+        return None
+    return text
+
+
+def _user_messages(turn: list[Message]) -> int:
+    return sum(m.role == "user" for m in turn)
+
+
+def _measure(task: Task, trace: Trace) -> tuple[list[dict[str, int]], Any, list]:
+    sources = classify_arguments(task, trace)
+    per_turn: list[dict[str, int]] = [{} for _ in task.ground_truth]
+    for a in sources:
+        per_turn[a.turn][a.source] = per_turn[a.turn].get(a.source, 0) + 1
+    return per_turn, information_structure(task, trace, sources), sources
+
+
+def _state_ok(task: Task, trace: Trace, sources: list, turns: set[int]) -> set[tuple[int, int, str]]:
+    """State-sourced argument slots of ``turns`` that the text singles out."""
+    recs = {(r.turn, r.index): r for r in trace.calls}
+    states: dict = {}
+    out = set()
+    for a in sources:
+        if a.source != "state" or a.turn not in turns or (a.turn, a.index) not in recs:
+            continue
+        rec = recs[(a.turn, a.index)]
+        if rec.cls not in states:
+            states[rec.cls] = public_state(task, rec.cls)
+        if state_obtainable(rec.args.get(a.param), rec, states[rec.cls], user_text_upto(task, a.turn)):
+            out.add((a.turn, a.index, a.param))
+    return out
+
+
+def _mismatch_keys(seed_info: Any, info: Any) -> set[tuple[str, int]]:
+    return {(m.reason, m.turn) for m in structure_mismatches(seed_info, info)}
+
+
+def _rebased(target: tuple[Slot, ...], start: int, stop: int) -> tuple[Slot, ...]:
+    return tuple(Slot(x.index - start, x.param, x.value, x.source, x.flag) for x in target if start <= x.index < stop)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text[-1:] in ".?!" else text + "."
+
+
+def _assemble(seed: Task, seed_info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str],
+              allowed: set[float], values: str, used: set[str], rng: Any) -> tuple[str, list[Donor]] | None:
+    """One wording of a turn from donors: the whole turn from one donor where one fits, else the calls in
+    consecutive segments (at most ``MAX_SEGMENTS``), each from a donor asking for just those calls the
+    same way (longest segment first). A turn with a reference or a transformation takes only donors with
+    the same cue words; a turn with a condition is never re-worded (None)."""
+    sig = portable_signature(seed_info, g)
+    parsed = json.loads(sig)
+    if parsed["conditions"]:
+        return None
+    delicate = bool(parsed["references"] or parsed["transformations"])
+    parts: list[tuple[str, Donor]] = []
+    start, n = 0, len(methods)
+    while start < n:
+        for stop in range(n, start, -1):
+            if delicate and (start, stop) != (0, n):
+                continue
+            seg_sig = sig if (start, stop) == (0, n) else segment_signature(sig, start, stop)
+            pool = [d for d in donors_for(methods[start:stop], seg_sig, seed.scenario,
+                                          cue_key(seed_info, g) if delicate else None) if d.task_id not in used]
+            rng.shuffle(pool)
+            seg_target = _rebased(target, start, stop)
+            found = next(((text, d) for d in pool[:MAX_TRIES]
+                          if (text := reinstantiate(d, seg_target, world, allowed, values)) is not None), None)
+            if found is not None:
+                parts.append(found)
+                start = stop
+                break
+        else:
+            return None
+        if len(parts) > MAX_SEGMENTS:
+            return None
+    return " ".join(_sentence(p) for p, _ in parts), [d for _, d in parts]
+
+
+def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any) -> tuple[list[list[Message]], list[dict]]:
+    """The variant's turns with as many as possible replaced by re-instantiated donor turns, and the
+    provenance of each replacement ({'turn', 'donor', 'donor_turn'}). ``variant`` holds the carried turns,
+    the plan's ground truth and config; ``seed_info`` is the seed's information structure."""
+    if rng is None:
+        rng = random.Random(f"{seed.id}|transplant")
+    trace = trace_task(variant)
+    base_sources, base_info, sources = _measure(variant, trace)
+    base_mismatch = _mismatch_keys(seed_info, base_info)
+    candidates = [t for t in range(len(variant.turns)) if asked_turn(variant, t) is not None
+                  and _user_messages(variant.turns[t]) == 1]
+    base_state_ok = _state_ok(variant, trace, sources, set(candidates))
+    world = world_strings(variant, trace)
+    gt_text = " ".join(c for calls in variant.ground_truth for c in calls)
+    turns = [list(t) for t in variant.turns]
+    used: set[str] = set()
+    provenance: list[dict] = []
+    for t in candidates:
+        g = asked_turn(variant, t)
+        assert g is not None
+        methods, target = turn_slots(trace, sources, g)
+        if not methods:
+            continue
+        carried = next(m.content for m in turns[t] if m.role == "user")
+        allowed = _numbers(gt_text) | _numbers(carried)
+        tried: set[str] = set()
+        for _ in range(ASSEMBLIES):
+            built = _assemble(seed, seed_info, g, methods, target, world, allowed, gt_text, used, rng)
+            if built is None:
+                break
+            text, donors = built
+            if text in tried or text == carried:
+                continue
+            tried.add(text)
+            trial_turns = [list(x) for x in turns]
+            trial_turns[t] = [Message(role=m.role, content=text if m.role == "user" else m.content) for m in turns[t]]
+            trial = variant.model_copy(update={"turns": trial_turns})
+            per_turn, info, trial_sources = _measure(trial, trace)
+            if per_turn != base_sources or not _mismatch_keys(seed_info, info) <= base_mismatch:
+                continue
+            if not base_state_ok <= _state_ok(trial, trace, trial_sources, set(candidates)):
+                continue
+            turns = trial_turns
+            used.update(d.task_id for d in donors)
+            provenance.append({"turn": t, "donors": [[d.task_id, d.turn] for d in donors]})
+            break
+    return turns, provenance
+
+
+__all__ = ["reinstantiate", "transplant_turns", "value_map"]

@@ -1,0 +1,178 @@
+"""Human phrasings of the train seeds, indexed by what a turn asks for: the offline backbone's source of
+new wording.
+
+Why a bank of human turns rather than templates or the seed's own sentences: a template names every call
+(the assistant's implicit steps become explicit, the task gets easier), and the seed's sentences with
+values swapped are the seed again (the model has seen them). The ~1,600 human-written turns of the *train*
+seeds (:func:`envs.dataset.load_split` ``"train"``; never the test split) already say things the way
+BFCL's users say them, and each comes with its ground truth and its information structure
+(:mod:`rods_agents.analysis.information_structure`). A turn of *another* scenario that asks for the same
+calls, with the same values stated, the same calls left implicit and the same kinds of references and
+transformations, re-instantiated on the variant's values (:mod:`rods_agents.variation.transplant`), keeps
+the seed turn's difficulty and is new wording.
+
+Each :class:`Donor` is one text turn: the calls it asks for (its own ground truth, or for the turn
+before a miss_func reveal, the revealed turn's), per argument its value and where it comes from
+(stated, read from a result, from the state, composed), the turn's structure signature, and the
+donor task's own entity strings (so a re-instantiated turn never keeps a name of another world).
+miss_param withholding and supplying turns are not banked: the withheld value's placement is the
+category's mechanics and stays the seed's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from envs.task import Task
+from rods_agents.analysis.information_structure import InformationStructure, information_structure
+from rods_agents.analysis.tracing import Trace, trace_task
+from rods_agents.analysis.value_sources import ArgSource, classify_arguments, is_flag
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One argument of an asked call: its value (JSON), its source, whether it is a choice said in words."""
+
+    index: int
+    param: str
+    value: str
+    source: str
+    flag: bool
+
+
+@dataclass(frozen=True)
+class Donor:
+    task_id: str
+    scenario: int
+    turn: int
+    text: str
+    methods: tuple[str, ...]
+    slots: tuple[Slot, ...]
+    signature: str
+    entities: frozenset[str]
+    cues: str = ""
+
+
+def portable_signature(info: InformationStructure, turn: int) -> str:
+    """What a donor turn must share with the turn it replaces: which calls are left implicit, the number of
+    conditions, the kinds of references and transformations (the category's withheld value and held-out
+    function are placed by the seed, not by the donor)."""
+    s = info.signature()[turn]
+    return json.dumps({k: s[k] for k in ("implicit", "conditions", "references", "transformations")}, sort_keys=True)
+
+
+def cue_key(info: InformationStructure, turn: int) -> str:
+    """The wording that decides a turn's delicate parts: its references' and transformations' cues (kind and
+    words) and its conditions' cues. A donor replaces a turn that has any only where these are the same
+    words: "the first" and "the last" are both references by position, and pick different values."""
+    s = info.turns[turn]
+    return json.dumps({"references": sorted((r.kind, r.cue.lower().strip()) for r in s.references),
+                       "transformations": sorted((x.kind, x.cue.lower().strip()) for x in s.transformations),
+                       "conditions": sorted(c.cue.lower().strip() for c in s.conditions)}, sort_keys=True)
+
+
+def segment_signature(signature: str, start: int, stop: int) -> str:
+    """The portable signature of calls ``start:stop`` of a turn with no condition, reference or
+    transformation (what a donor of that segment alone must match)."""
+    s = json.loads(signature)
+    return json.dumps({"implicit": [i - start for i in s["implicit"] if start <= i < stop], "conditions": 0,
+                       "references": [], "transformations": []}, sort_keys=True)
+
+
+def asked_turn(task: Task, turn: int) -> int | None:
+    """The ground-truth turn whose calls the text of ``turn`` asks for (None: not a bankable turn)."""
+    if not any(m.content.strip() for m in task.turns[turn] if m.role == "user"):
+        return None
+    if task.category == "miss_param" and (not task.ground_truth[turn] or
+                                          (turn > 0 and not task.ground_truth[turn - 1])):
+        return None
+    if task.ground_truth[turn]:
+        return turn
+    if turn + 1 in task.missed_function and turn + 1 < len(task.ground_truth) and task.ground_truth[turn + 1]:
+        return turn + 1
+    return None
+
+
+def turn_slots(trace: Trace, sources: list[ArgSource], turn: int) -> tuple[tuple[str, ...], tuple[Slot, ...]]:
+    """The methods a ground-truth turn calls, in order, and every argument of them as a :class:`Slot`."""
+    src = {(a.index, a.param): a.source for a in sources if a.turn == turn}
+    recs = [r for r in trace.calls if r.turn == turn]
+    slots = []
+    for r in recs:
+        for param, value in r.args.items():
+            flag = isinstance(value, bool) or is_flag(r.name, param, value)
+            slots.append(Slot(r.index, param, json.dumps(value, sort_keys=True), src.get((r.index, param), "flag"),
+                              flag))
+    return tuple(r.name for r in recs), tuple(slots)
+
+
+def world_strings(task: Task, trace: Trace | None = None) -> set[str]:
+    """Every string of a task's world, lower case: its config (keys and leaves), its ground-truth arguments."""
+    out: set[str] = set()
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, str):
+            out.add(obj.lower())
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                if isinstance(k, str):
+                    out.add(k.lower())
+                walk(v)
+        elif isinstance(obj, list | tuple):
+            for v in obj:
+                walk(v)
+
+    walk(task.initial_config)
+    if trace is not None:
+        for r in trace.calls:
+            walk(list(r.args.values()))
+    return {s for s in out if 3 <= len(s) <= 80}
+
+
+def _user_text(task: Task, turn: int) -> str:
+    return "\n".join(m.content for m in task.turns[turn] if m.role == "user").strip()
+
+
+@lru_cache(maxsize=1)
+def turn_bank() -> dict[tuple[str, ...], tuple[Donor, ...]]:
+    """Method sequence -> the train turns that ask for exactly it (built once, about two seconds)."""
+    from envs.dataset import load_split
+
+    bank: dict[tuple[str, ...], list[Donor]] = defaultdict(list)
+    for task in load_split("train"):
+        trace = trace_task(task)
+        if trace.errors:
+            continue
+        sources = classify_arguments(task, trace)
+        info = information_structure(task, trace, sources)
+        entities = frozenset(world_strings(task, trace))
+        for t in range(len(task.turns)):
+            g = asked_turn(task, t)
+            if g is None:
+                continue
+            methods, slots = turn_slots(trace, sources, g)
+            bank[methods].append(Donor(task.id, task.scenario, t, _user_text(task, t), methods, slots,
+                                       portable_signature(info, g), entities, cue_key(info, g)))
+    return {k: tuple(v) for k, v in bank.items()}
+
+
+def donors_for(methods: tuple[str, ...], signature: str, exclude_scenario: int, cues: str | None = None) -> list[Donor]:
+    """Bank turns of other scenarios asking for ``methods`` with the same portable signature (and, when
+    given, the same cue words); one per distinct text (the four categories of a scenario repeat their turns)."""
+    seen: set[str] = set()
+    out = []
+    for d in turn_bank().get(methods, ()):
+        if d.scenario == exclude_scenario or d.signature != signature or d.text in seen or (
+                cues is not None and d.cues != cues):
+            continue
+        seen.add(d.text)
+        out.append(d)
+    return out
+
+
+__all__ = ["Donor", "Slot", "asked_turn", "cue_key", "segment_signature", "donors_for", "portable_signature", "turn_bank", "turn_slots",
+           "world_strings"]
