@@ -242,3 +242,35 @@ def test_rods_export_of_user_seeds_loads_with_datasets(tmp_path, seeds):
     tools = ds[0]["tools"]
     names = [t["function"]["name"] for t in (json.loads(tools) if isinstance(tools, str) else tools)]
     assert "borrow_book" in names
+
+
+@pytest.mark.slow
+def test_one_epoch_of_the_tiny_trainer_on_the_example(tmp_path, monkeypatch):
+    """`rods train` (tiny CPU recipe) runs real GRPO steps on real episodes of the user's class."""
+    import typer
+
+    import trainer.rollout as rollout_mod
+    from rods_cli.train import TRAIN_CONTEXT_SETTINGS, train_command
+
+    seen: list[str] = []
+    real = rollout_mod.run_rollouts
+
+    def run_rollouts(tasks, *a, **kw):
+        seen.extend(t.id for t in tasks)
+        return real(tasks, *a, **kw)
+
+    monkeypatch.setattr(rollout_mod, "run_rollouts", run_rollouts)
+    app = typer.Typer()
+    app.command("train", context_settings=TRAIN_CONTEXT_SETTINGS)(train_command)
+    app.command("noop")(lambda: None)
+    run_dir = tmp_path / "run"
+    res = CliRunner().invoke(app, [
+        "train", "--config", str(ROOT / "recipes" / "tiny-cpu.yaml"), "--output_dir", str(run_dir),
+        "--tasks_file", str(SEEDS), "--involved_classes", LIBRARY, "--categories", "base", "miss_param",
+        "--num_seed_tasks", "2", "--num_train_epochs", "1"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    summary = json.loads((run_dir / "rods_summary.json").read_text())
+    assert (summary["epochs"], summary["global_step"], summary["pool_size"]) == (1, 1, 2)
+    assert len(seen) == 8 and len(set(seen)) == 2 and set(seen) <= {t.id for t in read_tasks(SEEDS)}  # 2 tasks x K=4
+    history = json.loads((run_dir / "log_history.json").read_text())
+    assert any("rods/rollout_s" in h for h in history)
