@@ -28,7 +28,7 @@ import typer
 from rich.table import Table
 
 from envs.task import InputError
-from rods_cli.common import console, user_errors
+from rods_cli.common import console, err_console, user_errors
 
 TRAIN_CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 """Overrides pass through to the recipe parser; ``--help`` is the command's own (the RODS fields)."""
@@ -106,7 +106,7 @@ def parse_recipe(config: Path, overrides: list[str]):
     check_overrides(overrides, known)
     parser = TrlParser((_config_cls(),))
 
-    def error(message: str):  # argparse's error(): one line instead of the usage of ~400 fields
+    def error(message: str):  # argparse's error(): one line instead of a usage of every TRL field
         raise InputError(f"{config}: {message}")
 
     parser.error = error  # type: ignore[method-assign]
@@ -116,9 +116,23 @@ def parse_recipe(config: Path, overrides: list[str]):
         raise
     except SystemExit as exc:  # argparse reports the bad option itself
         raise typer.Exit(2) from exc
-    except ValueError as exc:  # a recipe value the config refuses (RODSConfig.__post_init__ and GRPOConfig)
-        raise InputError(f"{config}: {exc}") from None
+    except ValueError as exc:  # a value the config refuses (RODSConfig.__post_init__ and GRPOConfig)
+        raise InputError(f"{_source_of(str(exc), config, overrides)}: {exc}") from None
     return args
+
+
+def _source_of(message: str, config: Path, overrides: list[str]) -> str:
+    """Where a refused value came from: the command-line option it names (``--mode statc``), else the recipe."""
+    for i, tok in enumerate(overrides):
+        if not tok.startswith("--"):
+            continue
+        raw = tok[2:].split("=", 1)[0]
+        name = raw.replace("-", "_")
+        if re.search(rf"\b{re.escape(name)}\b", message):
+            value = tok.split("=", 1)[1] if "=" in tok else next(
+                (v for v in overrides[i + 1:i + 2] if not v.startswith("--")), "")
+            return f"--{raw} {value}".rstrip()
+    return str(config)
 
 
 # ---------------------------------------------------------------------------------------------- help
@@ -170,7 +184,9 @@ def rods_help() -> str:
         "  --resume            Continue from the last checkpoint in output_dir (model, optimizer, pool, queue,",
         "                      statistics, synthesis rounds in flight); values given now win, each change is logged.",
         "  --help, -h          This help.",
-        "  --help-all          Also every TRL GRPOConfig / transformers TrainingArguments field (~400 lines).",
+        "  --overwrite         Start over in an output_dir that holds another run (deletes its checkpoints).",
+        "  --help-all          Also every TRL GRPOConfig / transformers TrainingArguments field (over 1,500 lines:",
+        "                      pipe it to less).",
     ]
     for group, fields in field_groups().items():
         lines += ["", f"RODS fields: {group}"]
@@ -203,9 +219,77 @@ def _run_totals(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "curriculum.jsonl"
     reports = [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()] if path.exists() else []
     rewards = [r for rep in reports for r in rep.get("rewards", [])]
-    return {"rewards": len(rewards), "nonzero": sum(1 for r in rewards if r), "synthesized": sum(len(r.get("synthesized", [])) for r in reports),
+    history = json.loads((run_dir / "log_history.json").read_text(encoding="utf-8")) \
+        if (run_dir / "log_history.json").exists() else []
+    raw = [h["rods/raw_reward"] for h in history if isinstance(h.get("rods/raw_reward"), int | float)]
+    return {"rewards": len(rewards), "nonzero": sum(1 for r in rewards if r),
+            "raw_reward": sum(raw) / len(raw) if raw else None,
+            "synthesized": sum(len(r.get("synthesized", [])) for r in reports),
             "injected": sum(len(r.get("injected", [])) for r in reports),
             "errors": [r["synthesis_error"] for r in reports if r.get("synthesis_error")]}
+
+
+RUN_FILES = ("curriculum.jsonl", "rods_summary.json", "log_history.json", "rods_curriculum.json")
+"""Files that mark a folder as holding a ``rods train`` run (with its ``checkpoint-*`` folders)."""
+
+
+def existing_run(out: Path) -> str | None:
+    """What of a training run ``out`` holds (for the refusal), or None for an empty or new folder."""
+    if not out.is_dir():
+        return None
+    ckpts = sorted((p.name for p in out.glob("checkpoint-*") if p.is_dir()),
+                   key=lambda n: int(n.rsplit("-", 1)[-1]) if n.rsplit("-", 1)[-1].isdigit() else -1)
+    files = [n for n in RUN_FILES if (out / n).exists()]
+    if not ckpts and not files:
+        return None
+    return ", ".join(([f"{len(ckpts)} checkpoint(s), last {ckpts[-1]}"] if ckpts else []) + files)
+
+
+def check_output_dir(out: Path, resume: bool, overwrite: bool) -> None:
+    """One line, before any model loads: a file in the way, or a folder holding another run (as ``rods synthesize``)."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--output_dir {out} is a file, not a folder; choose another --output_dir")
+    if resume:
+        return
+    held = existing_run(out)
+    if held and not overwrite:
+        raise InputError(f"{out} holds a training run ({held}); continue it with --resume, choose another "
+                         "--output_dir, or pass --overwrite to start over (deletes its checkpoints)")
+    if held:
+        import shutil
+
+        for ckpt in out.glob("checkpoint-*"):
+            shutil.rmtree(ckpt)
+        for name in RUN_FILES:
+            (out / name).unlink(missing_ok=True)
+        console.print(f"--overwrite: removed the earlier run in {out} ({held})", markup=False, highlight=False)
+
+
+def quiet_console() -> None:
+    """What a user need not read: TRL's / transformers' deprecation ``FutureWarning`` s about their own
+    settings, and the weight loading and shard writing bars (the training bar stays)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|trl|accelerate)(\.|$)")
+    warnings.filterwarnings("ignore", message=r".*is deprecated and will be removed in v6", category=FutureWarning)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
+def interrupted_message(exc: Any, config: Path, overrides: list[str]) -> str:
+    """Where a Ctrl-C stopped training, what is lost, and the command that continues."""
+    import shlex
+
+    where = f"interrupted at step {exc.step}, in epoch {exc.epoch} ({exc.generations_done} of {exc.generations} " \
+            "generation batches done)"
+    cmd = shlex.join(["rods", "train", "--config", str(config), *[o for o in overrides if o != "--overwrite"],
+                      "--resume"])
+    if exc.checkpoint is None:
+        return (f"{where}. No checkpoint yet (the first is written at the end of epoch 0): nothing to resume; "
+                "run the same command again to start over.")
+    return (f"{where}. Checkpoints are written at epoch boundaries: the work of epoch {exc.epoch} since "
+            f"{exc.checkpoint.name} is lost. Continue from {exc.checkpoint.name} with:\n  {cmd}")
 
 
 def train_command(
@@ -215,6 +299,7 @@ def train_command(
                                                         "optimizer, pool, queue and detector statistics). The "
                                                         "recipe and overrides given now win over the checkpoint's "
                                                         "settings; each changed value is logged as a warning."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an output_dir holding another run."),
     show_help: bool = typer.Option(False, "--help", "-h", help="The RODS recipe fields, grouped."),
     help_all: bool = typer.Option(False, "--help-all", help="Also every TRL and transformers field."),
 ) -> None:
@@ -225,18 +310,34 @@ def train_command(
             typer.echo("\nEvery field (TRL GRPOConfig, transformers TrainingArguments and RODS):\n")
             typer.echo(all_help())
         raise typer.Exit(0)
+    quiet_console()
+    overrides = list(ctx.args)
     with user_errors():
         if config is None:
             raise InputError("rods train needs --config RECIPE.yaml (rods train --help)")
-        args = parse_recipe(config, list(ctx.args))
+        args = parse_recipe(config, overrides)
         check_trackers(args.report_to)
-        from trainer.grpo import train
+        check_output_dir(Path(args.output_dir), resume, overwrite)
+        from trainer.grpo import TrainingInterrupted, load_seed_tasks, train
 
+        load_seed_tasks(args)  # no seed left: one line naming the filter, before the model loads
         console.print(f"[bold]rods train[/] {config} -> {args.output_dir} (mode={args.mode}, K={args.num_generations}, "
                       f"epochs={args.num_train_epochs:g}{', resume' if resume else ''})", highlight=False)
         if _untrained_tiny(args):
             console.print(TINY_BANNER, markup=False, highlight=False)
-        summary = train(args, resume=resume)
+        try:
+            summary = train(args, resume=resume)
+        except TrainingInterrupted as exc:
+            err_console.print(interrupted_message(exc, config, overrides), markup=False, highlight=False)
+            raise typer.Exit(130) from None
+        except KeyboardInterrupt:
+            err_console.print("interrupted before the first training step: nothing to resume; run the same command "
+                              "again to start", markup=False, highlight=False)
+            raise typer.Exit(130) from None
+    print_summary(args, summary)
+
+
+def print_summary(args: Any, summary: dict) -> None:
     table = Table(title="training summary")
     table.add_column("field")
     table.add_column("value", justify="right")
@@ -245,8 +346,10 @@ def train_command(
     console.print(table)
     run_dir = Path(args.output_dir)
     totals = _run_totals(run_dir)
-    console.print(f"rollout rewards: {totals['nonzero']} of {totals['rewards']} non-zero; variants synthesized "
-                  f"{totals['synthesized']}, injected {totals['injected']}", markup=False, highlight=False)
+    synthetic = f" (synthetic: reshaped by reward_shaping={args.reward_shaping}; the checker's own mean reward " \
+                f"was {totals['raw_reward']:.3f})" if args.reward_shaping and totals["raw_reward"] is not None else ""
+    console.print(f"rollout rewards: {totals['nonzero']} of {totals['rewards']} non-zero{synthetic}; variants "
+                  f"synthesized {totals['synthesized']}, injected {totals['injected']}", markup=False, highlight=False)
     if totals["rewards"] and not totals["nonzero"]:
         hint = " (the tiny model is untrained: --reward_shaping synthetic_boundary rehearses the loop)" \
             if _untrained_tiny(args) else ""

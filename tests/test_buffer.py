@@ -412,3 +412,34 @@ def test_pruning_keeps_the_highest_observed_variance(groups, data):
     for out in pruned:  # nothing pruned ranks above anything kept: (variance, then phi)
         for stay in kept:
             assert key(out) <= tuple(x + 1e-12 for x in key(stay))
+
+
+# --------------------------------------------------------------------------- the boundary reads one snapshot
+def test_boundary_decides_from_the_snapshot_alone_and_the_caller_forgets():
+    """A snapshot is a value: what the detector records after it cannot change the boundary's decisions,
+    and with a snapshot the buffer leaves the detector alone (the caller forgets the retired ids)."""
+    buf, det = ReplayBuffer(seeds(3), BufferConfig(beta=1.0, burn_in_threshold=0.5)), BoundaryDetector()
+    low, high = variants("s", 2)
+    buf.enqueue([low, high], epoch=0)
+    buf.on_epoch_boundary(0, det.snapshot(buf.active_ids()))
+    roll(det, 1, {low.id: 0.0, high.id: 0.9})
+    snap = det.snapshot(buf.active_ids())
+    roll(det, 2, {low.id: 1.0, high.id: 0.0})  # after the snapshot: must not matter
+    rep = buf.on_epoch_boundary(1, snap)
+    assert [r.task_id for r in rep.retired] == [low.id] and rep.retired[0].reason == "burn_in"
+    assert rep.retired[0].mean == 0.0 and rep.retired[0].evaluations == 1
+    assert low.id in det  # the buffer did not touch the detector
+    det.forget(r.task_id for r in rep.retired)
+    assert low.id not in det and high.id in buf
+
+
+def test_snapshot_holds_history_variance_and_unscorable_counts():
+    det = BoundaryDetector()
+    det.record(0, 0, ["a"] * 4, [0.0, 1.0, 0.0, 1.0], 4)
+    det.record(1, 1, ["a"] * 4, [1.0] * 4, 4)
+    det.record_unscorable(["b"])
+    snap = det.snapshot(["a", "b", "never"])
+    assert snap.latest_means("a", 5) == [0.5, 1.0] and snap.latest_var("a") == 0.0 and snap.evaluations("a") == 2
+    assert snap.unscorable("b") == 1 and snap.evaluations("b") == 0 and snap.latest_mean("b") is None
+    assert snap.evaluations("never") == 0 and "never" not in snap.tasks
+    assert snap.history_size == det.config.history_size and snap.epoch == 1

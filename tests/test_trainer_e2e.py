@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 import trainer.rollout as rollout_mod
 from rods_cli.train import TRAIN_CONTEXT_SETTINGS, plot_command, train_command
 from trainer.curriculum import STATE_FILE, Curriculum
-from trainer.rollout import _bucket
+from trainer.reward_shaping import _bucket
 
 RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "tiny-cpu.yaml"
 # hash buckets of synthetic_boundary: 0 -> boundary, 1 -> mastered, 2 -> reward as scored (0: hard)
@@ -58,19 +58,19 @@ class Spy:
             spy.events.append(("boundary", rep))
             return rep
 
-        import graphs.synthesis as gs
+        import graphs.driver as driver
 
-        real_synth = gs.synthesize
+        real_synth = driver.synthesize_resumable  # a trainer round: one checkpointed run of the sample driver
 
-        def synthesize(seeds, config=None):
-            res = real_synth(seeds, config)
+        def synthesize(seeds, ctx, db_path, **kw):
+            res = real_synth(seeds, ctx, db_path, **kw)
             spy.events.append(("synth", [s.id for s in seeds], [t.id for t in res.accepted]))
             return res
 
         monkeypatch.setattr(rollout_mod, "run_rollouts", run_rollouts)
         monkeypatch.setattr(Curriculum, "record", record)
         monkeypatch.setattr(Curriculum, "end_epoch", end_epoch)
-        monkeypatch.setattr(gs, "synthesize", synthesize)
+        monkeypatch.setattr(driver, "synthesize_resumable", synthesize)
 
     def of(self, kind: str) -> list[tuple]:
         return [e for e in self.events if e[0] == kind]

@@ -219,7 +219,7 @@ def test_plot_writes_both_figures(seeds, args, tmp_path):
         _record_epoch(cur, {a: [0, 1, 0, 1], b: [0, 1, 1, 1], c: [1] * 4, d: [0] * 4})
         cur.append_log(cur.end_epoch(step=epoch))
     paths = plot_run(tmp_path)
-    assert [p.name for p in paths] == ["pool_dynamics.png", "reward_distributions.png"]
+    assert [p.name for p in paths] == ["pool_dynamics.png", "reward_distributions.png", "variants_vs_seeds.png"]
     assert all(p.stat().st_size > 1000 for p in paths)
 
 

@@ -39,7 +39,7 @@ def test_curriculum_trainer_leaves_unscorable_groups_out_of_detection(monkeypatc
     trainer.state = SimpleNamespace(global_step=3)
     trainer.curriculum = Recorder()
     inputs = [{"task_id": "multi_turn_base_0"}] * 2 + [{"task_id": "multi_turn_base_1"}] * 2
-    with caplog.at_level("WARNING", logger="trainer.grpo"):
+    with caplog.at_level("WARNING", logger="trainer.trl_trainer"):
         out = trainer._calculate_rewards(inputs, None, None, None)
     assert torch.isnan(out[:2]).all()  # TRL still sees NaN (unscorable: advantage 0)
     assert trainer.curriculum.calls == [(3, ["multi_turn_base_1"] * 2, [0.0, 1.0], 2)]

@@ -58,7 +58,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from envs.task import Task, atomic_write_text
-from trainer.detection import BoundaryDetector, phi, reconcile_config
+from trainer.detection import BoundaryDetector, DetectorSnapshot, phi
+from trainer.reconcile import reconcile_config
 
 log = logging.getLogger(__name__)
 
@@ -266,107 +267,114 @@ class ReplayBuffer:
         return out
 
     # ------------------------------------------------------------------ boundary
-    def on_epoch_boundary(self, epoch: int, detector: BoundaryDetector) -> BoundaryReport:
-        """Inject from the queue, then retire (burn-in, drift, pruning); statistics come from ``detector``.
+    def on_epoch_boundary(self, epoch: int, stats: DetectorSnapshot | BoundaryDetector) -> BoundaryReport:
+        """Inject from the queue, then retire (burn-in, drift, pruning), from one detector snapshot.
 
         Call it once per boundary, after the epoch's rewards were recorded and before the next
-        epoch's pool is built. Retired items are dropped from ``detector`` (:meth:`forget`) so
-        its memory stays bounded by the pool.
+        epoch's pool is built, with ``detector.snapshot(buffer.active_ids())``; then drop the
+        report's retired ids from the detector (:meth:`BoundaryDetector.forget`) so its memory stays
+        bounded by the pool. Given the live detector instead, the buffer takes that snapshot and
+        forgets the retired ids itself.
         """
-        cfg = self.config
-        if cfg.drift_window > detector.config.history_size:
-            raise ValueError(
-                f"drift_window {cfg.drift_window} exceeds the detector's history_size {detector.config.history_size}"
-            )
+        detector = stats if isinstance(stats, BoundaryDetector) else None
+        snap = detector.snapshot(self.active_ids()) if detector is not None else stats
+        if self.config.drift_window > snap.history_size:
+            raise ValueError(f"drift_window {self.config.drift_window} exceeds the detector's history_size "
+                             f"{snap.history_size}")
         pool_before = len(self._pool)
-        events: list[Injected | Retired] = []
-
-        # 1. staged injection: beta of the pool trained on (at least one if beta > 0: floor(0.2 * pool)
-        #    is 0 for pools under 5, which would starve small pools); unevaluated generated items <= P_max
-        if cfg.no_retirement:
-            room = cfg.p_max - len(self._gen)
-        else:
-            room = cfg.p_max - sum(1 for g in self._gen if detector.evaluations(g) == 0)
-        cap = max(1, int(cfg.beta * pool_before)) if cfg.beta > 0 else 0
-        n_inject = max(0, min(len(self._queue), cap, room))
-        injected: list[str] = []
-        for _ in range(n_inject):
-            tid, task = self._queue.popitem(last=False)
-            self._pool[tid] = task
-            self._counter += 1
-            self._gen[tid] = _Item(self._counter, epoch)
-            injected.append(tid)
-            events.append(Injected.model_construct(task_id=tid, epoch=epoch, kind="injected"))
-
+        injected = self._inject(epoch, snap, pool_before)
         retired: list[Retired] = []
         kept: list[str] = []
-        if not cfg.no_retirement:
-            # 2. burn-in: first evaluation of a generated item
-            burn: list[Retired] = []
-            for tid, item in self._gen.items():
-                if item.burned_in:
-                    continue
-                if detector.evaluations(tid) == 0:
-                    if detector.unscorable(tid):  # rolled out, never scorable (prompt over the context): can't train
-                        burn.append(self._retired_event(tid, "burn_in", epoch, detector))
-                    continue
-                first = detector.latest_means(tid, detector.config.history_size)[0]
-                if first < cfg.burn_in_threshold:
-                    burn.append(self._retired_event(tid, "burn_in", epoch, detector))
-                else:
-                    item.burned_in = True
-            burn = self._above_floor(burn, kept)
-            self._remove(r.task_id for r in burn)
-            retired.extend(burn)
-
-            # 3. boundary drift: last W means all mastered or all hard
-            drift: list[Retired] = []
-            w = cfg.drift_window
-            for tid in self._pool:
-                is_seed = tid in self._seed_ids
-                if is_seed and not cfg.retire_seeds:
-                    continue
-                means = detector.latest_means(tid, w)
-                if len(means) < w:
-                    continue
-                if all(m > cfg.retire_mastered for m in means):
-                    drift.append(self._retired_event(tid, "mastered", epoch, detector))
-                elif not is_seed and all(m < cfg.retire_hard for m in means):
-                    drift.append(self._retired_event(tid, "hard", epoch, detector))
-            drift = self._above_floor(drift, kept)
-            self._remove(r.task_id for r in drift)
-            retired.extend(drift)
-
-            # 4. variance-prioritised pruning of evaluated generated items beyond P_max
-            excess = min(len(self._gen) - cfg.p_max, len(self._pool) - 1)  # never the last task (P_max 0 after a resume)
-            if excess > 0:
-                ranked = self._prune_order(detector)
-                pruned = [self._retired_event(tid, "pruned", epoch, detector) for tid in ranked[:excess]]
-                self._remove(r.task_id for r in pruned)
-                retired.extend(pruned)
-
+        if not self.config.no_retirement:
+            retired += self._retire(self._above_floor(self._burn_in(epoch, snap), kept))
+            retired += self._retire(self._above_floor(self._drift(epoch, snap), kept))
+            retired += self._retire(self._over_capacity(epoch, snap))
         kept = [t for t in kept if t in self._pool]  # spared by the floor, then pruned by the P_max cap: not kept
-        events.extend(retired)
-        self._events.extend(events)
-        detector.forget(r.task_id for r in retired)
+        self._events.extend(retired)
+        if detector is not None:
+            detector.forget(r.task_id for r in retired)
         self.last_epoch = epoch
         if kept:
             log.warning("epoch %d: kept %d task(s) due to retire so the pool stays >= %d (min_pool_size): %s",
-                        epoch, len(kept), max(1, cfg.min_pool_size), kept)
+                        epoch, len(kept), max(1, self.config.min_pool_size), kept)
         return BoundaryReport(
             epoch=epoch, pool_before=pool_before, injected=injected, retired=retired, kept=kept,
             pool_size=len(self._pool),
             seeds=len(self._pool) - len(self._gen), generated=len(self._gen), queue=len(self._queue),
         )
 
-    def _prune_order(self, detector: BoundaryDetector) -> list[str]:
+    def _inject(self, epoch: int, snap: DetectorSnapshot, pool_before: int) -> list[str]:
+        """Phase 1, staged injection: beta of the pool trained on, FIFO, at least one if beta > 0
+        (``floor(0.2 * pool)`` is 0 for pools under 5, which would starve small pools); unevaluated
+        generated items never exceed P_max (so pruning can always restore the cap)."""
+        cfg = self.config
+        if cfg.no_retirement:
+            room = cfg.p_max - len(self._gen)
+        else:
+            room = cfg.p_max - sum(1 for g in self._gen if snap.evaluations(g) == 0)
+        cap = max(1, int(cfg.beta * pool_before)) if cfg.beta > 0 else 0
+        injected: list[str] = []
+        for _ in range(max(0, min(len(self._queue), cap, room))):
+            tid, task = self._queue.popitem(last=False)
+            self._pool[tid] = task
+            self._counter += 1
+            self._gen[tid] = _Item(self._counter, epoch)
+            injected.append(tid)
+            self._events.append(Injected.model_construct(task_id=tid, epoch=epoch, kind="injected"))
+        return injected
+
+    def _burn_in(self, epoch: int, snap: DetectorSnapshot) -> list[Retired]:
+        """Phase 2, burn-in: a generated item's first evaluation below the threshold, or rolled out and never scorable."""
+        due: list[Retired] = []
+        for tid, item in self._gen.items():
+            if item.burned_in:
+                continue
+            if snap.evaluations(tid) == 0:
+                if snap.unscorable(tid):  # rolled out, never scorable (prompt over the context): can't train
+                    due.append(self._retired_event(tid, "burn_in", epoch, snap))
+                continue
+            if snap.latest_means(tid, snap.history_size)[0] < self.config.burn_in_threshold:
+                due.append(self._retired_event(tid, "burn_in", epoch, snap))
+            else:
+                item.burned_in = True
+        return due
+
+    def _drift(self, epoch: int, snap: DetectorSnapshot) -> list[Retired]:
+        """Phase 3, boundary drift: the last W means all mastered, or (never for seeds) all hard."""
+        cfg = self.config
+        due: list[Retired] = []
+        for tid in self._pool:
+            is_seed = tid in self._seed_ids
+            if is_seed and not cfg.retire_seeds:
+                continue
+            means = snap.latest_means(tid, cfg.drift_window)
+            if len(means) < cfg.drift_window:
+                continue
+            if all(m > cfg.retire_mastered for m in means):
+                due.append(self._retired_event(tid, "mastered", epoch, snap))
+            elif not is_seed and all(m < cfg.retire_hard for m in means):
+                due.append(self._retired_event(tid, "hard", epoch, snap))
+        return due
+
+    def _over_capacity(self, epoch: int, snap: DetectorSnapshot) -> list[Retired]:
+        """Phase 4, pruning: evaluated generated items beyond P_max, in :meth:`_prune_order` (never the last task)."""
+        excess = min(len(self._gen) - self.config.p_max, len(self._pool) - 1)  # P_max 0 after a resume: keep one
+        if excess <= 0:
+            return []
+        return [self._retired_event(tid, "pruned", epoch, snap) for tid in self._prune_order(snap)[:excess]]
+
+    def _retire(self, due: list[Retired]) -> list[Retired]:
+        self._remove(r.task_id for r in due)
+        return due
+
+    def _prune_order(self, snap: DetectorSnapshot) -> list[str]:
         """Evaluated generated ids, first to prune first (``prune_by``; see the module doc)."""
         ranked = []
         for tid, item in self._gen.items():
-            obs = detector.latest(tid)
-            if obs is None:
+            mean, var = snap.latest_mean(tid), snap.latest_var(tid)
+            if mean is None or var is None:
                 continue
-            key = (obs.var, phi(obs.mean)) if self.config.prune_by == "variance" else (phi(obs.mean), obs.var)
+            key = (var, phi(mean)) if self.config.prune_by == "variance" else (phi(mean), var)
             ranked.append((*key, item.order, tid))
         ranked.sort()
         return [r[-1] for r in ranked]
@@ -384,11 +392,11 @@ class ReplayBuffer:
         leave = {r.task_id for r in ranked[:allowed]}
         return [r for r in due if r.task_id in leave]
 
-    def _retired_event(self, tid: str, reason: RetireReason, epoch: int, detector: BoundaryDetector) -> Retired:
-        m = detector.latest_mean(tid)
+    def _retired_event(self, tid: str, reason: RetireReason, epoch: int, snap: DetectorSnapshot) -> Retired:
+        m = snap.latest_mean(tid)
         return Retired.model_construct(
             task_id=tid, epoch=epoch, kind="retired", reason=reason, seed=tid in self._seed_ids,
-            mean=m, phi=None if m is None else phi(m), evaluations=detector.evaluations(tid),
+            mean=m, phi=None if m is None else phi(m), evaluations=snap.evaluations(tid),
         )
 
     def _remove(self, ids: Iterable[str]) -> None:

@@ -26,6 +26,8 @@ from trl import GRPOConfig
 from rods_agents.run.context import LLM_STAGES  # plan, rewrite, patch, judge: one list for CLI, context and recipes
 
 MODES = ("rods", "static", "random-seeds", "no-retirement")
+LIST_FILTERS = ("categories", "task_ids", "involved_classes")
+"""Seed-task filters a recipe may set; ``--NAME all`` on the command line clears one (no filter)."""
 Mode = Literal["rods", "static", "random-seeds", "no-retirement"]
 
 
@@ -50,17 +52,19 @@ class RODSConfig(GRPOConfig):
     )
     categories: list[str] | None = field(
         default=None,
-        metadata={"help": "BFCL categories of the seed tasks (base, miss_func, miss_param, long_context); None = all."},
+        metadata={"help": "BFCL categories of the seed tasks (base, miss_func, miss_param, long_context); None or 'all' "
+                          "= every category (--categories all clears a recipe's list)."},
     )
     tasks_file: str | None = field(
         default=None, metadata={"help": "Seed tasks from a BFCL JSONL file instead of the split."}
     )
-    task_ids: list[str] | None = field(default=None, metadata={"help": "Only these seed task ids."})
+    task_ids: list[str] | None = field(default=None, metadata={"help": "Only these seed task ids ('all' = no id filter)."})
     num_seed_tasks: int = field(
         default=0, metadata={"help": "Keep only the first N seed tasks after filtering (0 = all; paper: 400)."}
     )
     involved_classes: list[str] | None = field(
-        default=None, metadata={"help": "Keep only seed tasks whose classes are all in this list (small prompts on CPU)."}
+        default=None, metadata={"help": "Keep only seed tasks whose classes are all in this list (small prompts on CPU); "
+                                  "--involved_classes all clears a recipe's list."}
     )
 
     # ------------------------------------------------------------------ rollout
@@ -88,7 +92,7 @@ class RODSConfig(GRPOConfig):
     )
     reward_shaping: str | None = field(
         default=None,
-        metadata={"help": "Name of a function registered in trainer.rollout.REWARD_SHAPERS, or 'module:function', "
+        metadata={"help": "Name of a function registered in trainer.reward_shaping.REWARD_SHAPERS, or 'module:function', "
                           "called as f(task, rollout_index, reward, episode) -> float after the checker. For tests "
                           "and experiments only; None in real runs."},
     )
@@ -217,7 +221,15 @@ class RODSConfig(GRPOConfig):
 
     def __post_init__(self):
         if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+            import difflib
+
+            near = difflib.get_close_matches(str(self.mode), MODES, n=1)
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}"
+                             + (f"; did you mean {near[0]}?" if near else ""))
+        for name in LIST_FILTERS:  # `--involved_classes all` clears a recipe's filter from the command line
+            value = getattr(self, name)
+            if value is not None and [str(v).strip().lower() for v in value] in (["all"], [""]):
+                setattr(self, name, None)
         if not 0.0 <= self.alpha_minus <= self.alpha_plus <= 1.0:
             raise ValueError("need 0 <= alpha_minus <= alpha_plus <= 1")
         if self.reward not in ("progress", "binary"):

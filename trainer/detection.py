@@ -36,6 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from envs.task import CATEGORIES, atomic_write_text, category_of
+from trainer.reconcile import config_changes, format_changes, reconcile_config  # the first two: re-exported
 
 log = logging.getLogger(__name__)
 Zone = Literal["mastered", "boundary", "hard"]
@@ -198,6 +199,60 @@ class SeedSelection(BaseModel):
         out = {f"{prefix}seeds": float(len(self.seeds)), f"{prefix}seeds_cooling": float(self.cooling)}
         out.update({f"{prefix}seeds/{t}": float(c) for t, c in self.per_type.items()})
         return out
+
+
+class TaskView(BaseModel):
+    """What the buffer reads about one task at a boundary (:class:`DetectorSnapshot`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    means: tuple[float, ...] = Field((), description="Epoch means held, oldest first (at most history_size).")
+    var: float | None = Field(None, description="Reward variance of the latest epoch (None: never observed).")
+    unscorable: int = Field(0, description="Groups rolled out but never scorable (prompt over the context).")
+
+    @property
+    def evaluations(self) -> int:
+        return len(self.means)
+
+
+_UNSEEN = TaskView()
+
+
+class DetectorSnapshot(BaseModel):
+    """The detector's statistics of a set of tasks, frozen at one epoch boundary.
+
+    Why: the buffer decides injection, burn-in, drift and pruning from these numbers alone, so the
+    boundary hands it one value instead of the live detector (which it could query at any time, or
+    mutate). A task not in the snapshot reads as never observed. Forgetting retired tasks is the
+    caller's step (:meth:`BoundaryDetector.forget` with the report's retired ids).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    epoch: int | None = Field(description="Latest epoch the detector recorded.")
+    history_size: int
+    tasks: dict[str, TaskView] = Field(default_factory=dict)
+
+    def view(self, task_id: str) -> TaskView:
+        return self.tasks.get(task_id, _UNSEEN)
+
+    def evaluations(self, task_id: str) -> int:
+        return self.view(task_id).evaluations
+
+    def latest_means(self, task_id: str, w: int) -> list[float]:
+        """Means of the last ``w`` evaluations, oldest first (fewer if fewer exist)."""
+        means = self.view(task_id).means
+        return list(means[max(0, len(means) - w):])
+
+    def latest_mean(self, task_id: str) -> float | None:
+        means = self.view(task_id).means
+        return means[-1] if means else None
+
+    def latest_var(self, task_id: str) -> float | None:
+        return self.view(task_id).var
+
+    def unscorable(self, task_id: str) -> int:
+        return self.view(task_id).unscorable
 
 
 # --------------------------------------------------------------------------- helpers
@@ -406,6 +461,20 @@ class BoundaryDetector:
     def unscorable(self, task_id: str) -> int:
         """Groups of ``task_id`` that could not be scored."""
         return self._unscorable.get(task_id, 0)
+
+    def snapshot(self, task_ids: Iterable[str]) -> DetectorSnapshot:
+        """The statistics of ``task_ids`` as one frozen value (what the buffer reads at a boundary). O(len(task_ids))."""
+        views: dict[str, TaskView] = {}
+        for tid in task_ids:
+            tr = self._tracks.get(tid)
+            bad = self._unscorable.get(tid, 0)
+            if (tr is None or not tr.hist) and not bad:
+                continue
+            hist = tr.hist if tr is not None else []
+            views[tid] = TaskView.model_construct(means=tuple(e[3] for e in hist),
+                                                  var=hist[-1][4] / hist[-1][2] if hist else None, unscorable=bad)
+        return DetectorSnapshot.model_construct(epoch=self.latest_epoch, history_size=self.config.history_size,
+                                                tasks=views)
 
     def stats(self, task_id: str) -> TaskStats | None:
         """All statistics of ``task_id`` as a model (None if never observed)."""
@@ -647,35 +716,6 @@ class BoundaryDetector:
         return self.load_state_dict(json.loads(Path(path).read_text(encoding="utf-8")), restore_config=restore_config)
 
 
-def reconcile_config(state: Mapping[str, Any], current: BaseModel, version: int, what: str,
-                     restore_config: bool) -> tuple[BaseModel, dict[str, tuple[Any, Any]]]:
-    """Check a saved state's version and decide which config a loaded object runs with.
-
-    The current config wins (each differing saved value is logged as a warning); with
-    ``restore_config`` the saved one is adopted and no change is reported.
-    """
-    if state.get("version") != version:
-        raise ValueError(f"unsupported {what} state version {state.get('version')!r}")
-    saved = type(current).model_validate(state["config"])
-    if restore_config:
-        return saved, {}
-    changes = config_changes(saved, current)
-    if changes:
-        log.warning("%s state loaded with the current settings, not the saved ones: %s", what, format_changes(changes))
-    return current, changes
-
-
-def config_changes(saved: BaseModel, current: BaseModel) -> dict[str, tuple[Any, Any]]:
-    """``{field: (saved, current)}`` for every field of two configs of one model that differs."""
-    a, b = saved.model_dump(), current.model_dump()
-    return {k: (a.get(k), b[k]) for k in b if a.get(k) != b[k]}
-
-
-def format_changes(changes: Mapping[str, tuple[Any, Any]]) -> str:
-    """``"p_max 8 -> 4, beta 0.5 -> 0.2"`` (saved -> current)."""
-    return ", ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changes.items())
-
-
 def _class_group(tr: _Track) -> str:
     return "+".join(tr.classes) or "unknown"
 
@@ -709,6 +749,7 @@ __all__ = [
     "BatchRecord",
     "BoundaryDetector",
     "DetectorConfig",
+    "DetectorSnapshot",
     "EpochObservation",
     "GroupLayoutError",
     "GroupStats",
@@ -716,6 +757,7 @@ __all__ = [
     "Seed",
     "SeedSelection",
     "TaskStats",
+    "TaskView",
     "Zone",
     "config_changes",
     "even_quotas",

@@ -40,12 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from envs.dataset import load_tasks
-from envs.task import Task, atomic_write_text
+from envs.task import InputError, Task, atomic_write_text
+from trainer.chat_tokens import ChatTokenizer
 from trainer.config import RODSConfig
 from trainer.curriculum import STATE_FILE, Curriculum
-from trainer.detection import scorable_groups
+from trainer.generators import HFGenerator, VLLMGenerator
 from trainer.protocols import SynthesisRound
-from trainer.rollout import ChatTokenizer, HFGenerator, VLLMGenerator, make_rollout_func, rods_reward
+from trainer.rollout import make_rollout_func, rods_reward
 from trainer.synthesis_bridge import check_synthesis_endpoint, for_training, make_synthesizer
 from trainer.vllm_cpu import needs_vllm_cpu, prepare_vllm_cpu
 
@@ -55,7 +56,11 @@ TINY_MODEL = "rods-tiny"
 
 # ---------------------------------------------------------------------------------------------- inputs
 def load_seed_tasks(args: RODSConfig) -> list[Task]:
-    """The human seed tasks: split/categories/file/ids, then class filter, then the first N."""
+    """The human seed tasks: split/categories/file/ids, then class filter, then the first N.
+
+    None left is an :class:`~envs.task.InputError` that says how many tasks the source held and how
+    many each filter kept (:func:`seed_filter_counts`), naming the option that clears the filter
+    that removed them (``--involved_classes all``)."""
     tasks = load_tasks(args.task_split, args.categories or None, args.tasks_file, args.task_ids or None)
     if args.involved_classes:
         allowed = set(args.involved_classes)
@@ -63,8 +68,37 @@ def load_seed_tasks(args: RODSConfig) -> list[Task]:
     if args.num_seed_tasks:
         tasks = tasks[: args.num_seed_tasks]
     if not tasks:
-        raise ValueError("no seed tasks match the recipe (task_split / categories / task_ids / involved_classes)")
+        raise InputError(explain_no_seeds(args))
     return tasks
+
+
+def seed_filter_counts(args: RODSConfig) -> list[tuple[str, int]]:
+    """``[(stage, tasks left)]``: the source, then each list filter of the recipe that is set, in the order applied."""
+    source = f"{args.tasks_file}" if args.tasks_file else f"the {args.task_split} split"
+    tasks = load_tasks(args.task_split, None, args.tasks_file, None)
+    out = [(source, len(tasks))]
+    if args.categories:
+        tasks = [t for t in tasks if t.category in set(args.categories)]
+        out.append((f"categories {list(args.categories)}", len(tasks)))
+    if args.task_ids:
+        tasks = [t for t in tasks if t.id in set(args.task_ids)]
+        out.append((f"task_ids ({len(args.task_ids)} ids)", len(tasks)))
+    if args.involved_classes:
+        allowed = set(args.involved_classes)
+        tasks = [t for t in tasks if set(t.involved_classes) <= allowed]
+        out.append((f"involved_classes {list(args.involved_classes)}", len(tasks)))
+    return out
+
+
+def explain_no_seeds(args: RODSConfig) -> str:
+    counts = seed_filter_counts(args)
+    (source, n), steps = counts[0], counts[1:]
+    if not n:
+        return f"no seed tasks: {source} holds no tasks"
+    kept = ", ".join(f"{name} kept {k}" for name, k in steps)
+    culprit = next((name.split(" ")[0] for name, k in steps if k == 0), None)
+    hint = f"; clear that filter with --{culprit} all (or set it to what the file holds)" if culprit else ""
+    return f"no seed tasks: {source} holds {n} tasks; {kept}{hint}"
 
 
 def resolve_model_path(name: str) -> str:
@@ -156,119 +190,11 @@ def epoch_dataset(curriculum: Curriculum, unique_per_batch: int) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------- trainer
-def _trainer_classes():
-    from accelerate.utils import gather_object
-    from transformers import Trainer, TrainerCallback
-    from trl import GRPOTrainer
-
-    class CurriculumGRPOTrainer(GRPOTrainer):
-        """GRPO whose rollouts are BFCL episodes and whose gathered rewards feed the RODS curriculum."""
-
-        def __init__(self, *args: Any, curriculum: Curriculum, **kwargs: Any):
-            self.curriculum = curriculum
-            self._rollout_rows: list[dict] = []
-            self._last_rollout = None
-            super().__init__(*args, **kwargs)
-
-        def create_model_card(self, model_name=None, dataset_name=None, tags=None):
-            """TRL's card names the base model from ``config._name_or_path``, a local folder (printed as
-            ``[None]``) for the tiny model or a downloaded snapshot: use the recipe's model name instead."""
-            cfg = self.model.config
-            saved = getattr(cfg, "_name_or_path", "")
-            cfg._name_or_path = self.args.model_name_or_path
-            try:
-                super().create_model_card(model_name=model_name, tags=tags or ["rods", "bfcl-multi-turn"],
-                                          dataset_name=dataset_name or "gorilla-llm/Berkeley-Function-Calling-Leaderboard")
-            finally:
-                cfg._name_or_path = saved
-
-        def _generate_and_score_completions(self, inputs):
-            self._rollout_rows = inputs
-            out = super()._generate_and_score_completions(inputs)
-            if self.model.training:
-                self.curriculum.generations_in_epoch += 1
-                r = self._last_rollout
-                if r is not None:
-                    m = self._metrics["train"]
-                    m["rods/rollout_s"].append(r.seconds)
-                    m["rods/rollout_tokens_per_s"].append(r.generated_tokens / max(r.seconds, 1e-9))
-                    m["rods/generate_calls"].append(float(r.generate_calls))
-                    m["rods/truncated_frac"].append(sum(t.truncated for t in r.traces) / len(r.traces))
-                    # the checker's reward before any reward_shaping hook (equal to the reward without one)
-                    m["rods/raw_reward"].append(sum(r.raw_rewards) / len(r.raw_rewards))
-            return out
-
-        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-            rpf = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-            if self.model.training:
-                task_ids = gather_object([x["task_id"] for x in inputs])  # same order as the gathered rows
-                weights = self.reward_weights.to(rpf.device).unsqueeze(0)
-                total = (rpf * weights).nansum(dim=1)
-                total[rpf.isnan().all(dim=1)] = float("nan")  # unscorable rows (over-long prompt): no observation
-                k = self.num_generations
-                for g in range(0, len(task_ids), k):  # RepeatSampler order: K consecutive rows per task
-                    if len(set(task_ids[g:g + k])) != 1:
-                        raise RuntimeError(f"a group of K={k} spans several tasks: {task_ids[g:g + k]}")
-                task_ids, scored, dropped = scorable_groups(task_ids, total.tolist(), k)
-                if dropped:
-                    log.warning("step %d: %d unscorable group(s) left out of detection: %s",
-                                self.state.global_step, len(dropped), dropped)
-                    self.curriculum.detector.record_unscorable(dropped)  # a variant never scored is evicted
-                self.curriculum.record(self.state.global_step, task_ids, scored, k)
-            return rpf
-
-    class CurriculumCallback(TrainerCallback):
-        """Epoch boundaries (RODS loop, logs, stop after N epochs) and curriculum checkpoints."""
-
-        def __init__(self, curriculum: Curriculum, epochs: int):
-            self.curriculum = curriculum
-            self.epochs = epochs
-            self.trainer: Any = None
-            self.step_times: list[float] = []
-            self._t0: float | None = None
-
-        def on_step_begin(self, args, state, control, **kwargs):
-            self._t0 = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            if self._t0 is not None:
-                self.step_times.append(time.perf_counter() - self._t0)
-
-        def on_epoch_end(self, args, state, control, **kwargs):
-            cur = self.curriculum
-            if cur.generations_in_epoch < cur.epoch_generations:  # stopped inside the epoch (max_steps): no boundary
-                log.info("training stopped inside epoch %d (%d of %d generation batches): no boundary",
-                         cur.epoch, cur.generations_in_epoch, cur.epoch_generations)
-                return control
-            report = cur.end_epoch(state.global_step, last=cur.epoch + 1 >= self.epochs)  # no synthesis at the last
-            if state.is_world_process_zero:
-                cur.append_log(report)
-            if self.trainer is not None:
-                Trainer.log(self.trainer, report.metrics())  # every report_to backend, without GRPO's step metrics
-            log.info("epoch %d: pool %d (+%d injected, -%d retired), boundary %d, seeds %d, synthesized %d",
-                     report.epoch, report.pool_size, len(report.injected), sum(map(len, report.retired.values())),
-                     report.boundary, len(report.seeds), len(report.synthesized))
-            if cur.epoch >= self.epochs:
-                control.should_training_stop = True
-            if args.save_strategy != "no":
-                control.should_save = True
-            return control
-
-        def on_save(self, args, state, control, **kwargs):
-            if state.is_world_process_zero:
-                ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-                ckpt.mkdir(parents=True, exist_ok=True)
-                self.curriculum.save(ckpt / STATE_FILE)
-            return control
-
-    return CurriculumGRPOTrainer, CurriculumCallback
-
-
-def __getattr__(name: str) -> Any:  # CurriculumGRPOTrainer / CurriculumCallback without importing TRL eagerly
+def __getattr__(name: str) -> Any:  # trainer.grpo.CurriculumGRPOTrainer without importing TRL eagerly
     if name in ("CurriculumGRPOTrainer", "CurriculumCallback"):
-        trainer_cls, callback_cls = _trainer_classes()
-        globals().update(CurriculumGRPOTrainer=trainer_cls, CurriculumCallback=callback_cls)
-        return globals()[name]
+        from trainer import trl_trainer
+
+        return getattr(trl_trainer, name)
     raise AttributeError(name)
 
 
@@ -301,7 +227,11 @@ def build_trainer(args: RODSConfig, *, synthesizer: SynthesisRound | None = None
                   callbacks: list | None = None) -> tuple[Any, Curriculum, Path | None]:
     """Seeds, curriculum, model, dataset and the trainer; returns (trainer, curriculum, checkpoint to resume)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    trainer_cls, callback_cls = _trainer_classes()
+    from trainer.trl_trainer import (  # TRL: imported when a run starts
+        CurriculumCallback,
+        CurriculumGRPOTrainer,
+        use_compact_progress,
+    )
     seeds = load_seed_tasks(args)
     synth = None if args.mode == "static" else make_synthesizer(args, synthesizer)
     if synth is not None and synthesizer is None:
@@ -326,17 +256,18 @@ def build_trainer(args: RODSConfig, *, synthesizer: SynthesisRound | None = None
         prepare_vllm_cpu(args)
     model, tok = load_model_and_tokenizer(args)
     chat = chat_tokenizer(tok, args)
-    callback = callback_cls(curriculum, epochs)
+    callback = CurriculumCallback(curriculum, epochs)
     from trainer.progress import TruthfulProgress
 
     progress = TruthfulProgress(curriculum, epochs)
-    trainer = trainer_cls(
+    trainer = CurriculumGRPOTrainer(
         model=model, processing_class=tok, args=args, train_dataset=epoch_dataset(curriculum, unique),
         reward_funcs=[rods_reward], callbacks=[callback, progress, *(callbacks or [])], curriculum=curriculum,
         rollout_func=make_rollout_func(curriculum.task, args, chat, _generator_factory(args, tok)),
     )
     callback.trainer = trainer
     progress.trainer = trainer
+    use_compact_progress(trainer)
     trainer.rods_callback = callback
     if synth is not None:  # background rounds on rank 0, bounded boundary waits, in-flight rounds resumed
         curriculum.synthesizer = for_training(args, synth, trainer.accelerator, curriculum.synthesis_state)
@@ -348,16 +279,57 @@ def _close(curriculum: Curriculum) -> None:
         curriculum.synthesizer.close()
 
 
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during training, with where it stopped (the CLI prints it and how to continue; exit 130).
+
+    Checkpoints are written at epoch boundaries, so the steps of the epoch in progress are lost: a
+    checkpoint in the middle of a generation batch would not resume exactly (module docstring)."""
+
+    def __init__(self, step: int, epoch: int, generations_done: int, generations: int, checkpoint: Path | None):
+        super().__init__(f"interrupted at step {step}")
+        self.step, self.epoch, self.checkpoint = step, epoch, checkpoint
+        self.generations_done, self.generations = generations_done, generations
+
+
+def _close(curriculum: Curriculum) -> None:
+    if curriculum.synthesizer is not None:
+        curriculum.synthesizer.close()
+
+
+def _seconds_before(ckpt: Path | None) -> float:
+    """Training seconds up to ``ckpt`` (``checkpoint-N/rods_time.json``, written by the callback's ``on_save``)."""
+    from trainer.trl_trainer import TIME_FILE
+
+    path = ckpt / TIME_FILE if ckpt is not None else None
+    if path is None or not path.exists():
+        return 0.0
+    return float(json.loads(path.read_text(encoding="utf-8")).get("train_seconds", 0.0))
+
+
+def run_loss(log_history: list[dict], fallback: float | None) -> float | None:
+    """The mean logged loss of the whole run: ``log_history`` is restored from the checkpoint on resume,
+    while TRL's ``training_loss`` averages only the steps of the last ``train()`` call."""
+    losses = [float(h["loss"]) for h in log_history if isinstance(h.get("loss"), int | float)]
+    return sum(losses) / len(losses) if losses else fallback
+
+
 def train(args: RODSConfig, *, resume: bool = False, synthesizer: SynthesisRound | None = None) -> dict:
-    """Run training; returns a summary (also written to ``RUN_DIR/rods_summary.json``)."""
+    """Run training; returns a summary (also written to ``RUN_DIR/rods_summary.json``).
+
+    Ctrl-C raises :class:`TrainingInterrupted` (after closing synthesis)."""
     trainer, curriculum, ckpt = build_trainer(args, synthesizer=synthesizer, resume=resume)
-    start = time.perf_counter()
+    before = _seconds_before(ckpt)
+    trainer.rods_callback.clock = (time.perf_counter(), before)
     if curriculum.epoch >= int(math.ceil(args.num_train_epochs)):
         log.warning("nothing to do: the checkpoint already finished %d epochs", curriculum.epoch)
         result_loss = None
     else:
         try:
             out = trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
+        except KeyboardInterrupt as exc:
+            _close(curriculum)
+            raise TrainingInterrupted(trainer.state.global_step, curriculum.epoch, curriculum.generations_in_epoch,
+                                      curriculum.epoch_generations, latest_checkpoint(args.output_dir)) from exc
         except BaseException:
             _close(curriculum)
             raise
@@ -368,9 +340,11 @@ def train(args: RODSConfig, *, resume: bool = False, synthesizer: SynthesisRound
     _close(curriculum)
     times = trainer.rods_callback.step_times
     summary = {
-        "epochs": curriculum.epoch, "global_step": trainer.state.global_step, "train_seconds": time.perf_counter() - start,
-        "step_seconds_mean": sum(times) / len(times) if times else None, "steps_timed": len(times),
-        "pool_size": len(curriculum.buffer), "training_loss": result_loss, "resumed_from": str(ckpt) if ckpt else None,
+        "epochs": curriculum.epoch, "global_step": trainer.state.global_step,
+        "train_seconds": trainer.rods_callback.seconds(), "step_seconds_mean": sum(times) / len(times) if times else None,
+        "steps_timed": len(times), "pool_size": len(curriculum.buffer),
+        "training_loss": run_loss(trainer.state.log_history, result_loss), "resumed_from": str(ckpt) if ckpt else None,
+        "reward_shaping": args.reward_shaping,
     }
     if trainer.accelerator.is_main_process:
         atomic_write_text(Path(args.output_dir) / "rods_summary.json", json.dumps(summary, indent=1))

@@ -48,30 +48,83 @@ Per-request budgets: every model turn asks for at most its own episode's remaini
 (``max_tokens`` per vLLM request; a per-row stop in transformers ``generate``).
 
 Reward: the checker's progress reward, computed once per episode, optionally reshaped by a
-registered hook (:data:`REWARD_SHAPERS`), passed through the extra rollout key ``rods_reward``
+registered hook (:mod:`trainer.reward_shaping`), passed through the extra rollout key ``rods_reward``
 to :func:`rods_reward` (TRL hands extra rollout keys to reward functions as keyword arguments).
+
+**Public entry point** (for a user's own TRL ``GRPOTrainer``)::
+
+    from trainer.rollout import RolloutSettings, make_rollout_func, rods_reward
+    from trainer.chat_tokens import ChatTokenizer
+    from trainer.generators import HFGenerator
+
+    settings = RolloutSettings(max_completion_length=4096, num_generations=8)   # or RolloutSettings.of(grpo_config)
+    rollout_func = make_rollout_func(tasks_by_id.__getitem__, settings, ChatTokenizer(tok),
+                                     lambda trainer: HFGenerator(trainer.model, tok),
+                                     rows=lambda trainer: trainer._rollout_rows)
+    GRPOTrainer(..., reward_funcs=[rods_reward], rollout_func=rollout_func)
+
+``rows(trainer)`` returns the dataset rows behind the prompts TRL passes (one ``task_id`` per row,
+K consecutive copies per task); TRL does not hand them to ``rollout_func``, so the trainer must
+keep them (``trainer.trl_trainer.CurriculumGRPOTrainer`` does, in ``_generate_and_score_completions``).
+The other pieces live by concern: chat-template tokens in :mod:`trainer.chat_tokens`, batched
+generation in :mod:`trainer.generators`, the demo reward shaper in :mod:`trainer.reward_shaping`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import hashlib
-import importlib
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from envs.checker import check
-from envs.policies import _for_template, parse_hermes
+from envs.policies import parse_hermes
 from envs.rewards import REWARDS
 from envs.runner import AssistantMessage, Episode, StepContext, run_episode
 from envs.task import Task
+from trainer.chat_tokens import ChatTokenizer
+from trainer.generators import Generated, Generator, HFGenerator, LockstepBatcher, VLLMGenerator, stop_token_ids
+from trainer.reward_shaping import REWARD_SHAPERS, RewardShaper, resolve_shaper, synthetic_boundary
 
 log = logging.getLogger(__name__)
+__all__ = [  # the rollout's own names, and the pieces a user's trainer needs, importable from one place
+    "REWARD_SHAPERS", "ChatTokenizer", "Generated", "Generator", "HFGenerator", "LockstepBatcher", "RewardShaper",
+    "RolloutResult", "RolloutSettings", "TokenTrace", "TracingPolicy", "VLLMGenerator", "context_limit",
+    "make_rollout_func", "resolve_shaper", "rods_reward", "run_rollouts", "stop_token_ids", "synthetic_boundary",
+]
+
+
+# ---------------------------------------------------------------------------------------------- settings
+@dataclass
+class RolloutSettings:
+    """What one rollout needs from the run's config (a ``RODSConfig`` has every field; see :meth:`of`).
+
+    A plain dataclass so a user's own GRPO script can roll out BFCL-style episodes without RODS's config.
+    """
+
+    max_completion_length: int = 4096
+    """Budget of all completion tokens of one episode, model and injected alike (as TRL's)."""
+    num_generations: int = 8
+    """K: consecutive rows share one task (the shaper gets the rollout's index in its group)."""
+    max_new_tokens_per_step: int = 1024
+    max_steps_per_turn: int = 5
+    strict_tools: bool = False
+    system_prompt: str | None = None
+    reward: str = "progress"
+    reward_shaping: str | None = None
+    use_vllm: bool = False
+    vllm_max_model_length: int | None = None
+
+    @classmethod
+    def of(cls, config: Any) -> RolloutSettings:
+        """The settings from a config that has these fields (``RODSConfig``); a missing field keeps its default
+        (a plain ``GRPOConfig`` has no ``max_steps_per_turn``)."""
+        if isinstance(config, cls):
+            return config
+        names = [f.name for f in fields(cls)]
+        return cls(**{n: getattr(config, n) for n in names if hasattr(config, n)})
 
 
 # ---------------------------------------------------------------------------------------------- token trace
@@ -104,304 +157,8 @@ class TokenTrace:
             self.logprobs.extend([0.0] * len(ids))
 
 
-class ChatTokenizer:
-    """Renders prompts and injected suffixes with the policy's chat template.
-
-    ``suffix_ids`` is TRL's prefix diff generalised to any new messages (tool results, user
-    turns): the dummy assistant turn before them is closed at its last EOS, exactly where a
-    model turn that ended with EOS stops, so ``trace + suffix`` equals the rendered conversation.
-    """
-
-    def __init__(self, tokenizer: Any, chat_template: str | None = None, template_kwargs: dict | None = None):
-        self.tokenizer = tokenizer
-        self.chat_template = chat_template
-        self.template_kwargs = dict(template_kwargs or {})
-        self.eos_token_id = tokenizer.eos_token_id
-        self.eos_token = tokenizer.eos_token
-
-    def _text(self, messages: list[dict], tools: list[dict] | None) -> str:
-        return self.tokenizer.apply_chat_template(
-            messages, tools=tools or None, add_generation_prompt=False, tokenize=False,
-            chat_template=self.chat_template, **self.template_kwargs,
-        )
-
-    def tools_message(self, tools: list[dict]) -> dict:
-        """A system message whose content is the template's own tool block for ``tools``.
-
-        Rendered generically: the text the template puts before the first user message with
-        ``tools``, minus the template's system-message frame (found by rendering a marker system
-        message). For Qwen3 that is ``# Tools ... <tools>{schemas}</tools> ...``, the block of the
-        first prompt.
-        """
-        user = [{"role": "user", "content": "\x00u"}]
-        with_tools = self._text(user, tools)
-        marked = self._text([{"role": "system", "content": "\x00s"}, *user], None)
-        tail = len(_common_suffix(with_tools, marked))
-        block, frame = with_tools[: len(with_tools) - tail], marked[: len(marked) - tail]
-        head, _, foot = frame.partition("\x00s")
-        if not (block.startswith(head) and block.endswith(foot)) or len(block) <= len(head) + len(foot):
-            schemas = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
-            return {"role": "system", "content": f"More functions are available:\n<tools>\n{schemas}\n</tools>"}
-        return {"role": "system", "content": block[len(head): len(block) - len(foot)]}
-
-    def _render(self, messages: list[dict], tools: list[dict] | None, generation_prompt: bool) -> list[int]:
-        ids = self.tokenizer.apply_chat_template(
-            _for_template(messages), tools=tools or None, add_generation_prompt=generation_prompt, tokenize=True,
-            return_dict=False, chat_template=self.chat_template, **self.template_kwargs,
-        )
-        return list(ids)
-
-    def prompt_ids(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
-        return self._render(messages, tools, generation_prompt=True)
-
-    def suffix_ids(self, new_messages: list[dict]) -> list[int]:
-        """Tokens the template puts after a finished assistant turn for ``new_messages``."""
-        first_tool = next((m for m in new_messages if m.get("role") == "tool"), None)
-        calls = [{"type": "function", "function": {"name": first_tool.get("name", "tool"), "arguments": {}}}] \
-            if first_tool is not None else None
-        assistant: dict[str, Any] = {"role": "assistant", "content": ""}
-        if calls and new_messages[0].get("role") == "tool":
-            assistant["tool_calls"] = calls
-        dummy = [{"role": "user", "content": "dummy"}, assistant]
-        prefix = self._render(dummy, None, generation_prompt=False)
-        full = self._render(dummy + list(new_messages), None, generation_prompt=True)
-        eos = [i for i, t in enumerate(prefix) if t == self.eos_token_id]
-        if eos:
-            prefix = prefix[: eos[-1] + 1]
-        if full[: len(prefix)] != prefix:
-            raise ValueError("chat template is not prefix-preserving: cannot compute injected suffix tokens")
-        return full[len(prefix):]
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
-
-
-# ---------------------------------------------------------------------------------------------- generation
-@dataclass
-class Generated:
-    ids: list[int]
-    logprobs: list[float] | None
-    finished: bool
-    """The step ended with EOS (not cut by a token cap)."""
-
-
-class Generator(Protocol):
-    """One batched generation call: prompts as token ids, a token cap per prompt."""
-
-    def generate(self, prompts: list[list[int]], max_new_tokens: list[int]) -> list[Generated]: ...
-
-
-def _common_suffix(a: str, b: str) -> str:
-    n = 0
-    while n < min(len(a), len(b)) and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
-        n += 1
-    return a[len(a) - n:]
-
-
 def _tool_name(tool: dict) -> str:
     return str(tool.get("function", tool).get("name", ""))
-
-
-def stop_token_ids(tokenizer: Any, model: Any = None) -> frozenset[int]:
-    """Every id that ends a model turn: the tokenizer's EOS plus the model's ``generation_config.eos_token_id``
-    (an int or a list; Qwen3 stops on ``<|im_end|>`` and ``<|endoftext|>``), as vLLM and ``generate`` stop."""
-    ids: set[int] = set()
-    tok = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps the tokenizer
-    if getattr(tok, "eos_token_id", None) is not None:
-        ids.add(int(tok.eos_token_id))
-    gen = getattr(model, "generation_config", None)
-    eos = getattr(gen, "eos_token_id", None)
-    for i in (eos if isinstance(eos, (list, tuple, set)) else [eos]):
-        if i is not None:
-            ids.add(int(i))
-    return frozenset(ids)
-
-
-def _cut(ids: Sequence[int], logprobs: Sequence[float] | None, cap: int,
-         stop_ids: int | Sequence[int] | frozenset[int]) -> Generated:
-    stops = {stop_ids} if isinstance(stop_ids, int) else set(stop_ids)
-    ids = list(ids)[:cap]
-    end = next((i for i, t in enumerate(ids) if t in stops), None)
-    if end is not None:
-        ids = ids[: end + 1]
-    lp = None if logprobs is None else list(logprobs)[: len(ids)]
-    return Generated(ids=ids, logprobs=lp, finished=bool(ids) and ids[-1] in stops)
-
-
-class HFGenerator:
-    """transformers ``generate`` on the training model (CPU runs, tests); no logprobs.
-
-    Sampling follows the GRPO config (temperature, top_p, top_k, min_p, repetition_penalty). Each row
-    stops at its own cap (a per-row stopping criterion), so rows near their budget stop decoding
-    instead of running to the batch's largest cap.
-    """
-
-    def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, top_p: float = 1.0,
-                 top_k: int | None = None, min_p: float | None = None, repetition_penalty: float = 1.0,
-                 unwrap: Callable[[], Any] | None = None):
-        self.model = model
-        self.tokenizer = tokenizer
-        self.unwrap = unwrap
-        self.stop_ids = stop_token_ids(tokenizer, model)
-        self.sampling: dict[str, Any] = {"do_sample": temperature > 0, "repetition_penalty": repetition_penalty}
-        if temperature > 0:
-            self.sampling.update(temperature=temperature, top_p=top_p)
-            if top_k:
-                self.sampling["top_k"] = top_k
-            if min_p:
-                self.sampling["min_p"] = min_p
-
-    def generate(self, prompts: list[list[int]], max_new_tokens: list[int]) -> list[Generated]:
-        """Prompts of equal length go through ``generate`` together, unpadded.
-
-        A padded batch makes the attention fall back to an explicit L x L mask (about 3x slower for
-        the ~4k-token BFCL prompts on CPU); the K copies of a task share a length at least on
-        their first turn, so grouping keeps most of the batching.
-        """
-        import contextlib
-
-        import torch
-
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
-        eos = sorted(self.stop_ids)
-        groups: dict[int, list[int]] = {}
-        for i, p in enumerate(prompts):
-            groups.setdefault(len(p), []).append(i)
-        out: list[Generated | None] = [None] * len(prompts)
-        ctx = self.unwrap() if self.unwrap is not None else contextlib.nullcontext(self.model)
-        with ctx as model, torch.no_grad():
-            device = next(model.parameters()).device
-            for width, idx in groups.items():
-                ids = torch.tensor([prompts[i] for i in idx], dtype=torch.long, device=device)
-                caps = [max_new_tokens[i] for i in idx]
-                gen = model.generate(
-                    input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max(caps),
-                    eos_token_id=eos, pad_token_id=pad, stopping_criteria=_row_caps(width, caps, device),
-                    **self.sampling,
-                )
-                for row, i in zip(gen[:, width:].tolist(), idx, strict=True):
-                    out[i] = _cut(row, None, max_new_tokens[i], self.stop_ids)
-        return out  # type: ignore[return-value]
-
-
-def _row_caps(width: int, caps: list[int], device: Any) -> Any:
-    """A stopping criterion that ends each row of a ``generate`` batch at its own new-token cap."""
-    import torch
-    from transformers import StoppingCriteria, StoppingCriteriaList
-
-    limit = torch.tensor(caps, device=device)
-
-    class RowCaps(StoppingCriteria):
-        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            return (input_ids.shape[1] - width) >= limit
-
-    return StoppingCriteriaList([RowCaps()])
-
-
-def _with_max_tokens(params: Any, n: int) -> Any:
-    p = params.clone() if hasattr(params, "clone") else copy.copy(params)
-    p.max_tokens = int(n)
-    return p
-
-
-class VLLMGenerator:
-    """TRL's vLLM integration (``trainer.vllm_generation``): colocate by default, weights synced by TRL.
-
-    Colocate with TP=1 (the recipe): one ``SamplingParams`` per request, each with its episode's
-    remaining budget as ``max_tokens`` (vLLM's ``LLM.generate`` takes a list; TRL builds one, so its
-    ``llm.generate`` is wrapped for the call). Other modes get the batch's largest cap. Every output is
-    cut to its cap and at the first stop id (the sampling logprobs are cut with it).
-
-    Server mode on several training processes, and colocate with tensor parallelism, run
-    collectives inside ``generate`` that assume every rank calls it equally often with equally
-    long lists; lock-step batches differ per rank, so use colocate with TP=1 on several ranks
-    (server mode is fine with one training process). Keep ``vllm_enable_sleep_mode`` off: TRL
-    puts vLLM to sleep after every ``generate`` call and re-syncs weights on wake-up, i.e. once
-    per episode turn here.
-    """
-
-    def __init__(self, trainer: Any):
-        self.trainer = trainer
-        self.stop_ids = stop_token_ids(trainer.processing_class, getattr(trainer, "model", None))
-
-    def generate(self, prompts: list[list[int]], max_new_tokens: list[int]) -> list[Generated]:
-        vg = self.trainer.vllm_generation
-        saved = vg.max_completion_length  # read per call as vLLM's max_tokens: cap it at this batch's largest need
-        vg.max_completion_length = max(max_new_tokens)
-        llm = getattr(vg, "llm", None) if getattr(vg, "mode", None) == "colocate" \
-            and getattr(vg, "tensor_parallel_size", 1) == 1 else None
-        if llm is not None:
-            batch_generate = llm.generate
-
-            def per_request(requests: Any, sampling_params: Any = None, **kwargs: Any) -> Any:
-                if sampling_params is not None and not isinstance(sampling_params, (list, tuple)) \
-                        and len(requests) == len(max_new_tokens):
-                    sampling_params = [_with_max_tokens(sampling_params, n) for n in max_new_tokens]
-                return batch_generate(requests, sampling_params=sampling_params, **kwargs)
-
-            own = vars(llm).get("generate")  # an instance attribute someone set before us: put it back after
-            llm.generate = per_request  # an instance attribute shadows the method for this call only
-        try:
-            _, completion_ids, logprobs, _ = vg.generate(prompts=prompts, images=None, num_generations=1)
-        finally:
-            vg.max_completion_length = saved
-            if llm is not None:
-                if own is None:
-                    del llm.generate
-                else:
-                    llm.generate = own
-        out = []
-        for i, (ids, cap) in enumerate(zip(completion_ids, max_new_tokens, strict=True)):
-            lp = None
-            if logprobs is not None and logprobs[i] is not None:
-                lp = [tok[0] if isinstance(tok, (list, tuple)) else tok for tok in logprobs[i]]
-            out.append(_cut(ids, lp, cap, self.stop_ids))
-        return out
-
-
-class LockstepBatcher:
-    """Collects the model turns of concurrent episodes and serves them with one generate call.
-
-    A batch is flushed when every live episode is waiting for a turn (or has finished), so the
-    K*B episodes of a generation batch advance in lock-step. A generation error is kept and
-    re-raised by :func:`run_rollouts` (the runner would otherwise turn it into a zero reward).
-    """
-
-    def __init__(self, generator: Generator, n_episodes: int):
-        self.generator = generator
-        self.live = n_episodes
-        self.pending: list[tuple[list[int], int, asyncio.Future]] = []
-        self.error: BaseException | None = None
-        self.calls = 0
-        self.batch_sizes: list[int] = []
-        self.generated_tokens = 0
-
-    async def submit(self, prompt: list[int], max_new_tokens: int) -> Generated:
-        fut = asyncio.get_running_loop().create_future()
-        self.pending.append((prompt, max_new_tokens, fut))
-        self._maybe_flush()
-        return await fut
-
-    def finish(self) -> None:
-        self.live -= 1
-        self._maybe_flush()
-
-    def _maybe_flush(self) -> None:
-        if not self.pending or len(self.pending) < self.live:
-            return
-        batch, self.pending = self.pending, []
-        try:
-            outs = self.generator.generate([p for p, _, _ in batch], [n for _, n, _ in batch])
-        except BaseException as exc:  # noqa: BLE001 - re-raised by run_rollouts
-            self.error = exc
-            for _, _, fut in batch:
-                fut.set_exception(exc)
-            return
-        self.calls += 1
-        self.batch_sizes.append(len(batch))
-        for (_, _, fut), out in zip(batch, outs, strict=True):
-            self.generated_tokens += len(out.ids)
-            fut.set_result(out)
 
 
 # ---------------------------------------------------------------------------------------------- policy
@@ -479,46 +236,6 @@ class TracingPolicy:
         self._closed = True
         self.trace.truncated = True
         return AssistantMessage(content="")
-
-
-# ---------------------------------------------------------------------------------------------- reward shaping
-RewardShaper = Callable[[Task, int, float, Episode], float]
-"""``f(task, rollout_index_in_group, reward, episode) -> reward``."""
-
-
-def _bucket(task_id: str, n: int) -> int:
-    return int(hashlib.sha256(task_id.encode()).hexdigest(), 16) % n
-
-
-def synthetic_boundary(task: Task, k: int, reward: float, episode: Episode) -> float:
-    """Test hook: make a third of the tasks boundary (rewards 0/1 alternating over the group), a
-    third mastered (1.0), and leave the rest as scored, by a hash of the task id.
-
-    With an untrained model every reward is 0, so no task would ever sit on the boundary; this
-    lets the end-to-end test drive detection, synthesis, injection and retirement through the
-    production code path. Variants get their own hash, so some are retired and some stay.
-    """
-    bucket = _bucket(task.id, 3)
-    if bucket == 0:
-        return float(k % 2)
-    if bucket == 1:
-        return 1.0
-    return reward
-
-
-REWARD_SHAPERS: dict[str, RewardShaper] = {"synthetic_boundary": synthetic_boundary}
-
-
-def resolve_shaper(name: str | None) -> RewardShaper | None:
-    """A registered shaper name, or ``module:function``; None disables shaping."""
-    if not name:
-        return None
-    if name in REWARD_SHAPERS:
-        return REWARD_SHAPERS[name]
-    if ":" in name:
-        module, attr = name.split(":", 1)
-        return getattr(importlib.import_module(module), attr)
-    raise ValueError(f"unknown reward_shaping {name!r}; registered: {sorted(REWARD_SHAPERS)} (or module:function)")
 
 
 def rods_reward(completions: list, rods_reward: list[float | None] | None = None,
@@ -608,38 +325,47 @@ def run_rollouts(tasks: list[Task], generator: Generator, chat: ChatTokenizer, *
     )
 
 
-def context_limit(args: Any, model: Any = None) -> int | None:
+def context_limit(settings: RolloutSettings, model: Any = None) -> int | None:
     """Most tokens one episode may hold: vLLM's ``vllm_max_model_length`` (with vLLM) and the model's
     ``max_position_embeddings``, whichever is smaller; None when neither is known."""
     limits = []
-    if getattr(args, "use_vllm", False) and getattr(args, "vllm_max_model_length", None):
-        limits.append(int(args.vllm_max_model_length))
+    if settings.use_vllm and settings.vllm_max_model_length:
+        limits.append(int(settings.vllm_max_model_length))
     positions = getattr(getattr(model, "config", None), "max_position_embeddings", None)
     if isinstance(positions, int) and positions > 0:
         limits.append(positions)
     return min(limits) if limits else None
 
 
-def make_rollout_func(lookup: Callable[[str], Task], args: Any, chat: ChatTokenizer,
-                      generator_factory: Callable[[Any], Generator]) -> Callable[[list, Any], dict]:
-    """Build TRL's ``rollout_func(prompts, trainer) -> dict``.
+def _rows_of(trainer: Any) -> list[dict]:
+    return trainer._rollout_rows
 
-    The rows behind ``prompts`` (K consecutive copies per task) come from
-    ``trainer._rollout_rows`` (set by :class:`trainer.grpo.CurriculumGRPOTrainer`); ``lookup``
-    maps their ``task_id`` to the task in the live pool.
+
+def make_rollout_func(lookup: Callable[[str], Task], settings: RolloutSettings | Any, chat: ChatTokenizer,
+                      generator_factory: Callable[[Any], Generator], *,
+                      rows: Callable[[Any], list[dict]] = _rows_of) -> Callable[[list, Any], dict]:
+    """Build TRL's ``rollout_func(prompts, trainer) -> dict`` (the module docstring shows a user's script).
+
+    ``rows(trainer)`` gives the rows behind ``prompts`` (K consecutive copies per task; default
+    ``trainer._rollout_rows``, set by :class:`trainer.trl_trainer.CurriculumGRPOTrainer`); ``lookup``
+    maps their ``task_id`` to the task in the live pool. ``settings`` is a :class:`RolloutSettings`
+    or a config holding its fields (``RODSConfig``). The result of the last call is kept on the
+    trainer as ``trainer._last_rollout`` (the trainer logs its ``rods/*`` metrics from it).
     """
-    shaper = resolve_shaper(getattr(args, "reward_shaping", None))
+    settings = RolloutSettings.of(settings)
+    shaper = resolve_shaper(settings.reward_shaping)
 
     def rollout_func(prompts: list, trainer: Any) -> dict:
-        rows = trainer._rollout_rows
-        if len(rows) != len(prompts):
-            raise RuntimeError(f"rollout rows ({len(rows)}) and prompts ({len(prompts)}) disagree")
-        tasks = [lookup(r["task_id"]) for r in rows]
+        batch = rows(trainer)
+        if len(batch) != len(prompts):
+            raise RuntimeError(f"rollout rows ({len(batch)}) and prompts ({len(prompts)}) disagree")
+        tasks = [lookup(r["task_id"]) for r in batch]
         result = run_rollouts(
-            tasks, generator_factory(trainer), chat, budget=args.max_completion_length,
-            max_new_tokens_per_step=args.max_new_tokens_per_step, max_steps_per_turn=args.max_steps_per_turn,
-            strict_tools=args.strict_tools, system_prompt=args.system_prompt, reward=args.reward, shaper=shaper,
-            group_size=args.num_generations, context_limit=context_limit(args, getattr(trainer, "model", None)),
+            tasks, generator_factory(trainer), chat, budget=settings.max_completion_length,
+            max_new_tokens_per_step=settings.max_new_tokens_per_step, max_steps_per_turn=settings.max_steps_per_turn,
+            strict_tools=settings.strict_tools, system_prompt=settings.system_prompt, reward=settings.reward,
+            shaper=shaper, group_size=settings.num_generations,
+            context_limit=context_limit(settings, getattr(trainer, "model", None)),
         )
         trainer._last_rollout = result
         traces = result.traces
