@@ -14,10 +14,10 @@ from graphs.synthesis import graph, synthesize
 from rods_agents.analysis.contamination import contamination_threshold, natural_baseline
 from rods_agents.analysis.information_structure import information_structure
 from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.skills import compare_skill_profiles, rejecting
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.stages.state import SynthesisContext
 from rods_agents.stages.verdict import (
-    _sources_by_turn,
     judge,
     obtainability_problems,
     seed_fails_strict,
@@ -148,13 +148,14 @@ def test_accepted_samples_reexecute_cleanly_and_match_their_seed(run):
         trace = trace_task(task)
         assert not trace.errors
         seed_profile, profile = profile_task(seed), profile_task(task, trace)
-        assert [f for f in seed_profile.mismatches(profile) if f != "sources_by_turn"] == []
         # only obtainable values: state values have a unique hint in the text, composed ones a recipe
         unobtainable, fallbacks = obtainability_problems(task, trace, profile, seed_profile)
         # a slot the seed's own wording already leaves without a rule-recognised hint is not held against it
         assert [p for p in unobtainable if slot(p) not in seed_unobtainable(seed)] == []
-        # information structure included; the one documented exception is counted in provenance
-        assert _sources_by_turn(profile, fallbacks) == seed_profile.sources_by_turn
+        # the seed's skill-level profile holds (issue 13: functions may change inside a skill class, so exact
+        # functions and per-turn value-source counts are no longer pinned); the one documented exception, a
+        # stated fallback, is counted in provenance
+        assert rejecting(compare_skill_profiles(seed_profile.skills, profile.skills, fallbacks)) == []
         assert fallbacks == task.provenance["stated_fallbacks"]
         assert task.ground_truth != seed.ground_truth or task.initial_config != seed.initial_config
 
