@@ -209,7 +209,8 @@ def test_invalid_llm_config_patches_are_refused_after_bounded_retries(args):
 
 # ----------------------------------------------------------------------------- LLM plan sampling
 def _draft_plan(prompt: str) -> dict:
-    return json.loads(_section(prompt, "Draft plan to improve on (JSON, same format as your answer)").strip().split("\n")[0])
+    body = prompt.split("\n## Draft plan", 1)[1].split("\n", 1)[1]
+    return json.loads(body.strip().split("\n")[0])
 
 
 def good_plan(prompt: str) -> AIMessage:
@@ -332,7 +333,7 @@ def test_a_plan_that_breaks_the_information_structure_is_rejected_and_its_reason
 
     model = ScriptedChatModel(messages=iter([]), script=script)
     result = synthesize([seed], _ctx(model, ["plan"], max_plan_attempts=2))
-    plan_prompts = [p for p in model.prompts if "## Draft plan to improve on" in p]
+    plan_prompts = [p for p in model.prompts if "## Draft plan" in p]
     assert len(plan_prompts) == 2
     assert "previous plans were rejected" not in plan_prompts[0]
     if result.accepted:
@@ -348,13 +349,14 @@ def test_a_plan_that_breaks_the_information_structure_is_rejected_and_its_reason
 
 
 # a dropped reference shows up as a profile change (the data edge is gone) or as the information structure
-IS_REASONS = {"information_structure", "profile_mismatch", "unobtainable_value"}
+IS_REASONS = {"information_structure", "profile_mismatch", "skill_profile", "unobtainable_value"}
 
 
 # ----------------------------------------------------------------------------- the judge and one refine round
 def _judge(decision: str, fault: str = "none", critique: str = "") -> AIMessage:
     return _tool({"reasoning": "checked every turn", "faithfulness": 5 if decision == "accept" else 3,
-                  "coherence": 4, "naturalness": 4, "easier_than_seed": False, "decision": decision,
+                  "coherence": 4, "naturalness": 4, "easier_than_seed": False,
+                  "substantively_new": decision == "accept", "decision": decision,
                   "fault": fault, "critique": critique}, "JudgeVerdict")
 
 

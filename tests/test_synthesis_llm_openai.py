@@ -27,11 +27,12 @@ PROMPT_TOKENS, COMPLETION_TOKENS = 11, 5
 
 def _answer(schema: str, prompt: str) -> dict:
     if schema == "PlanProposal":
-        draft = prompt.split("## Draft plan to improve on (JSON, same format as your answer)\n", 1)[1]
+        draft = prompt.split("\n## Draft plan", 1)[1].split("\n", 1)[1]
         return json.loads(draft.split("\n", 1)[0])
     if schema == "JudgeVerdict":
         return {"reasoning": "faithful and natural", "faithfulness": 5, "coherence": 4, "naturalness": 4,
-                "easier_than_seed": False, "decision": "accept", "fault": "none", "critique": ""}
+                "easier_than_seed": False, "substantively_new": True, "decision": "accept", "fault": "none",
+                "critique": ""}
     if schema == "ConfigPatchProposal":
         return {"cls": "TradingBot", "path": "market_status", "value": "Open", "reason": "open the market"}
     body = prompt.split("Drafts:", 1)[1]
@@ -138,7 +139,8 @@ def test_transport_failures_mid_run_are_llm_unreachable_apart_from_invalid_answe
     out = tmp_path / "run"
     with StubOpenAI(drop_chat=True) as stub:
         res = _cli(stub.base_url, out, seeds_file, "--max_retries", "1", "--request_timeout", "5")
-    assert res.exit_code == 0, res.output  # the run finishes and records every sample
+    # the run finishes and records every sample, and says loudly (exit 1) that most samples failed on the LLM
+    assert res.exit_code == 1 and "failed on the LLM" in res.output, res.output
     rejected = [json.loads(line) for line in (out / "rejected.jsonl").read_text().splitlines()]
     assert len(rejected) == 2 and all(r["reasons"] == ["llm_unreachable"] for r in rejected)
     assert all("Connection" in r["detail"]["llm_last_error"] for r in rejected)

@@ -71,7 +71,8 @@ def test_plan_prompt_holds_what_a_capable_planner_needs(seed_id):
     state = prompt.split("## The initial state", 1)[1]
     assert json.dumps(seed.initial_config, sort_keys=True, default=str)[:300] in state  # structured JSON
     renamable = json.loads(state.split("renamable: ", 1)[1].split("\n", 1)[0])
-    assert set(renamable) == {"entity_keys", "values"} and renamable["entity_keys"] + renamable["values"]
+    assert set(renamable) == {"task_entities", "entity_keys", "values"}
+    assert renamable["task_entities"] + renamable["entity_keys"] + renamable["values"]
     category = prompt.split("## What the category means for this task", 1)[1].split("\n## ", 1)[0]
     if seed.category == "miss_param":
         (k,) = profile.miss_param_turns

@@ -29,11 +29,14 @@ from rods_agents.analysis.execution import classify_error
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.llm.client import build_chat_models, is_transport_error, usage_of, usage_of_error
+from rods_agents.llm.prompting import containment as text_containment
 from rods_agents.llm.prompting import (
+    renamable_values,
     render_judge_prompt,
     render_patch_prompt,
     render_plan_prompt,
     render_rewrite_prompt,
+    user_text,
     values_by_turn,
 )
 from rods_agents.llm.schemas import ConfigPatchProposal, JudgeVerdict, PlanProposal, RewrittenTurns
@@ -42,10 +45,13 @@ from rods_agents.run.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE, LLMUsag
 from rods_agents.variation.config_rules import ConfigPatch
 from rods_agents.variation.plan import Plan, config_strings, replace_in_config
 
-_QUOTED = re.compile(r"'([^']+)'")
+# a quoted value: a quote not inside a word, so the apostrophes of "I'm ... I'm" or "the user's" are no quotes
+_QUOTED = re.compile(r"(?<![\w])'([^'\n]+?)'(?![\w])")
 _SCAFFOLD = re.compile(r"thought process|step \d+:|```|\bfunction\b|\btool call", re.I)
 MAX_TURN_CHARS = 1500
 MAX_ARG_CHARS = 2000
+MAX_ERROR_CHARS = 4000  # a refusal is fed back whole: it names the turn, the call and the value to fix
+MAX_SEED_CONTAINMENT = 0.6  # word 5-grams of the rewritten text found in the seed's text (values excluded)
 RETRY_NOTE = "\n\nYour previous answer was refused: {error}\nAnswer again and fix exactly that."
 
 
@@ -100,7 +106,7 @@ def ask_validated(model: Any, schema: type, prompt: str, validate: Callable[[Any
             out = structured.invoke(prompt + (RETRY_NOTE.format(error=errors[-1]) if errors else ""))
         except Exception as exc:  # noqa: BLE001 - transport errors end the stage, the rest is retried
             usage = usage.add(usage_of_error(exc))
-            errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+            errors.append(f"{type(exc).__name__}: {str(exc)[:MAX_ERROR_CHARS]}")
             if is_transport_error(exc):
                 raise LLMUnreachableError(f"{stage}: endpoint unreachable", usage, errors) from None
             continue
@@ -112,7 +118,7 @@ def ask_validated(model: Any, schema: type, prompt: str, validate: Callable[[Any
                 raise ValueError(f"empty or unparsable answer{f': {err}' if err else ''}")
             return validate(parsed), usage
         except Exception as exc:  # noqa: BLE001 - validation refusals are retried with their reason
-            errors.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+            errors.append(f"{type(exc).__name__}: {str(exc)[:MAX_ERROR_CHARS]}")
     if not errors:
         errors.append(f"llm call budget exhausted before the {stage} stage")
     raise LLMOutputError(f"no valid {stage}", usage, errors)
@@ -150,14 +156,23 @@ class LLMBackbone:
 
     # ------------------------------------------------------------------ rewrite
     def rewrite_turns(self, seed: Task, profile: Profile, seed_trace: Trace, ground_truth: list[list[str]],
-                      turns: list[list[Message]], state: dict, feedback: str = "") -> tuple[list[list[Message]], LLMUsage]:
-        """Rewrite the drafted turns into natural ones that keep the seed's information structure."""
+                      turns: list[list[Message]], state: dict, feedback: str = "",
+                      initial_config: dict | None = None) -> tuple[list[list[Message]], LLMUsage]:
+        """Rewrite the drafted turns into natural ones that keep the seed's information structure.
+
+        With the candidate's ``initial_config`` its ground truth is executed first, so the prompt shows
+        the variant's own results and a swapped-in argument read from a result is not asked to be stated."""
         slots = [t for t, msgs in enumerate(turns) if msgs]
         drafts = [turns[t][0].content for t in slots]
-        prompt = render_rewrite_prompt(seed, profile, seed_trace, ground_truth, drafts, slots, feedback)
-        values = values_by_turn(profile, ground_truth)
+        trace = None
+        if initial_config is not None:
+            trace = trace_task(Task.model_validate({**seed.model_dump(), "initial_config": initial_config,
+                                                    "ground_truth": ground_truth}))
+        prompt = render_rewrite_prompt(seed, profile, seed_trace, ground_truth, drafts, slots, feedback, trace)
+        values = values_by_turn(profile, ground_truth, trace)
+        seed_text = user_text(seed)
         texts, usage = self._ask("rewrite", RewrittenTurns, prompt,
-                                 lambda out: validate_rewrite(out, drafts, ground_truth, values, slots), state)
+                                 lambda out: validate_rewrite(out, drafts, ground_truth, values, slots, seed_text), state)
         new = [list(m) for m in turns]
         for t, text in zip(slots, texts, strict=True):
             new[t] = [Message(role="user", content=text)]
@@ -245,7 +260,13 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
                   if isinstance(v, str)}
     text = "\n".join(m.content for turn in seed.turns for m in turn)
     renames: dict[str, str] = {}
+    known = {e["value"]: e.get("others_of_its_kind", []) for e in renamable_values(seed)["task_entities"]
+             if not e["renamable"]}
     for r in out.renames:
+        if r.old in known:
+            raise ValueError(f"rename of {r.old!r}: the environment's code knows it by name (its tables and lookups "
+                             f"would not know {r.new!r}); use another existing one in the calls instead, e.g. "
+                             f"{known[r.old][:8]}")
         if r.old not in strings and r.old not in gt_strings and r.old not in draft.renames and r.old not in text:
             raise ValueError(f"rename of {r.old!r}: not in the seed's initial_config, calls or text")
         if not r.new.strip() or r.new in strings or len(r.new) > 200 or r.new in renames.values():
@@ -392,13 +413,16 @@ def _said(value: Any, text: str) -> bool:
 
 
 def validate_rewrite(out: Any, drafts: list[str], ground_truth: list[list[str]],
-                     values: list[dict[str, list[Any]]], slots: list[int]) -> list[str]:
-    """Check an LLM rewrite as data: shape, length, no leaked names, stated and unstated values.
+                     values: list[dict[str, list[Any]]], slots: list[int], seed_text: str = "") -> list[str]:
+    """Check an LLM rewrite as data: shape, length, no leaked names, stated and unstated values, new wording.
 
-    Every value the draft states that the user must state (by the seed's information structure), and
-    every quoted value of the draft, must be said in the turn or before it (a must-state value the
-    draft dropped may be restored); a value that must stay unstated (an earlier result, a value to
-    find in the state) and that the draft does not state must not appear.
+    Every value the draft states that the user must state (by the seed's information structure), every
+    quoted value of the draft (a quote outside a word: an apostrophe is none), and every value of an
+    argument the seed has no source for (a swapped-in function's file or pattern) must be said in the
+    turn or before it (a must-state value the draft dropped may be restored); a value that must stay
+    unstated (an earlier result, a value to find in the state) and that the draft does not state must
+    not appear. With ``seed_text``, a text whose word 5-grams (values aside) are mostly the seed's is a
+    copy and refused.
     """
     if out is None:
         raise ValueError("empty or unparsable answer")
@@ -411,7 +435,9 @@ def validate_rewrite(out: Any, drafts: list[str], ground_truth: list[list[str]],
         text = text.strip()
         if not text or len(text) > MAX_TURN_CHARS:
             raise ValueError("a turn is empty or too long")
-        if _SCAFFOLD.search(text) or any(re.search(rf"\b{re.escape(n)}\b", text) for n in names if "_" in n or len(n) > 6):
+        # a function name is a leak unless the draft itself uses the word ('logarithm', 'translate')
+        if _SCAFFOLD.search(text) or any(re.search(rf"\b{re.escape(n)}\b", text) and not re.search(
+                rf"\b{re.escape(n)}\b", draft, re.I) for n in names if "_" in n or len(n) > 6):
             raise ValueError("a turn leaks reasoning scaffolds or function names")
         words = {w.lower() for w in re.findall(r"[A-Za-z]{5,}", draft)}
         if words and not words & {w.lower() for w in re.findall(r"[A-Za-z]{5,}", text)}:
@@ -419,7 +445,8 @@ def validate_rewrite(out: Any, drafts: list[str], ground_truth: list[list[str]],
         so_far = " ".join([*texts, text])
         want = [v for v in values[slot]["state"] if (isinstance(v, str) and len(v) >= 3 or isinstance(v, int | float))
                 and _said(v, draft)] if slot < len(values) else []
-        missing = [v for v in [*_QUOTED.findall(draft), *want] if not _said(v, so_far)]
+        new = values[slot].get("new", []) if slot < len(values) else []
+        missing = [v for v in dict.fromkeys([*_QUOTED.findall(draft), *want, *new]) if not _said(v, so_far)]
         if missing:
             raise ValueError(f"turn {slot + 1} drops values the user must state: {missing[:3]}")
         hidden = values[slot]["unstated"] if slot < len(values) else []
@@ -427,6 +454,17 @@ def validate_rewrite(out: Any, drafts: list[str], ground_truth: list[list[str]],
         if leaked:
             raise ValueError(f"turn {slot + 1} states values the user must leave unsaid: {leaked[:3]}")
         texts.append(text)
+    if seed_text:
+        stated = sorted({str(v) for turn in values for v in turn.get("state", []) if isinstance(v, str)}, key=len,
+                        reverse=True)
+        ours, theirs = " ".join(texts), seed_text
+        for v in stated:  # values the user must state are no wording: they may repeat
+            ours, theirs = ours.replace(v, " | "), theirs.replace(v, " | ")
+        share = text_containment(ours, theirs)
+        if share > MAX_SEED_CONTAINMENT:
+            raise ValueError(f"the turns reuse the seed's wording ({share:.0%} of their 5-word sequences are the "
+                             "seed's): write every turn anew in your own words and situation, keeping the values "
+                             "and the structure")
     return texts
 
 
@@ -438,8 +476,11 @@ def validate_judge(out: Any) -> JudgeVerdict:
             raise ValueError(f"{name} must be 1-5 (got {getattr(out, name)})")
     if out.decision == "reject" and out.fault == "none":
         raise ValueError("a rejection needs its fault: query_fixable or gt_unfixable")
-    if out.decision == "accept" and (out.easier_than_seed or out.faithfulness < 4):
-        raise ValueError("accept contradicts the scores (easier than the seed or faithfulness < 4)")
+    if out.decision == "accept" and (out.easier_than_seed or out.faithfulness < 4 or not out.substantively_new):
+        raise ValueError("accept contradicts the scores (easier than the seed, faithfulness < 4, or not "
+                         "substantively new)")
+    if out.decision == "reject" and not out.critique.strip():
+        raise ValueError("a rejection needs its critique: what to change, per turn")
     return out
 
 

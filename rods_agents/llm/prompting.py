@@ -20,11 +20,16 @@ from prompts import load_prompt, load_prompt_json
 from rods_agents.analysis.catalog import build_catalog, class_source_text
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace, bind_args, trace_task
-from rods_agents.analysis.value_sources import is_choice, is_flag
+from rods_agents.analysis.value_sources import choice_phrases, classify_arguments, is_choice, is_flag
 
 MAX_STATE_CHARS = 6000
 _LOGIN_ATTRS = {"authenticated", "current_user", "access_token"}
 MAX_RESULT_CHARS = 300
+MAX_FEEDING_RESULT_CHARS = 2000
+MAX_DOC_CHARS = 700
+MAX_REJECTION_CHARS = 3000  # a verdict reason names the turn, the call and the value: shown whole
+# phrase-table parameters whose listed values are examples, not the only options
+_OPEN_CHOICES = {"pedalPosition", "lines", "path", "folder", "priority"}
 _ID_KEY = re.compile(r"(^|_)ids?$|_id$|^id", re.I)
 
 try:  # engineer H1's detector; the prompts fall back to the profile's value sources without it
@@ -74,10 +79,48 @@ def _worth_showing(result: str) -> bool:
     return walk(data)
 
 
+def _leaves(result: str) -> list[Any]:
+    try:
+        data = json.loads(result)
+    except (json.JSONDecodeError, TypeError):
+        return []
+    return [v for v in _scalars(data) if not isinstance(v, bool) and v is not None]
+
+
+def feeding_positions(task: Task, trace: Trace) -> set[int]:
+    """Trace positions whose result a later argument derives from: for every argument read from a result
+    or composed from results (a mean of three counts, a formatted text), each earlier result that holds
+    one of its values (or, for a composed value none of whose parts is found, every earlier result)."""
+    try:
+        sources = classify_arguments(task, trace)
+    except Exception:  # noqa: BLE001 - a prompt without the marks still shows every result
+        return set()
+    pos_of = {(r.turn, r.index): p for p, r in enumerate(trace.calls)}
+    out: set[int] = set()
+    for a in sources:
+        pos = pos_of.get((a.turn, a.index))
+        if a.source not in ("call", "composed") or pos is None:
+            continue
+        if a.producer is not None:
+            out.add(a.producer)
+        parts = [v for v in _scalars(trace.calls[pos].args.get(a.param)) if not isinstance(v, bool) and v is not None]
+        hits = {p for p in range(pos) for leaf in _leaves(trace.calls[p].result)
+                if any(leaf == v or isinstance(v, str) and isinstance(leaf, str) and len(v) >= 3 and v in leaf
+                       for v in parts)}
+        out |= hits if hits or a.source == "call" else set(range(pos))
+    return out
+
+
 def ground_truth_text(task: Task, trace: Trace | None = None) -> str:
-    """Per turn, the ground-truth calls; list- and id-producing calls show their (shortened) result."""
+    """Per turn, the ground-truth calls, each with its result.
+
+    A result a later value derives from (:func:`feeding_positions`) is shown whole up to
+    :data:`MAX_FEEDING_RESULT_CHARS` and marked; other results are shortened to :data:`MAX_RESULT_CHARS`.
+    Why: the planner and the judge can only keep or check a data flow whose source they see (a
+    balance, a count, a tire pressure, not only lists and ids)."""
     trace = trace if trace is not None else trace_task(task)
-    by_pos = {(r.turn, r.index): r for r in trace.calls}
+    feeding = feeding_positions(task, trace)
+    by_pos = {(r.turn, r.index): (p, r) for p, r in enumerate(trace.calls)}
     lines = []
     for t, calls in enumerate(task.ground_truth):
         if not calls:
@@ -85,11 +128,13 @@ def ground_truth_text(task: Task, trace: Trace | None = None) -> str:
             continue
         lines.append(f"Turn {t + 1}:")
         for i, call in enumerate(calls):
-            rec = by_pos.get((t, i))
+            pos, rec = by_pos.get((t, i), (None, None))
             shown = f"  {call}"
             if rec is not None and rec.error:
-                shown += f"  -> error: {_one_line(rec.error, 160)}"
-            elif rec is not None and _worth_showing(rec.result):
+                shown += f"  -> error: {_one_line(rec.error, 300)}"
+            elif rec is not None and pos in feeding:
+                shown += f"  -> {_one_line(rec.result, MAX_FEEDING_RESULT_CHARS)}  [a later value derives from this]"
+            elif rec is not None and rec.result not in ("", "null", "None"):
                 shown += f"  -> {_one_line(rec.result, MAX_RESULT_CHARS)}"
             lines.append(shown)
     return "\n".join(lines)
@@ -106,8 +151,15 @@ def function_docs(classes: list[str], held_out: dict[int, list[str]] | None = No
         if spec.cls not in classes:
             continue
         params = ", ".join(f"{p.name}{'*' if p.required else ''}: {p.type}" for p in spec.params)
-        line = f"{name}({params}) [{spec.cls}, {spec.role}]: {_one_line(spec.description, 160)}"
+        line = f"{name}({params}) [{spec.cls}, {spec.role}]: {_one_line(spec.description, MAX_DOC_CHARS)}"
+        # every parameter's own doc: its options ('l' for lines), its default, its format
+        docs = [f"{p.name}: {_one_line(p.description, 240)}" for p in spec.params if p.description.strip()]
+        if docs:
+            line += " Parameters: " + "; ".join(d.rstrip(". ") for d in docs) + "."
         options = [f"{p.name} one of {p.enum}" for p in spec.params if p.enum]
+        options += [f"{p.name} one of [{', '.join(words)}]" for p in spec.params if not p.enum
+                    and (words := list(choice_phrases().get(f"{name}.{p.name}", {})))
+                    and p.name not in _OPEN_CHOICES]
         if options:
             line += " Options: " + "; ".join(options) + "."
         pre = [by_method[name]] if name in by_method else []
@@ -136,24 +188,118 @@ def _walk_strings(obj: Any, keys: set[str], values: set[str], depth: int = 0) ->
         values.add(obj)
 
 
-def renamable_values(task: Task) -> dict[str, list[str]]:
-    """Strings of the initial state a plan may rename, keys (file and folder names) apart from values.
+def _key_counts(obj: Any, counts: dict[str, int], depth: int = 0) -> None:
+    if depth > 40:
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            counts[str(k)] = counts.get(str(k), 0) + 1
+            _key_counts(v, counts, depth + 1)
+    elif isinstance(obj, list):
+        for v in obj:
+            _key_counts(v, counts, depth + 1)
 
-    Structural keys and values the environment's code hard-codes (attribute names, 'file', stock
-    tables) are left out: renaming them would break the environment.
+
+def _siblings(obj: Any, target: str, depth: int = 0) -> list[str] | None:
+    """The other keys of the dict that holds ``target`` as a key (other files of its folder, other stocks)."""
+    if depth > 40:
+        return None
+    if isinstance(obj, dict):
+        if target in obj:
+            return [str(k) for k in obj if k != target and isinstance(obj[k], dict)]
+        for v in obj.values():
+            found = _siblings(v, target, depth + 1)
+            if found is not None:
+                return found
+    elif isinstance(obj, list):
+        for v in obj:
+            found = _siblings(v, target, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _task_strings(task: Task) -> list[str]:
+    """Strings the task is about: its calls' string arguments and state strings its text names, in order."""
+    out: list[str] = []
+    for turn in task.ground_truth:
+        for call in turn:
+            for v in _scalars(list(_bound_args(call).values())):
+                if isinstance(v, str) and v not in out:
+                    out.append(v)
+    return out
+
+
+def renamable_values(task: Task) -> dict[str, Any]:
+    """What a plan may change in the initial state, the entities the task is about first.
+
+    - ``task_entities``: the strings the seed's calls use that the state holds (its files, its
+      ticker, its users), each with where it is, whether it may be renamed, and the other entries of
+      the state of the same kind (another file of its folder, another stock the environment lists).
+      A string the environment's code knows by name (a ticker in its price tables, a sector) cannot
+      be renamed: a renamed 'AAPL' would be a stock nobody lists; pick another existing one instead.
+    - ``entity_keys``: other names that are keys of the state (files, folders, stocks), never the
+      field names of its records (``num_shares``, ``created_at``: they repeat across records or
+      hold scalars, and renaming them breaks the environment);
+    - ``values``: other string values of the state.
     """
     source = "\n".join(class_source_text(c) for c in task.involved_classes)
     keys: set[str] = set()
     values: set[str] = set()
+    counts: dict[str, int] = {}
     for cls in task.involved_classes:
         _walk_strings(task.initial_config.get(cls, {}), keys, values)
+        _key_counts(task.initial_config.get(cls, {}), counts)
+
+    def fixed(s: str) -> bool:
+        return bool(re.search(r"['\"]" + re.escape(s) + r"['\"]", source))
 
     def ok(s: str) -> bool:
-        return (2 < len(s) <= 60 and "\n" not in s and not s.replace(".", "").isdigit()
-                and not re.search(r"['\"]" + re.escape(s) + r"['\"]", source))
+        return 2 < len(s) <= 60 and "\n" not in s and not s.replace(".", "").isdigit() and not fixed(s)
 
-    return {"entity_keys": sorted(k for k in keys if ok(k))[:150],
-            "values": sorted(v for v in values - keys if ok(v))[:150]}
+    def entity_key(k: str) -> bool:  # a name (file, folder, stock), not a record's field name
+        return ok(k) and counts.get(k, 0) == 1 and _holds_dict(task.initial_config, k)
+
+    entities = []
+    for s in _task_strings(task):
+        if s not in keys and s not in values or len(s) < 2:
+            continue
+        alts = [a for a in (_siblings(task.initial_config, s) or []) if a != s]
+        if _file_node(task.initial_config, s):  # files and folders are the task's own: always renamable
+            renamable = True
+        else:  # a name the code knows, or a sibling of such names (a ticker of the price table), stays
+            renamable = (2 <= len(s) <= 60 and not s.replace(".", "").isdigit() and not fixed(s)
+                         and not any(fixed(a) for a in alts))
+        entities.append({"value": s, "kind": "key" if s in keys else "value", "renamable": renamable,
+                         **({"others_of_its_kind": alts[:20]} if alts else {})})
+    named = {e["value"] for e in entities}
+    return {"task_entities": entities,
+            "entity_keys": sorted(k for k in keys if entity_key(k) and k not in named)[:120],
+            "values": sorted(v for v in values - keys if ok(v) and v not in named)[:120]}
+
+
+def _file_node(obj: Any, key: str, depth: int = 0) -> bool:
+    """True when ``key`` names a file or folder of a file-system state ({"type": "file" | "directory"})."""
+    if depth > 40:
+        return False
+    if isinstance(obj, dict):
+        node = obj.get(key)
+        if isinstance(node, dict) and node.get("type") in ("file", "directory"):
+            return True
+        return any(_file_node(v, key, depth + 1) for v in obj.values())
+    return False
+
+
+def _holds_dict(obj: Any, key: str, depth: int = 0) -> bool:
+    if depth > 40:
+        return False
+    if isinstance(obj, dict):
+        if isinstance(obj.get(key), dict):
+            return True
+        return any(_holds_dict(v, key, depth + 1) for v in obj.values())
+    if isinstance(obj, list):
+        return any(_holds_dict(v, key, depth + 1) for v in obj)
+    return False
 
 
 def initial_state_text(task: Task) -> str:
@@ -162,6 +308,52 @@ def initial_state_text(task: Task) -> str:
     if len(state) > MAX_STATE_CHARS:
         state = state[:MAX_STATE_CHARS] + f" ... ({len(state) - MAX_STATE_CHARS} more characters)"
     return f"initial_config: {state}\nrenamable: {json.dumps(renamable_values(task))}"
+
+
+def _names(obj: Any, out: set[str], depth: int = 0) -> None:
+    """Names an environment object holds: dict keys and ``name`` attributes, walked through objects."""
+    if depth > 12:
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.add(str(k))
+            _names(v, out, depth + 1)
+    elif isinstance(obj, list | tuple):
+        for v in obj[:500]:
+            _names(v, out, depth + 1)
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        _names({k: v for k, v in vars(obj).items() if k != "parent"}, out, depth + 1)
+
+
+def padding_text(task: Task) -> str:
+    """What the long-context loader adds to the state the calls see (invisible in ``initial_config``)."""
+    if not task.long_context:
+        return ""
+    from envs.executor import Environment
+
+    try:
+        plain = Environment(task.involved_classes, task.initial_config, False)
+        padded = Environment(task.involved_classes, task.initial_config, True)
+    except Exception:  # noqa: BLE001 - a prompt without the padding note still works
+        return ""
+    lines = []
+    for cls in task.involved_classes:
+        a, b = vars(plain.instances[cls]), vars(padded.instances[cls])
+        for attr, value in b.items():
+            if attr.startswith("_") or attr == "long_context" or a.get(attr) == value:
+                continue
+            before, after = set(), set()
+            _names(a.get(attr), before, 0)
+            _names(value, after, 0)
+            added = sorted(after - before)
+            lines.append(f"{cls}.{attr}: {len(added)} extra entries at load time"
+                         + (f", e.g. {', '.join(added[:12])}" if added else "")
+                         + f" ({len(str(a.get(attr)))} -> {len(str(value))} characters of state)")
+    if not lines:
+        return ""
+    return ("The long-context loader pads the state after initial_config is loaded (the results above "
+            "already include it); your renames and calls must still be unambiguous among these:\n- "
+            + "\n- ".join(lines))
 
 
 # ----------------------------------------------------------------------------- structure and category
@@ -179,16 +371,46 @@ def _dump(obj: Any) -> Any:
     return obj.model_dump() if hasattr(obj, "model_dump") else obj
 
 
-def _call_label(call: dict) -> str:
+def _call_label(call: dict, swapped: dict[tuple[int, int], str] | None = None) -> str:
     name = call.get("name") or call.get("method") or call.get("call") or "?"
     cue = call.get("cue")
+    new = (swapped or {}).get((call.get("turn", -1), call.get("index", -1)))
+    if new and new != name:  # the plan swapped the function: the seed's cue describes the old one
+        return f"{new} (was {name} in the seed" + (f", which said {_one_line(cue, 80)!r}; say it for {new}" if cue else "") + ")"
     return f"{name}" + (f" (cue: {_one_line(cue, 80)!r})" if cue else "")
 
 
-def structure_text(structure: Any, profile: Profile | None = None) -> str:
-    """Per turn: explicit and implicit calls, conditions, references, transformations, withheld values."""
+def method_swaps(seed_ground_truth: list[list[str]], ground_truth: list[list[str]] | None) -> dict[tuple[int, int], str]:
+    """(turn, index) -> the variant's function where the plan changed the seed's function at that position."""
+    out: dict[tuple[int, int], str] = {}
+    for t, (old, new) in enumerate(zip(seed_ground_truth, ground_truth or [], strict=False)):
+        for i, (a, b) in enumerate(zip(old, new, strict=False)):
+            if a.split("(", 1)[0] != b.split("(", 1)[0]:
+                out[(t, i)] = b.split("(", 1)[0]
+    return out
+
+
+def _renamed(obj: Any, methods: dict[str, str]) -> Any:
+    """``obj`` with every 'method' field mapped through ``methods`` (seed function -> variant function)."""
+    if isinstance(obj, dict):
+        return {k: (methods.get(v, v) if k == "method" and isinstance(v, str) else _renamed(v, methods))
+                for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_renamed(v, methods) for v in obj]
+    return obj
+
+
+def structure_text(structure: Any, profile: Profile | None = None, seed_ground_truth: list[list[str]] | None = None,
+                   ground_truth: list[list[str]] | None = None) -> str:
+    """Per turn: explicit and implicit calls, conditions, references, transformations, withheld values.
+
+    With the variant's ``ground_truth``, the block follows the plan's function swaps: a call the plan
+    changed is named by its new function (its seed cue marked as the old one's), and references,
+    transformations and withheld values name the variant's functions, so a rewrite is never told to
+    keep 'copied' for a move or 'mean' for a standard deviation."""
     data = _dump(structure) if structure is not None else None
     turns = data.get("turns") if isinstance(data, dict) else None
+    swapped = method_swaps(seed_ground_truth or [], ground_truth) if seed_ground_truth and ground_truth else {}
     if not isinstance(turns, list):
         if profile is None:
             return "(not available)"
@@ -200,8 +422,12 @@ def structure_text(structure: Any, profile: Profile | None = None) -> str:
         turn = _dump(turn) if not isinstance(turn, dict) else turn
         parts = []
         calls = turn.get("calls") or []
-        implicit = [_call_label(c) for c in calls if isinstance(c, dict) and c.get("explicit") is False]
-        explicit = [_call_label(c) for c in calls if isinstance(c, dict) and c.get("explicit") is True]
+        by_name = {}
+        for c in calls:
+            if isinstance(c, dict) and (c.get("turn", t), c.get("index")) in swapped:
+                by_name[c.get("method") or c.get("name")] = swapped[(c.get("turn", t), c.get("index"))]
+        implicit = [_call_label(c, swapped) for c in calls if isinstance(c, dict) and c.get("explicit") is False]
+        explicit = [_call_label(c, swapped) for c in calls if isinstance(c, dict) and c.get("explicit") is True]
         if explicit:
             parts.append("asked for: " + ", ".join(explicit))
         if implicit:
@@ -209,6 +435,7 @@ def structure_text(structure: Any, profile: Profile | None = None) -> str:
         for key in ("conditions", "references", "transformations", "withheld", "held_out_function"):
             value = turn.get(key)
             if value:
+                value = _renamed(value, by_name)
                 parts.append(f"{key}: {_one_line(json.dumps(value, default=str), 500)}")
         lines.append(f"Turn {t + 1}: " + ("; ".join(parts) if parts else "(nothing to keep)"))
     return "\n".join(lines)
@@ -271,29 +498,53 @@ def _scalars(value: Any) -> list[Any]:
     return [value]
 
 
-def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]]) -> list[dict[str, list[Any]]]:
+def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]], trace: Trace | None = None
+                   ) -> list[dict[str, list[Any]]]:
     """Per turn of a candidate with the seed's shape: values the user must state, and values left unsaid.
 
     A position whose value the seed's user stated (source ``user``) must be stated; one the seed
     leaves to an earlier result or to the state must stay unstated. Choices and flags are said in
-    words, so they are listed under neither.
+    words, so they are listed under neither. An argument the seed has no value for at that position
+    (a function the plan swapped in: wc's file after du, grep's pattern after tail) must be stated,
+    unless the candidate's ``trace`` shows it in an earlier result (then the assistant reads it there).
     """
-    out: list[dict[str, list[Any]]] = [{"state": [], "unstated": []} for _ in ground_truth]
+    out: list[dict[str, list[Any]]] = [{"state": [], "unstated": [], "new": []} for _ in ground_truth]
+    seen: set[tuple[int, int, str]] = set()
     for a in seed_profile.arg_sources:
         if a.turn >= len(ground_truth) or a.index >= len(ground_truth[a.turn]):
             continue
         value = _bound_args(ground_truth[a.turn][a.index]).get(a.param)
-        if value is None or is_flag(a.method, a.param, value) or is_choice(a.method, a.param, value):
+        if value is None:
             continue
-        key = "state" if a.source == "user" else "unstated"
-        for v in _scalars(value):
-            if isinstance(v, bool) or v is None or (isinstance(v, str) and len(v.strip()) < 2):
-                continue
-            if v not in out[a.turn][key]:
-                out[a.turn][key].append(v)
+        seen.add((a.turn, a.index, a.param))
+        if is_flag(a.method, a.param, value) or is_choice(a.method, a.param, value):
+            continue
+        _add(out[a.turn], "state" if a.source == "user" else "unstated", value)
+    results = [r.result for r in trace.calls] if trace is not None else []
+    pos_of = {(r.turn, r.index): p for p, r in enumerate(trace.calls)} if trace is not None else {}
+    for t, calls in enumerate(ground_truth):
+        for i, call in enumerate(calls):
+            name = call.split("(", 1)[0]
+            for param, value in _bound_args(call).items():
+                if (t, i, param) in seen or value is None or is_flag(name, param, value) or is_choice(name, param, value):
+                    continue
+                earlier = results[: pos_of.get((t, i), 0)]
+                from_result = any(isinstance(v, str) and len(v) >= 2 and any(v in r for r in earlier)
+                                  for v in _scalars(value))
+                _add(out[t], "unstated" if from_result else "state", value)
+                if not from_result:
+                    _add(out[t], "new", value)
     for turn in out:  # a value stated by the user is never also "unstated"
         turn["unstated"] = [v for v in turn["unstated"] if v not in turn["state"]]
     return out
+
+
+def _add(turn: dict[str, list[Any]], key: str, value: Any) -> None:
+    for v in _scalars(value):
+        if isinstance(v, bool) or v is None or (isinstance(v, str) and len(v.strip()) < 2):
+            continue
+        if v not in turn[key]:
+            turn[key].append(v)
 
 
 def values_text(values: list[dict[str, list[Any]]], slots: list[int] | None = None) -> str:
@@ -318,8 +569,8 @@ def rejection_text(rejection: dict[str, Any]) -> str:
     for key, value in (rejection.get("detail") or {}).items():
         if key in _DETAIL_SKIP or value in (None, [], {}, ""):
             continue
-        parts.append(f"{key}: {_one_line(json.dumps(value, default=str), 500)}")
-    return f"- attempt {int(rejection.get('attempt', 0)) + 1}: {reasons}" + (f" ({'; '.join(parts)})" if parts else "")
+        parts.append(f"{key}: {_one_line(json.dumps(value, default=str), MAX_REJECTION_CHARS)}")
+    return f"- attempt {int(rejection.get('attempt', 0)) + 1}: {reasons}" + ("".join(f"\n    {p}" for p in parts))
 
 
 def previous_text(rejections: list[dict[str, Any]]) -> str:
@@ -354,32 +605,131 @@ def render_plan_prompt(seed: Task, profile: Profile, trace: Trace, draft_ground_
         n_turns=len(seed.ground_truth), turn_shape=[len(t) for t in seed.ground_truth],
         seed_turns=turns_text(seed), seed_ground_truth=ground_truth_text(seed, trace),
         category=category_text(seed, profile, structure), structure=structure_text(structure, profile),
-        initial_state=initial_state_text(seed), functions=function_docs(seed.involved_classes, seed.missed_function),
+        profile=profile_text(seed, profile, trace),
+        initial_state=initial_state_text(seed) + ("\n" + padding_text(seed) if seed.long_context else ""),
+        functions=function_docs(seed.involved_classes, seed.missed_function),
         draft=json.dumps(draft, default=str), previous=previous_text(rejections or []))
 
 
+def changes_text(seed: Task, ground_truth: list[list[str]], initial_config: dict | None = None) -> str:
+    """What the plan changed from the seed, per turn: functions swapped and argument values replaced."""
+    lines = []
+    for t, (old_turn, new_turn) in enumerate(zip(seed.ground_truth, ground_truth, strict=False)):
+        for i, (old, new) in enumerate(zip(old_turn, new_turn, strict=False)):
+            on, nn = old.split("(", 1)[0], new.split("(", 1)[0]
+            oa, na = _bound_args(old), _bound_args(new)
+            diffs = [f"{k}: {json.dumps(oa.get(k), default=str)} -> {json.dumps(na.get(k), default=str)}"
+                     for k in dict.fromkeys([*oa, *na]) if oa.get(k) != na.get(k)]
+            if on != nn:
+                lines.append(f"Turn {t + 1}, call {i + 1}: the seed's {on} is now {nn} (say what {nn} does, not "
+                             f"what {on} did)" + (f"; {'; '.join(diffs)}" if diffs else ""))
+            elif diffs:
+                lines.append(f"Turn {t + 1}, call {i + 1} ({nn}): " + "; ".join(diffs))
+    return "\n".join(lines) or "(no call changed: the change is in the state)"
+
+
 def render_rewrite_prompt(seed: Task, profile: Profile, seed_trace: Trace, ground_truth: list[list[str]],
-                          drafts: list[str], slots: list[int], feedback: str = "") -> str:
-    """The rewrite prompt: the seed's turns as reference, the variant's ground truth, values and structure."""
+                          drafts: list[str], slots: list[int], feedback: str = "", trace: Trace | None = None) -> str:
+    """The rewrite prompt: the seed's turns as reference, the variant's ground truth, values and structure.
+
+    Everything that depends on the plan follows the plan: the values to state come from the variant's
+    calls (a swapped-in function's new argument included), the structure block names the variant's
+    functions, and a draft of a turn whose function the plan swapped says so."""
     structure = information_structure_of(seed, seed_trace)
-    gt = "\n".join(f"Turn {t + 1}: " + (", ".join(calls) if calls else "(no calls)") for t, calls in enumerate(ground_truth))
+    gt = ground_truth_text(Task.model_validate({**seed.model_dump(), "ground_truth": ground_truth}), trace) \
+        if trace is not None else "\n".join(f"Turn {t + 1}: " + (", ".join(calls) if calls else "(no calls)")
+                                           for t, calls in enumerate(ground_truth))
     note = (f"\nA reviewer rejected the previous version of these messages. Fix exactly this:\n{feedback}\n"
             if feedback else "")
+    swapped = method_swaps(seed.ground_truth, ground_truth)
+
+    def draft_line(i: int, t: int, d: str) -> str:
+        mark = [f"{seed.ground_truth[t][k].split('(', 1)[0]} -> {name}" for (tt, k), name in swapped.items() if tt == t]
+        return f"{i + 1}. (turn {t + 1}) {d}" + (f"\n   (this draft may still word the seed's call: the variant "
+                                                 f"does {', '.join(mark)})" if mark else "")
+
     return load_prompt("llm_rewrite.txt").format(
-        seed_turns=turns_text(seed), variant_ground_truth=gt,
-        values=values_text(values_by_turn(profile, ground_truth), slots),
-        structure=structure_text(structure, profile), category=category_text(seed, profile, structure),
-        n_turns=len(drafts), feedback=note,
-        drafts="\n".join(f"{i + 1}. (turn {t + 1}) {d}" for i, (t, d) in enumerate(zip(slots, drafts, strict=True))))
+        seed_turns=turns_text(seed), variant_ground_truth=gt, changes=changes_text(seed, ground_truth),
+        values=values_text(values_by_turn(profile, ground_truth, trace), slots),
+        structure=structure_text(structure, profile, seed.ground_truth, ground_truth),
+        category=category_text(seed, profile, structure), n_turns=len(drafts), feedback=note,
+        drafts="\n".join(draft_line(i, t, d) for i, (t, d) in enumerate(zip(slots, drafts, strict=True))))
+
+
+def _flat_paths(obj: Any, prefix: str = "", depth: int = 0) -> dict[str, Any]:
+    if depth > 30:
+        return {prefix: obj}
+    if isinstance(obj, dict) and obj:
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            out.update(_flat_paths(v, f"{prefix}.{k}" if prefix else str(k), depth + 1))
+        return out
+    return {prefix: obj}
+
+
+def state_changes_text(seed: Task, candidate: Task, limit: int = 40) -> str:
+    """How the candidate's initial state differs from the seed's: paths added, removed or changed."""
+    a, b = _flat_paths(seed.initial_config), _flat_paths(candidate.initial_config)
+    lines = [f"- {k}: {_one_line(json.dumps(a.get(k), default=str), 120)} -> {_one_line(json.dumps(b.get(k), default=str), 120)}"
+             if k in a and k in b else f"- {'added' if k in b else 'removed'} {k}"
+             + (f" = {_one_line(json.dumps(b[k], default=str), 120)}" if k in b else "")
+             for k in sorted(a.keys() | b.keys()) if a.get(k, _MISSING) != b.get(k, _MISSING)]
+    more = f"\n- ... and {len(lines) - limit} more" if len(lines) > limit else ""
+    return "\n".join(lines[:limit]) + more if lines else "(identical to the seed's initial state)"
+
+
+_MISSING = object()
+_WORD = re.compile(r"[a-z0-9]+(?:[.'_-][a-z0-9]+)*")
+
+
+def _grams(text: str, n: int = 5) -> set[tuple[str, ...]]:
+    words = _WORD.findall(text.lower())
+    return {tuple(words[i:i + n]) for i in range(max(0, len(words) - n + 1))}
+
+
+def containment(text: str, reference: str, n: int = 5) -> float:
+    """Share of the word ``n``-grams of ``text`` that also occur in ``reference`` (0 when text is shorter)."""
+    grams = _grams(text, n)
+    return round(len(grams & _grams(reference, n)) / len(grams), 3) if grams else 0.0
+
+
+def user_text(task: Task) -> str:
+    return "\n".join(m.content for turn in task.turns for m in turn if m.role == "user")
+
+
+def novelty_facts(seed: Task, candidate: Task) -> dict[str, Any]:
+    """Measured closeness of a candidate to its seed: 5-gram containment of the text (whole and per turn),
+    digits-only difference, same function sequence, same ground truth once digits are masked."""
+    st, ct = user_text(seed), user_text(candidate)
+    mask = lambda x: re.sub(r"\d+", "#", x)  # noqa: E731
+    per_turn = [containment(" ".join(m.content for m in c), " ".join(m.content for m in s))
+                for s, c in zip(seed.turns, candidate.turns, strict=False) if c]
+    return {"text_5gram_containment_in_seed": containment(ct, st), "per_turn_containment": per_turn,
+            "text_identical": ct.strip() == st.strip(), "text_differs_only_in_digits": mask(ct) == mask(st),
+            "same_functions_in_same_order": [c.split("(", 1)[0] for t in candidate.ground_truth for c in t]
+            == [c.split("(", 1)[0] for t in seed.ground_truth for c in t],
+            "ground_truth_same_once_digits_masked": mask(json.dumps(candidate.ground_truth))
+            == mask(json.dumps(seed.ground_truth))}
 
 
 def render_judge_prompt(seed: Task, profile: Profile, seed_trace: Trace, candidate: Task, trace: Trace) -> str:
-    """The judge prompt: the seed and the candidate side by side, with the seed's information structure."""
+    """The judge prompt: the seed and the candidate side by side, each with its state and its results,
+    the seed's information structure, and measured novelty facts to ground the novelty decision."""
     structure = information_structure_of(seed, seed_trace)
     return load_prompt("llm_judge.txt").format(
         category=category_text(seed, profile, structure), seed_turns=turns_text(seed),
-        seed_ground_truth=ground_truth_text(seed, seed_trace), structure=structure_text(structure, profile),
-        candidate_turns=turns_text(candidate), candidate_ground_truth=ground_truth_text(candidate, trace))
+        seed_ground_truth=ground_truth_text(seed, seed_trace),
+        structure=structure_text(structure, profile, seed.ground_truth, candidate.ground_truth),
+        seed_state=_state_json(seed), candidate_state_changes=state_changes_text(seed, candidate),
+        padding=padding_text(candidate) or "(no padding: not a long-context task)",
+        candidate_turns=turns_text(candidate), candidate_ground_truth=ground_truth_text(candidate, trace),
+        changes=changes_text(seed, candidate.ground_truth),
+        novelty=json.dumps(novelty_facts(seed, candidate)))
+
+
+def _state_json(task: Task) -> str:
+    state = json.dumps(task.initial_config, sort_keys=True, default=str)
+    return state if len(state) <= MAX_STATE_CHARS else state[:MAX_STATE_CHARS] + f" ... ({len(state) - MAX_STATE_CHARS} more characters)"
 
 
 def render_patch_prompt(task: Task, error: dict[str, Any]) -> str:
@@ -395,3 +745,36 @@ def _function_line(name: str) -> str:
     if spec is None:
         return name or "?"
     return next((line for line in function_docs([spec.cls]).splitlines() if line.startswith(f"{name}(")), name)
+
+
+# ----------------------------------------------------------------------------- the profile the verdict checks
+def profile_text(seed: Task, profile: Profile, trace: Trace) -> str:
+    """The skill-level profile the verdict compares (:mod:`rods_agents.analysis.skills`), per turn, in words.
+
+    Why: the verdict refuses any plan that breaks it; a planner that is not told the rule can only
+    guess (before, every function swap that changed a turn's count of value sources was refused
+    although the prompt never said so)."""
+    from rods_agents.analysis.skills import skill_mates, skill_profile
+
+    skills = getattr(profile, "skills", None) or skill_profile(seed, trace, profile)
+    lines = ["Per turn, position by position (turn.call):"]
+    for t, (turn, summary) in enumerate(zip(skills.turns, skills.summary(), strict=True)):
+        if not turn.calls:
+            lines.append(f"Turn {t + 1}: no calls (keep it empty)")
+            continue
+        lines.append(f"Turn {t + 1}:")
+        for c in turn.calls:
+            mates = skill_mates(c.method)
+            lines.append(f"  {t + 1}.{c.index + 1} {c.call}: skill {c.skill.split('/', 1)[1]} (kind {c.kind}), "
+                         f"{'asked for in the text' if c.explicit else 'left implicit (the user does not ask for it)'}"
+                         + (f"; may be swapped for {', '.join(mates)}" if mates else "; no other function of its skill"))
+        keep = {k: v for k, v in summary.items() if k not in ("turn", "skills", "asked_for", "implicit") and v}
+        if turn.discovered:
+            keep["values_found_in_state"] = turn.discovered
+        if keep:
+            lines.append("  keep: " + json.dumps(keep, default=str))
+    flow = [f"{e.source[0] + 1}.{e.source[1] + 1} -> {e.target[0] + 1}.{e.target[1] + 1} ({e.param})"
+            for e in skills.data_edges]
+    lines.append("Data flow (a value printed by the first call is an argument of the second): "
+                 + (", ".join(flow) if flow else "none") + f"; longest chain: {skills.depth} calls.")
+    return "\n".join(lines)

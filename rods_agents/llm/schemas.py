@@ -105,8 +105,11 @@ class JudgeVerdict(_Closed):
     naturalness: int = Field(description="1-5: reads like a real user (no function or parameter names).")
     easier_than_seed: bool = Field(description="True when the text spells out steps, values or choices the seed "
                                    "leaves to the assistant, or drops a condition, reference or withheld value.")
-    decision: Literal["accept", "reject"] = Field(description="accept only if faithful, coherent, natural and "
-                                                  "no easier than the seed.")
+    substantively_new: bool = Field(description="False when the candidate is the seed's sentences with values "
+                                    "swapped, a sentence-by-sentence paraphrase, new only in digits, ids or dates, or "
+                                    "renames alone; true when it is a situation of its own.")
+    decision: Literal["accept", "reject"] = Field(description="accept only if faithful, coherent, natural, "
+                                                  "no easier than the seed and substantively new.")
     fault: Literal["none", "query_fixable", "gt_unfixable"] = Field(
         description="On reject: query_fixable (wording or values of the text), gt_unfixable (the calls or state).")
     critique: str = Field(description="On reject: what to change, per turn, so the text would pass.")

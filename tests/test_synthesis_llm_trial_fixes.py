@@ -1,0 +1,248 @@
+"""The defects a capable model met in the LLM trial (issue 13, item 3), one scripted-model test each.
+
+Every test reads only what the prompts say or calls the validators as data; no network. Each fails on
+the code before its fix (the fix is named in the test's docstring).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from envs.dataset import load_tasks
+from envs.task import Message
+from graphs.synthesis import synthesize
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.llm.backbone import ask_validated, validate_judge, validate_plan, validate_rewrite
+from rods_agents.llm.prompting import (
+    plan_json,
+    renamable_values,
+    render_judge_prompt,
+    render_plan_prompt,
+    render_rewrite_prompt,
+    values_by_turn,
+)
+from rods_agents.variation.plan import Plan
+from tests.test_synthesis_llm_backbone import ScriptedChatModel, _ctx, _tool, capable_rewrite, offline_accepted
+
+
+def _seed(seed_id: str):
+    seed = load_tasks(ids=[seed_id])[0]
+    trace = trace_task(seed)
+    return seed, trace, profile_task(seed, trace)
+
+
+def _swap(ground_truth: list[list[str]], turn: int, index: int, call: str) -> list[list[str]]:
+    out = [list(t) for t in ground_truth]
+    out[turn][index] = call
+    return out
+
+
+# ----------------------------------------------------------------------------- 1. the profile the verdict checks
+def test_a_planner_reading_the_prompt_finds_the_allowed_swap_and_the_verdict_accepts_it():
+    """Before: the verdict pinned each turn's count of value sources and data-flow edges, and the prompt
+    said nothing of it. Now the prompt renders the skill-level profile the verdict checks, naming for each
+    call the functions it may be swapped for; a planner that swaps one (mv -> cp) gets through the verdict."""
+    seed = load_tasks(ids=["multi_turn_base_0"])[0]
+    swapped: list[tuple[str, str]] = []
+
+    def script(prompt: str) -> AIMessage:
+        if "## Draft plan" in prompt:
+            profile = prompt.split("## The profile the verdict checks", 1)[1].split("\n## ", 1)[0]
+            draft = json.loads(prompt.split("\n## Draft plan", 1)[1].split("\n", 2)[1])
+            for line in profile.splitlines():  # "  1.3 mv(...): skill relocate (...); may be swapped for cp"
+                m = re.match(r"\s+(\d+)\.(\d+) (\w+)\(.*may be swapped for (\w+)$", line)
+                if m and m.group(3) == "mv":
+                    t, i = int(m.group(1)) - 1, int(m.group(2)) - 1
+                    draft["turns"][t][i]["name"] = m.group(4)
+                    swapped.append((m.group(3), m.group(4)))
+                    break
+            return _tool(draft, "PlanProposal")
+        return capable_rewrite(prompt.replace("Move", "Copy"))
+
+    model = ScriptedChatModel(messages=iter([]), script=script)
+    result = synthesize([seed], _ctx(model, ["plan", "rewrite"], max_plan_attempts=1))
+    assert swapped == [("mv", "cp")], "the plan prompt does not say which functions a call may be swapped for"
+    reasons = [] if result.accepted else result.rejected[0]["reasons"]
+    assert not [r for r in reasons if r.startswith(("skill_profile", "profile_mismatch"))], reasons
+    assert result.accepted, reasons
+    assert any(c.startswith("cp(") for turn in result.accepted[0].ground_truth for c in turn)
+
+
+# ----------------------------------------------------------------------------- 2. apostrophes are not quotes
+def test_apostrophes_are_not_values_the_rewrite_must_state():
+    """Before: ``_QUOTED`` read "I'm sure ... I'm" as the quoted value "m sure ... I" and refused every
+    rewrite of such a draft (10 of 11 trial refusals). A real quoted value is still required."""
+    draft = "I'm sure the file is there, and I'm in a hurry: open 'notes.txt' for me."
+    values = [{"state": [], "unstated": []}]
+    ok = validate_rewrite({"narrative": "n", "turns": ["I am certain the file exists and I am in a hurry, so "
+                                                        "please open notes.txt for me."]}, [draft], [[]], values, [0])
+    assert ok and "notes.txt" in ok[0]
+    with pytest.raises(ValueError, match="notes.txt"):
+        validate_rewrite({"narrative": "n", "turns": ["I am certain the file exists and I am in a hurry, "
+                                                      "please open it."]}, [draft], [[]], values, [0])
+
+
+# ----------------------------------------------------------------------------- 3. the rewrite follows the plan's swaps
+def test_after_a_swap_the_structure_block_and_the_drafts_name_the_new_function():
+    """Before: the information-structure block of the rewrite prompt named the seed's mv with its cue
+    'Move' after the plan swapped in cp, and nothing told the rewriter the draft was stale."""
+    seed, trace, profile = _seed("multi_turn_base_0")
+    gt = _swap(seed.ground_truth, 0, 2, "cp(source='final_report.pdf', destination='temp')")
+    slots = [t for t, m in enumerate(seed.turns) if m]
+    prompt = render_rewrite_prompt(seed, profile, trace, gt, [seed.turns[t][0].content for t in slots], slots)
+    structure = prompt.split("## Implicit steps, conditions, references and transformations to keep", 1)[1]
+    turn1 = next(x for x in structure.splitlines() if x.startswith("Turn 1: "))
+    assert "cp (was mv in the seed" in turn1
+    changes = prompt.split("## What the plan changed from the seed", 1)[1].split("\n## ", 1)[0]
+    assert "the seed's mv is now cp" in changes
+    drafts = prompt.split("Drafts:", 1)[1]
+    assert "the variant does mv -> cp" in drafts
+
+
+def test_a_swapped_in_functions_new_argument_must_be_stated_and_is_enforced():
+    """Before: values_by_turn listed only the seed's argument positions, so after du -> wc the file wc
+    counts was never in "must state" (and the prompt's rule forbade stating it)."""
+    seed, trace, profile = _seed("multi_turn_base_28")
+    gt = _swap(seed.ground_truth, 2, 0, "wc(file_name='project_summary.txt', mode='w')")
+    candidate = seed.model_copy(update={"ground_truth": gt})
+    values = values_by_turn(profile, gt, trace_task(candidate))
+    assert "project_summary.txt" in values[2]["state"]
+    slots = [t for t, m in enumerate(seed.turns) if m]
+    prompt = render_rewrite_prompt(seed, profile, trace, gt, [seed.turns[t][0].content for t in slots], slots,
+                                   trace=trace_task(candidate))
+    assert re.search(r'^Turn 3: must state \[[^\]]*"project_summary.txt"', prompt, re.M)
+    drafts = ["Where is my analysis? Locate any file with analysis in it.",
+              "Go to that first analysis and identify any line with error in it.",
+              "Count the words of the summary and log the count followed by the word bytes to usage.txt."]
+    with pytest.raises(ValueError, match="project_summary.txt"):
+        validate_rewrite({"narrative": "n", "turns": drafts}, drafts, gt, values, slots)
+    said = [*drafts[:2], drafts[2].replace("the summary", "project_summary.txt")]
+    assert validate_rewrite({"narrative": "n", "turns": said}, drafts, gt, values, slots) == said
+
+
+# ----------------------------------------------------------------------------- 4. verdict feedback reaches the planner whole
+def test_a_located_verdict_reason_and_its_detail_reach_the_next_plan_prompt_whole():
+    """Before: each detail value of a rejection was cut at 500 characters in the next plan prompt."""
+    seed, trace, profile = _seed("multi_turn_base_14")
+    reason = ("skill_profile:data_flow_dropped turn=3 call=send_message(receiver_id='USR001',message='x') "
+              "param='receiver_id' from_turn=3 from_call=\"add_contact(user_name='John Levy')\" seed_value=\"'USR005'\"")
+    critique = "Turn 4: " + "say whom to message by the contact just added, not by id; " * 15
+    rejection = {"attempt": 0, "reasons": [reason], "detail": {"judge": {"critique": critique}}}
+    prompt = render_plan_prompt(seed, profile, trace, seed.ground_truth, {}, [rejection])
+    previous = prompt.split("previous plans were rejected", 1)[1]
+    assert reason in previous and critique.strip() in previous
+    assert len(critique) > 500
+
+
+# ----------------------------------------------------------------------------- 5. results, options, padding
+def test_the_plan_prompt_shows_every_result_a_later_value_derives_from_the_options_and_the_padding():
+    """Before: only list- and id-carrying results were shown (wc's count feeding a mean was not), option
+    lists in parameter docs ('l' for lines) were dropped, and the long-context padding was invisible."""
+    seed, trace, profile = _seed("multi_turn_base_15")
+    prompt = render_plan_prompt(seed, profile, trace, seed.ground_truth, {})
+    wc = next(r for r in trace.calls if r.name == "wc")
+    assert f"{wc.call}  -> {wc.result}  [a later value derives from this]" in prompt
+    docs = prompt.split("## Functions", 1)[1]
+    assert re.search(r"^wc\(.*'l' for lines", docs, re.M)
+    long_seed, long_trace, long_profile = _seed("multi_turn_long_context_0")
+    long_prompt = render_plan_prompt(long_seed, long_profile, long_trace, long_seed.ground_truth, {})
+    assert "extra entries at load time" in long_prompt.split("## The initial state", 1)[1]
+
+
+# ----------------------------------------------------------------------------- 6. refusals whole
+def test_a_long_refusal_is_fed_back_whole_on_the_retry():
+    """Before: refusals were cut at 300 characters, so a reason naming several values lost its end."""
+    refusal = "turn 2 drops values the user must state: " + ", ".join(f"'file_{i}.txt'" for i in range(40))
+    prompts: list[str] = []
+
+    def script(prompt: str) -> AIMessage:
+        prompts.append(prompt)
+        return _tool({"narrative": "n", "turns": ["x"]})
+
+    def validate(out):
+        if len(prompts) < 2:
+            raise ValueError(refusal)
+        return out
+
+    model = ScriptedChatModel(messages=iter([]), script=script)
+    from rods_agents.llm.schemas import RewrittenTurns
+
+    ask_validated(model, RewrittenTurns, "write it", validate, stage="rewrite", retries=1, budget=2)
+    assert len(refusal) > 300 and refusal in prompts[1]
+
+
+# ----------------------------------------------------------------------------- 7. the judge and novelty
+def test_the_judge_sees_the_seed_the_states_the_results_and_measured_novelty():
+    """Before: the judge prompt held neither state, nor the results of non-list calls, nor any novelty
+    question, and an accept of a copy passed validation."""
+    seed, trace, profile = _seed("multi_turn_base_15")
+    candidate = seed.model_copy(deep=True)  # a copy of the seed: its state is told identical
+    prompt = render_judge_prompt(seed, profile, trace, candidate, trace)
+    assert "## The seed's initial state" in prompt and json.dumps(seed.initial_config, sort_keys=True)[:200] in prompt
+    assert "(identical to the seed's initial state)" in prompt
+    wc = next(r for r in trace.calls if r.name == "wc")
+    assert wc.result in prompt.split("## The candidate's ground truth", 1)[1]
+    novelty = json.loads(prompt.split("## Novelty (measured)", 1)[1].strip().splitlines()[0])
+    assert novelty["text_identical"] and novelty["text_5gram_containment_in_seed"] == 1.0
+    verdict = {"reasoning": "r", "faithfulness": 5, "coherence": 5, "naturalness": 5, "easier_than_seed": False,
+               "substantively_new": False, "decision": "accept", "fault": "none", "critique": ""}
+    with pytest.raises(ValueError, match="substantively new"):
+        validate_judge(verdict)
+    with pytest.raises(ValueError, match="critique"):
+        validate_judge({**verdict, "decision": "reject", "fault": "query_fixable"})
+
+
+def test_a_measured_copy_is_rejected_with_a_critique_without_a_judge_call():
+    """A candidate whose text is the seed's with only digits changed never reaches the LLM judge: it is
+    rejected as a copy with a critique the refine round is given."""
+    from rods_agents.stages.judge import copy_verdict
+
+    seed = load_tasks(ids=["multi_turn_base_108"])[0]
+    candidate = seed.model_copy(deep=True)
+    candidate.turns = [[Message(role=m.role, content=re.sub(r"\d", "7", m.content)) for m in t] for t in seed.turns]
+    entry = copy_verdict(seed, candidate)
+    assert entry and entry["decision"] == "reject" and not entry["substantively_new"]
+    assert "only digits changed" in entry["critique"] and entry["fault"] == "gt_unfixable"
+    fresh = seed.model_copy(deep=True)
+    fresh.turns = [[Message(role=m.role, content=f"Something else entirely, number {i} of my own errands today.")
+                    for m in t] for i, t in enumerate(seed.turns)]
+    assert copy_verdict(seed, fresh) is None
+
+
+# ----------------------------------------------------------------------------- 8. renamable: the task's entities
+def test_renamable_lists_name_the_tasks_entities_and_no_schema_keys():
+    """Before: 'entity_keys' held record field names (num_shares, created_at) and left out the ticker and
+    files the task is about; a ticker could be renamed into a stock nobody lists."""
+    seed = load_tasks(ids=["multi_turn_base_101"])[0]
+    ren = renamable_values(seed)
+    assert not {"num_shares", "created_at", "order_type"} & set(ren["entity_keys"])
+    ticker = next(e for e in ren["task_entities"] if e["value"] == "XTC")
+    assert ticker["renamable"] is False and "NVDA" in ticker["others_of_its_kind"]
+    plan = {"turns": plan_json(seed.ground_truth), "renames": [{"old": "XTC", "new": "QZX"}], "new_values": []}
+    with pytest.raises(ValueError, match="knows it by name"):
+        validate_plan(plan, seed, Plan(ground_truth=seed.ground_truth, initial_config=seed.initial_config))
+    files = {e["value"] for e in renamable_values(load_tasks(ids=["multi_turn_base_0"])[0])["task_entities"]}
+    assert {"final_report.pdf", "previous_report.pdf"} <= files
+
+
+# ----------------------------------------------------------------------------- budget
+def test_a_capable_model_needs_three_calls_per_accepted_variant():
+    """Plan, rewrite and judge once each: the prompts carry what a capable model needs the first time."""
+    def script(prompt: str) -> AIMessage:
+        if "## Draft plan" in prompt:
+            return _tool(json.loads(prompt.split("\n## Draft plan", 1)[1].split("\n", 2)[1]), "PlanProposal")
+        if "strict quality judge" in prompt:
+            return _tool({"reasoning": "faithful, new", "faithfulness": 5, "coherence": 4, "naturalness": 4,
+                          "easier_than_seed": False, "substantively_new": True, "decision": "accept",
+                          "fault": "none", "critique": ""}, "JudgeVerdict")
+        return capable_rewrite(prompt)
+
+    model = ScriptedChatModel(messages=iter([]), script=script)
+    result = synthesize(load_tasks(ids=list(offline_accepted()[:2])), _ctx(model, ["plan", "rewrite", "judge"]))
+    assert result.accepted
+    assert all(t.provenance["llm_calls"] == 3 for t in result.accepted), [t.provenance["llm_calls"] for t in result.accepted]
