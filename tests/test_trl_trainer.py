@@ -114,3 +114,41 @@ def test_trainer_logs_the_gathered_rollout_metrics(monkeypatch):
     m = trainer._metrics["train"]
     assert m["rods/raw_reward"] == [0.5] and m["rods/truncated_frac"] == [0.5] and m["rods/rollout_s"] == [3.0]
     assert trainer.curriculum.generations_in_epoch == 1
+
+
+def _card(tmp_path, model_name):
+    trainer = object.__new__(CurriculumGRPOTrainer)
+    trainer.model = SimpleNamespace(config=SimpleNamespace(_name_or_path="/root/.cache/snapshot"))
+    trainer.args = SimpleNamespace(model_name_or_path=model_name, output_dir=str(tmp_path), hub_model_id=None)
+    trainer.hub_model_id = None
+    trainer.is_world_process_zero = lambda: True
+    trainer.create_model_card()
+    assert trainer.model.config._name_or_path == "/root/.cache/snapshot" and trainer.hub_model_id is None
+    return (tmp_path / "README.md").read_text()
+
+
+def test_model_card_links_only_hub_models_and_loads_the_run(tmp_path):
+    """Before: `[rods-tiny](https://huggingface.co/rods-tiny)` (no such page) and `pipeline(..., model="None")`."""
+    card = _card(tmp_path, "rods-tiny")
+    assert "huggingface.co/rods-tiny" not in card and 'model="None"' not in card
+    assert f'model="{tmp_path}"' in card
+    card = _card(tmp_path, "Qwen/Qwen3-4B-Instruct-2507")
+    assert "[Qwen/Qwen3-4B-Instruct-2507](https://huggingface.co/Qwen/Qwen3-4B-Instruct-2507)" in card
+
+
+def test_resume_does_not_warn_about_the_tied_output_head(caplog):
+    """Before: `There were missing keys in the checkpoint model loaded: ['lm_head.weight']` on every resume."""
+    from torch.nn.modules.module import _IncompatibleKeys
+
+    tied = []
+    model = SimpleNamespace(config=SimpleNamespace(tie_word_embeddings=True), _keys_to_ignore_on_save=None,
+                            _tied_weights_keys={"lm_head.weight": "model.embed_tokens.weight"},
+                            tie_weights=lambda: tied.append(True))
+    trainer = object.__new__(CurriculumGRPOTrainer)
+    trainer.model = model
+    with caplog.at_level("WARNING"):
+        trainer._issue_warnings_after_load(_IncompatibleKeys(["lm_head.weight"], []))
+    assert "missing keys" not in caplog.text and tied == [True]
+    with caplog.at_level("WARNING"):  # a key that really is missing is still reported
+        trainer._issue_warnings_after_load(_IncompatibleKeys(["lm_head.weight", "model.norm.weight"], []))
+    assert "['model.norm.weight']" in caplog.text and "lm_head" not in caplog.text
