@@ -134,7 +134,8 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
         for key in (cat, "all"):
             c[key]["samples"] += 1
             reasons[key][(row.get("reasons") or ["unknown"])[0].split(":")[0]] += 1
-            every[key].update(row.get("reasons") or ["unknown"])
+            # a reason's kind is the text before its first space (the rest names the turn, call and value)
+            every[key].update(r.split(" ", 1)[0] for r in row.get("reasons") or ["unknown"])
             copy = (row.get("detail") or {}).get("seed_copy")
             if copy:
                 every[key][f"near_duplicate_seed[{copy}]"] += 1

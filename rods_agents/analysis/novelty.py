@@ -117,12 +117,13 @@ def seed_copy_reasons(variant: Task, seed: Task) -> list[str]:
         out.append(f"novelty:seed_text_copy containment={whole:.2f} turn={t} turn_containment={share:.2f} "
                    f"text={_quote(_turn_text(variant, t))}")
     if new_only_in_digits(variant, seed):
-        v_calls, s_calls = variant.ground_truth, seed.ground_truth
-        where = next(((t, i) for t, (vt, st) in enumerate(zip(v_calls, s_calls, strict=False))
+        v_parsed, s_parsed = parsed_ground_truth(variant), parsed_ground_truth(seed)
+        where = next(((t, i) for t, (vt, st) in enumerate(zip(v_parsed, s_parsed, strict=False))
                       for i, (vc, sc) in enumerate(zip(vt, st, strict=False)) if vc != sc), None)
         if where is not None:
             t, i = where
-            out.append(f"novelty:digits_only turn={t} call={v_calls[t][i][:80]} seed_call={s_calls[t][i][:80]}")
+            out.append(f"novelty:digits_only turn={t} call={variant.ground_truth[t][i][:80]} "
+                       f"seed_call={seed.ground_truth[t][i][:80]}")
         else:
             t = next((t for t in range(len(variant.turns)) if _turn_text(variant, t) != _turn_text(seed, t)), 0)
             out.append(f"novelty:digits_only turn={t} text={_quote(_turn_text(variant, t))}")
@@ -140,10 +141,6 @@ def near_copy(a: Task, b: Task) -> str | None:
     if ca and ca == cb:
         return "calls"
     return None
-
-
-def scenario_of(task: Task) -> int | None:
-    return task.scenario
 
 
 def sibling_copy_reason(task: Task, siblings: list[Task]) -> str | None:
