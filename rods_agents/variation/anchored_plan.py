@@ -217,7 +217,7 @@ def resample_state(config: dict, trace: Trace, rng: Any) -> dict[str, Any]:
             continue
         old = node[path[-1]]
         r = rng.random()
-        if float(old) in numbers_used or r >= 0.7:
+        if float(old) in numbers_used or r >= 0.7 or _fills_to_capacity(cls, old, trace):
             continue
         short = _short_draw(cls, old, trace, rng) if r < 0.35 else None
         node[path[-1]] = short if short is not None else draw(old, rng)
@@ -231,6 +231,18 @@ def resample_state(config: dict, trace: Trace, rng: Any) -> dict[str, Any]:
             entry["balance"] = round(rng.uniform(40.0, 400.0), 2)  # short of any fare
             changes[f"TravelAPI.credit_card_list.{card}.balance"] = entry["balance"]
     return changes
+
+
+TANK_CAPACITY = 50.0
+
+
+def _fills_to_capacity(cls: str, level: Any, trace: Trace) -> bool:
+    """The seed's fills top the tank up to its capacity ("fill it completely"): the amount is decided by the
+    starting level, so a new level would leave the old amount filling the tank only part way."""
+    if cls != "VehicleControlAPI":
+        return False
+    fills = sum(float(r.args.get("fuelAmount", 0) or 0) for r in trace.calls if r.name == "fillFuelTank")
+    return fills > 0 and abs(float(level) + fills - TANK_CAPACITY) < 0.51
 
 
 def _short_draw(cls: str, old: float, trace: Trace, rng: Any) -> float | None:
@@ -471,12 +483,30 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
             if new is not None:
                 renames[name] = new
                 taken.add(new)
+    _digit_companions(renames, config_strings)
     _untangle(renames, d.rng, taken, fs)
     if d.attempt < 2:
         _city_pair_swap(d, bound, swaps)
     substitutions = _method_swaps(d, bound)
     phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
     return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases}
+
+
+def _digit_companions(renames: dict[str, str], config_strings: set[str]) -> None:
+    """An id renamed with new digits ('card_6789' -> 'card_2623') takes its digit runs of four or more along
+    wherever the config writes them on their own (the card number ending '-6789'): a renamed card whose
+    number still ends in the old digits is two cards at once."""
+    for old, new in list(renames.items()):
+        if re.sub(r"\d", "#", old) != re.sub(r"\d", "#", new) or old.isdigit():
+            continue
+        for o_run, n_run in zip(re.findall(r"\d+", old), re.findall(r"\d+", new), strict=False):
+            if len(o_run) < 4 or o_run in renames:
+                continue
+            for c in config_strings:  # a card number written without separators ends with the run
+                if c != old and c not in renames and re.fullmatch(r"[\d\s\-*]+", c) and c.endswith(o_run):
+                    renames[c] = c[: -len(o_run)] + n_run
+            if any(c != old and re.search(rf"(?<![A-Za-z0-9]){o_run}(?![A-Za-z0-9])", c) for c in config_strings):
+                renames[o_run] = n_run
 
 
 def _pronoun(text: str) -> str | None:
@@ -594,6 +624,9 @@ def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str
                 if re.search(rf"\b{re.escape(w)}\b", text, re.I)]
         if not said or any(v == value for v in swaps.values()):
             return
+        later = " ".join(d.turn_text[rec.turn + 1:])
+        if any(re.search(rf"\b{re.escape(w)}\b", later, re.I) for w in words.get(value, [])):
+            return  # a later turn speaks of the result in the old mode's words ('the number of lines')
         phrases.append({"turn": rec.turn, "phrases": [list(p) for p in said]})
     else:  # every mention must name this choice: 'business' in 'business class', not in 'business trip'
         from rods_agents.variation.value_kinds import pools

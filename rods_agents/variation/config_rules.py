@@ -80,14 +80,23 @@ def _setter(cls: str, path: str, value: Any, rule: str) -> Callable[..., ConfigP
     return apply
 
 
+def round_balance(required: float) -> float:
+    """A round balance at least 25% above ``required``: the next multiple of 500 (of 100 under 1,000)."""
+    target = required * 1.25
+    step = 500.0 if target >= 1000 else 100.0
+    return float(math.ceil(target / step) * step)
+
+
 def _add_balance(config: dict, rec: dict, call: Any, trace: Trace) -> ConfigPatch | None:
-    """Raise the balance by the shortfall the error reports (plus a dollar), or by the amount asked."""
+    """Raise the balance to a round amount with room to spare: the shortfall the error reports (or the amount
+    asked) plus at least a quarter of what is needed, rounded up to a round figure (:func:`round_balance`).
+    A balance a dollar above the order's cost is a knife edge the seed never had, and one the agent sees."""
     info = config.setdefault("TradingBot", {}).setdefault("account_info", {})
     m = re.search(r"required \$([\d.]+) but only \$([\d.]+)", rec["error"])
     need = float(m.group(1)) - float(m.group(2)) if m else float(call.args.get("amount", 0) or 0)
     if need <= 0:
         return None
-    balance = round(float(info.get("balance", 0.0)) + math.ceil(need) + 1.0, 2)
+    balance = round_balance(float(info.get("balance", 0.0)) + need)
     info["balance"] = balance
     return ConfigPatch(rule="trading.add_balance", cls="TradingBot", path="account_info.balance", value=balance,
                        error=rec["error"])
@@ -98,7 +107,7 @@ def _add_card_balance(config: dict, rec: dict, call: Any, trace: Trace) -> Confi
     cards = config.get("TravelAPI", {}).get("credit_card_list", {})
     if card not in cards:
         return None
-    cards[card]["balance"] = float(cards[card].get("balance", 0)) + 50000.0
+    cards[card]["balance"] = round_balance(float(cards[card].get("balance", 0)) + 5000.0)  # the fare is not reported
     return ConfigPatch(rule="travel.add_card_balance", cls="TravelAPI", path=f"credit_card_list.{card}.balance",
                        value=cards[card]["balance"], error=rec["error"])
 

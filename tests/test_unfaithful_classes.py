@@ -1,0 +1,86 @@
+"""The six unfaithful classes found in the offline variants of the 400x2 run (issue 13), one test each.
+
+Each test fails without its fix: a tank "filled completely" after a new starting level; a wc mode
+swapped while a later turn still speaks of lines; a travel class swapped past a stated fare limit (kept
+in tests/test_seed_anchored_rewrite.py::test_a_stated_limit_holds_in_the_variant); a balance patched to
+a knife edge a dollar above the order's cost; a ticker the environment does not know; a card renamed with
+its old digits left in its card number.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from envs.task import bfcl_task
+from envs.task import Message
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.run.runtime import rng_for
+from rods_agents.stages.plan_sampling import sample_variant_plan
+from rods_agents.variation.anchored_plan import resample_state
+from rods_agents.variation.config_rules import _add_balance
+from rods_agents.variation.value_kinds import fresh, pools
+
+
+def _plans(seed, n: int = 12):
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    return [sample_variant_plan(seed, profile, trace, rng_for(5, seed.id, v, 0)) for v in range(n)]
+
+
+def test_a_tank_filled_to_capacity_keeps_its_starting_level():
+    """base_67 fills 39.5 gallons onto 10.5: "fill it completely". A new level leaves 39.5 filling part way."""
+    seed = bfcl_task("multi_turn_base_67")
+    trace = trace_task(seed)
+    for i in range(30):
+        config = {k: dict(v) if isinstance(v, dict) else v for k, v in seed.initial_config.items()}
+        changes = resample_state(config, trace, rng_for("fuel", i))
+        assert "VehicleControlAPI.fuelLevel" not in changes
+        assert config["VehicleControlAPI"]["fuelLevel"] == 10.5
+
+
+def test_a_wc_mode_is_not_swapped_while_a_later_turn_speaks_of_its_result_in_the_old_words():
+    seed = bfcl_task("multi_turn_base_49")
+    t = next(i for i, calls in enumerate(seed.ground_truth) if any(c.startswith("wc(") for c in calls))
+    assert t + 1 < len(seed.turns)
+    turns = [list(x) for x in seed.turns]
+    turns[t + 1] = [Message(role="user", content=turns[t + 1][0].content + " Also remind me of the number of lines.")]
+    seed = seed.model_copy(update={"turns": turns})
+    for plan in _plans(seed, 16):
+        assert "l" not in plan.swaps, plan.swaps
+
+
+def test_a_patched_balance_is_round_and_well_above_the_cost():
+    config = {"TradingBot": {"account_info": {"balance": 1000.0}}}
+    rec = {"error": "Insufficient funds: required $1234.56 but only $1000.00 available."}
+    patch = _add_balance(config, rec, None, None)
+    balance = config["TradingBot"]["account_info"]["balance"]
+    assert patch is not None and balance >= 1234.56 * 1.2
+    assert balance % 100 == 0
+
+
+def test_a_new_ticker_is_one_the_environment_knows():
+    known = {k for k in pools()["company_of_ticker"] if not k.startswith("_")}
+    for i in range(40):
+        new = fresh("AAPL", "ticker", rng_for("ticker", i), {"AAPL"})
+        assert new in known
+
+
+@pytest.mark.parametrize("seed_id", ["multi_turn_base_169", "multi_turn_base_186", "multi_turn_base_177"])
+def test_a_renamed_card_takes_its_digits_into_its_card_number(seed_id):
+    seed = bfcl_task(seed_id)
+    (old_id, old_card), = seed.initial_config["TravelAPI"]["credit_card_list"].items()
+    old_run = re.findall(r"\d{4,}", old_id)[-1]
+    renamed = 0
+    for plan in _plans(seed):
+        cards = plan.initial_config["TravelAPI"]["credit_card_list"]
+        for card_id, card in cards.items():
+            if card_id == old_id:
+                continue
+            renamed += 1
+            run = re.findall(r"\d{4,}", card_id)[-1]
+            number = re.sub(r"\D", "", str(card["card_number"]))
+            assert number.endswith(run) and not number.endswith(old_run), (card_id, card["card_number"])
+    assert renamed, "no plan renamed the card: the test would prove nothing"
