@@ -9,6 +9,7 @@ described in :mod:`rods_agents.run.outputs`.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,6 +20,7 @@ from envs.task import InputError, Task, dedupe_tasks
 from rods_agents.run.outputs import FORMATS, TOOLS_IN_SYSTEM, TrainingInfo, export
 from rods_cli.common import console, user_errors
 
+log = logging.getLogger(__name__)
 SPLITS = ("train", "test", "all")
 STATE_FILE = "rods_curriculum.json"  # trainer.curriculum.STATE_FILE, read here as plain JSON
 
@@ -33,28 +35,38 @@ def curriculum_state_file(folder: Path) -> Path | None:
 
 
 def training_tasks(state_file: Path) -> tuple[list[Task], dict[str, TrainingInfo]]:
-    """The final pool and every variant the run injected (retired ones too), each with its reward history.
+    """The final pool and every variant the run injected that the checkpoint still holds, each with its history.
 
-    Each detector observation ``[epoch, step, n, mean, m2]`` (Welford sums, one per epoch the task was rolled out,
-    the last ``history_size`` kept) becomes ``{epoch, step, rollouts, mean_reward, reward_std}``."""
+    Injected ids come from every boundary report (the event log is bounded); a variant retired since is exported when
+    the state still has its content, else named in a warning (the curriculum keeps only live tasks' content). Each
+    detector observation ``[epoch, step, n, mean, m2]`` (Welford sums, one per epoch the task was rolled out, the last
+    ``history_size`` kept) becomes ``{epoch, step, rollouts, mean_reward, reward_std}``."""
     state = json.loads(state_file.read_text(encoding="utf-8"))
     buffer, tracks = state["buffer"], state["detector"]["tracks"]
-    known = {d["id"]: d for d in state.get("known", [])}
-    pool = {d["id"]: d for d in buffer["pool"]}
+    content = {d["id"]: d for d in [*state.get("known", []), *buffer.get("queue", []), *buffer["pool"]]}
+    pool = [d["id"] for d in buffer["pool"]]
     seeds = set(buffer["seed_ids"])
-    injected = {e["task_id"]: e["epoch"] for e in buffer["events"] if e.get("kind") == "injected"}
-    order = list(pool) + [tid for tid in injected if tid not in pool]
+    injected: dict[str, int | None] = {}
+    for report in state.get("reports", []):
+        for tid in report.get("injected", []):
+            injected.setdefault(tid, report.get("epoch"))
+    for event in buffer.get("events", []):
+        if event.get("kind") == "injected":
+            injected.setdefault(event["task_id"], event.get("epoch"))
+    order = pool + [tid for tid in injected if tid not in set(pool)]
+    lost = [tid for tid in order if tid not in content]
+    if lost:
+        log.warning("%d injected variant(s) were retired and %s no longer holds their content: %s", len(lost),
+                    state_file, ", ".join(lost))
     tasks, info = [], {}
-    for tid in order:
-        data = pool.get(tid) or known.get(tid)
-        if data is None:
-            raise InputError(f"{state_file}: injected task {tid} is in neither the pool nor the task table")
-        tasks.append(Task.model_validate(data))
+    for tid in (t for t in order if t in content):
+        tasks.append(Task.model_validate(content[tid]))
         history = [{"epoch": int(e), "step": int(s), "rollouts": int(n), "mean_reward": float(m),
                     "reward_std": math.sqrt(max(float(m2), 0.0) / n) if n else 0.0}
                    for e, s, n, m, m2 in (tracks.get(tid) or {}).get("history", [])]
         info[tid] = TrainingInfo(origin="seed" if tid in seeds and tid not in injected else "injected",
-                                 injected_epoch=injected.get(tid), in_final_pool=tid in pool, reward_history=history)
+                                 injected_epoch=injected.get(tid), in_final_pool=tid in set(pool),
+                                 reward_history=history)
     return tasks, info
 
 
@@ -124,4 +136,4 @@ def export_command(
 def _training_summary(training: dict[str, Any]) -> str:
     injected = sum(1 for i in training.values() if i.origin == "injected")
     pool = sum(1 for i in training.values() if i.in_final_pool)
-    return f" (final pool {pool}, {injected} injected variants)"
+    return f" (final pool {pool}, {injected} injected variant{'' if injected == 1 else 's'})"
