@@ -22,13 +22,16 @@ import inspect
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
 from envs.task import InputError
 from rods_cli.common import console, err_console, user_errors
+
+if TYPE_CHECKING:
+    from trainer.config import RODSConfig
 
 TRAIN_CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 """Overrides pass through to the recipe parser; ``--help`` is the command's own (the RODS fields)."""
@@ -95,7 +98,7 @@ def check_trackers(report_to: Any) -> None:
                 raise InputError(f"report_to={name} needs `{how}`")
 
 
-def parse_recipe(config: Path, overrides: list[str]):
+def parse_recipe(config: Path, overrides: list[str]) -> RODSConfig:
     """The recipe YAML plus ``--key value`` overrides, parsed into :class:`trainer.config.RODSConfig`."""
     from trl import TrlParser
 
@@ -205,7 +208,7 @@ def all_help() -> str:
 
 
 # ---------------------------------------------------------------------------------------------- commands
-def _untrained_tiny(args: Any) -> bool:
+def _untrained_tiny(args: RODSConfig) -> bool:
     return args.model_name_or_path == "rods-tiny" and not args.reward_shaping and args.mode != "static"
 
 
@@ -337,7 +340,7 @@ def train_command(
     print_summary(args, summary)
 
 
-def print_summary(args: Any, summary: dict) -> None:
+def print_summary(args: RODSConfig, summary: dict) -> None:
     table = Table(title="training summary")
     table.add_column("field")
     table.add_column("value", justify="right")

@@ -19,6 +19,19 @@ the same pool decision. No extra inference.
 :func:`envs.runner.run_episode`; the rows behind the prompts reach it through
 ``_generate_and_score_completions``.
 
+**One boundary seed, in file order** (each step a call a static reader can follow):
+
+1. ``trainer/trl_trainer.py`` ``CurriculumGRPOTrainer._calculate_rewards``: the gathered rewards, K per
+   task, go to ``Curriculum.record``;
+2. ``trainer/curriculum.py`` ``Curriculum.record``: ``BoundaryDetector.record`` (``trainer/detection.py``)
+   pools them, then ``step_seeds`` (``trainer/dispatch.py``) picks this batch's boundary tasks with
+   ``BoundaryDetector.select_seeds`` and hands them to ``Synthesizer.submit`` (``trainer/protocols.py``);
+3. ``trainer/synthesis_bridge.py``: the round runs the synthesis graph in the background;
+4. ``trainer/trl_trainer.py`` ``CurriculumCallback.on_epoch_end`` -> ``Curriculum.end_epoch``: the
+   synthesizer hands over the accepted variants (``SynthesisOutcome.accepted``), ``ReplayBuffer.enqueue``
+   (``trainer/buffer.py``) queues them, and ``ReplayBuffer.on_epoch_boundary`` injects them from one
+   ``BoundaryDetector.snapshot`` (``_inject``, then ``_burn_in``, ``_drift``, ``_over_capacity``).
+
 **Checkpoints.** ``on_save`` writes the curriculum (buffer, queue, detector statistics, epoch
 reports, stream position) next to the model as ``checkpoint-N/rods_curriculum.json``; ``train(...,
 resume=True)`` restores it before the dataset is built, so a resumed run continues with the same

@@ -37,6 +37,7 @@ from trl import GRPOTrainer
 from envs.task import atomic_write_text
 from trainer.curriculum import STATE_FILE, Curriculum
 from trainer.detection import scorable_groups
+from trainer.rollout import RolloutResult
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ ROLLOUT_STATS = ("seconds", "tokens", "calls", "truncated", "rows", "raw_sum")
 """One rank's rollout numbers, gathered as one row per rank (:func:`reduce_rollout_stats`)."""
 
 
-def rollout_stats(result: Any) -> list[float]:
+def rollout_stats(result: RolloutResult) -> list[float]:
     """This rank's :data:`ROLLOUT_STATS` from a :class:`trainer.rollout.RolloutResult`."""
     return [float(result.seconds), float(result.generated_tokens), float(result.generate_calls),
             float(sum(t.truncated for t in result.traces)), float(len(result.traces)), float(sum(result.raw_rewards))]
