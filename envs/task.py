@@ -125,7 +125,9 @@ class Task(BaseModel):
         if ground_truth is not None:
             data["ground_truth"] = ground_truth
         data["missed_function"] = {int(k): v for k, v in (data.get("missed_function") or {}).items()}
-        return cls.model_validate(data)
+        task = cls.model_validate(data)
+        _remember(task)
+        return task
 
     def to_bfcl(self) -> dict:
         """The BFCL entry (prompt keys plus ``ground_truth`` and ``provenance``)."""
@@ -177,11 +179,12 @@ _HUMAN: dict[str, dict[str, Task]] = {}  # user class -> id -> task: human-writt
 
 
 def human_tasks(spec: str) -> tuple[Task, ...]:
-    """Tasks on a user class that this process read from files and that no synthesis wrote (no provenance).
+    """Tasks on a user class that this process loaded from BFCL entries (a seed file, a graph's input) and that no
+    synthesis wrote (no provenance), in the order first loaded.
 
     Why: a user's seeds are the only human wording of their environment, and the offline synthesis re-words a
-    variant's turns from other seeds' turns (BFCL's train split plays that part for BFCL's classes). Files are
-    read before any synthesis starts, so the set is the same in a run and its resume.
+    variant's turns from other seeds' turns (BFCL's train split plays that part for BFCL's classes). Seeds are
+    loaded before any of their samples runs, so a run and its resume see the same set.
     """
     return tuple(_HUMAN.get(spec, {}).values())
 
@@ -203,7 +206,6 @@ def read_tasks(path: str | Path) -> list[Task]:
             continue
         try:
             tasks.append(Task.from_bfcl(obj))
-            _remember(tasks[-1])
         except ValidationError as exc:
             first = exc.errors()[0]
             loc = ".".join(str(p) for p in first["loc"])
