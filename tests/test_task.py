@@ -139,3 +139,17 @@ def test_listing_rows_resolve_to_shipped_tasks_next_to_full_entries(tmp_path, bf
     path.write_text(_line(variant) + "\n" + json.dumps({"id": "multi_turn_base_123456"}) + "\n")
     with pytest.raises(TaskFileError, match=r"mixed.jsonl:2: .*not a BFCL task id"):
         read_tasks(path)
+
+
+def test_envs_modules_import_one_way():
+    """No import cycle inside envs/, function-level imports included (task <-> dataset once was one)."""
+    import networkx as nx
+
+    from tests.test_repo_hygiene import _imports, _modules
+
+    mods = _modules("envs")
+    g = nx.DiGraph()
+    g.add_nodes_from(mods)
+    for name, path in mods.items():
+        g.add_edges_from((name, t) for t, _ in _imports(path) if t in mods and t != name)
+    assert not list(nx.simple_cycles(g))
