@@ -246,3 +246,41 @@ def test_a_capable_model_needs_three_calls_per_accepted_variant():
     result = synthesize(load_tasks(ids=list(offline_accepted()[:2])), _ctx(model, ["plan", "rewrite", "judge"]))
     assert result.accepted
     assert all(t.provenance["llm_calls"] == 3 for t in result.accepted), [t.provenance["llm_calls"] for t in result.accepted]
+
+
+# ----------------------------------------------------------------------------- found rehearsing with the queue
+def test_a_file_content_can_be_set_by_its_dotted_name_after_a_rename():
+    """A capable planner gives a renamed file new content at 'Class.root.folder.contents.billing.py.content';
+    before, the dot inside the file name made every such path 'no such field'."""
+    seed = load_tasks(ids=["multi_turn_long_context_33"])[0]
+    draft = Plan(ground_truth=seed.ground_truth, initial_config=seed.initial_config)
+    turns = json.loads(json.dumps(plan_json(seed.ground_truth)).replace("deploy.py", "billing_sync.py"))
+    content = "def sync_invoices():    # refresh the ledger    pass# refresh the cache# final audit"
+    plan = validate_plan({"turns": turns, "renames": [{"old": "deploy.py", "new": "billing_sync.py"}],
+                          "new_values": [{"path": "GorillaFileSystem.root.project.contents.billing_sync.py.content",
+                                          "value_json": json.dumps(content)}]}, seed, draft)
+    assert plan.initial_config["GorillaFileSystem"]["root"]["project"]["contents"]["billing_sync.py"]["content"] == content
+
+
+def test_a_word_the_draft_uses_is_no_leak_and_a_value_inside_a_word_is_not_said():
+    """Rehearsal refusals: 'function' (the seed's user asks for the name of a script's function) was a
+    scaffold leak with no turn named, and 'def' counted as said inside 'defines'."""
+    drafts = ["Use grep to find out the name of the function of the script."]
+    values = [{"state": [], "unstated": ["def"]}]
+    ok = ["Search the script so I learn what its function is called and what it defines."]
+    assert validate_rewrite({"narrative": "n", "turns": ok}, drafts, [["grep(file_name='a.py', pattern='def')"]],
+                            values, [0]) == ok
+    with pytest.raises(ValueError, match=r"turn 1 leaks .*tool call"):
+        validate_rewrite({"narrative": "n", "turns": ["Make a tool call to search the script for its function."]},
+                         drafts, [[]], values, [0])
+    with pytest.raises(ValueError, match="def"):
+        validate_rewrite({"narrative": "n", "turns": ["Search the script for def and its function."]},
+                         drafts, [[]], values, [0])
+
+
+def test_the_plan_prompt_shows_what_the_environment_adds_to_initial_config():
+    """Rehearsal: 'buzz Catherine' is sent to USR003, but the user map lives in MessageAPI's code and the
+    starting folder in the file system's: neither was in any prompt."""
+    seed, trace, profile = _seed("multi_turn_long_context_33")
+    state = render_plan_prompt(seed, profile, trace, seed.ground_truth, {}).split("## The initial state", 1)[1]
+    assert '"Catherine": "USR003"' in state and "the session starts in the folder 'project'" in state

@@ -220,16 +220,32 @@ def _check_arguments(name: str, args: dict[str, Any], spec: Any) -> None:
             raise ValueError(f"{name}.{k}: value too long")
 
 
+def _resolve(node: Any, parts: list[str]) -> tuple[dict, str] | None:
+    """(parent dict, key) of a dot path whose keys may hold dots themselves ('notes.txt'): the longest
+    key that matches wins at each level."""
+    if not parts or not isinstance(node, dict):
+        return None
+    for j in range(len(parts), 0, -1):
+        key = ".".join(parts[:j])
+        if key in node:
+            if j == len(parts):
+                return node, key
+            found = _resolve(node[key], parts[j:])
+            if found is not None:
+                return found
+    return None
+
+
 def _apply_new_value(config: dict, path: str, value: Any, classes: list[str]) -> None:
     cls, _, rest = path.partition(".")
     if cls not in classes or not rest or not _PATH.match(rest):
         raise ValueError(f"new value at {path!r}: not 'Class.dot.path' of an involved class")
-    node = config.get(cls)
-    keys = rest.split(".")
-    for key in keys[:-1]:
-        node = node.get(key) if isinstance(node, dict) else None
-    if not isinstance(node, dict) or keys[-1] not in node:
-        raise ValueError(f"new value at {path!r}: no such field in the initial state")
+    found = _resolve(config.get(cls), rest.split("."))
+    if found is None:
+        raise ValueError(f"new value at {path!r}: no such field in the initial state (after the renames: a renamed "
+                         "entry is addressed by its new name)")
+    node, key = found
+    keys = [key]
     old = node[keys[-1]]
     if isinstance(old, dict | list) or type(old) is not type(value) and not (
             isinstance(old, int | float) and isinstance(value, int | float) and not isinstance(value, bool)):
@@ -365,7 +381,7 @@ def _flat(values: Any) -> list[Any]:
     return out
 
 
-_PATH = re.compile(r"^[A-Za-z_][\w\-]*(\.[\w\-]+){0,5}$")
+_PATH = re.compile(r"^[A-Za-z_][\w\-]*(\.[\w\-]+){0,11}$")
 
 
 def apply_proposal(config: dict, proposal: ConfigPatchProposal, classes: list[str]) -> None:
@@ -402,8 +418,15 @@ def patched_config(task: Task, proposal: ConfigPatchProposal) -> dict:
 
 
 def _said(value: Any, text: str) -> bool:
+    """``value`` appears in ``text`` as a whole (a word-like value at word boundaries: 'def' is not said by
+    'defines'; case-insensitive; a number in any of its usual spellings)."""
     if isinstance(value, str):
-        return value.lower() in text.lower()
+        v = value.strip().lower()
+        if not v:
+            return True
+        left = r"(?<!\w)" if re.match(r"\w", v) else ""
+        right = r"(?!\w)" if re.search(r"\w$", v) else ""
+        return re.search(left + re.escape(v) + right, text.lower()) is not None
     if isinstance(value, int | float):
         forms = {repr(value), str(value), f"{value:,}"}
         if float(value).is_integer():
@@ -435,10 +458,14 @@ def validate_rewrite(out: Any, drafts: list[str], ground_truth: list[list[str]],
         text = text.strip()
         if not text or len(text) > MAX_TURN_CHARS:
             raise ValueError("a turn is empty or too long")
-        # a function name is a leak unless the draft itself uses the word ('logarithm', 'translate')
-        if _SCAFFOLD.search(text) or any(re.search(rf"\b{re.escape(n)}\b", text) and not re.search(
-                rf"\b{re.escape(n)}\b", draft, re.I) for n in names if "_" in n or len(n) > 6):
-            raise ValueError("a turn leaks reasoning scaffolds or function names")
+        # a scaffold or a function name is a leak unless the draft itself uses the word (a user may ask for
+        # "the name of the function" in a script, or for a 'logarithm')
+        leaks = [m.group(0) for m in _SCAFFOLD.finditer(text) if not re.search(re.escape(m.group(0)), draft, re.I)]
+        leaks += [n for n in names if ("_" in n or len(n) > 6) and re.search(rf"\b{re.escape(n)}\b", text)
+                  and not re.search(rf"\b{re.escape(n)}\b", draft, re.I)]
+        if leaks:
+            raise ValueError(f"turn {slot + 1} leaks reasoning scaffolds or function names: {leaks[:3]} (say it "
+                             "in plain words)")
         words = {w.lower() for w in re.findall(r"[A-Za-z]{5,}", draft)}
         if words and not words & {w.lower() for w in re.findall(r"[A-Za-z]{5,}", text)}:
             raise ValueError(f"turn {slot + 1} shares no word with its draft: rewrite the draft, do not replace it")

@@ -303,11 +303,40 @@ def _holds_dict(obj: Any, key: str, depth: int = 0) -> bool:
 
 
 def initial_state_text(task: Task) -> str:
-    """The initial state as JSON (shortened if huge) and, apart from it, the renamable strings."""
-    state = json.dumps(task.initial_config, indent=None, sort_keys=True, default=str)
-    if len(state) > MAX_STATE_CHARS:
-        state = state[:MAX_STATE_CHARS] + f" ... ({len(state) - MAX_STATE_CHARS} more characters)"
-    return f"initial_config: {state}\nrenamable: {json.dumps(renamable_values(task))}"
+    """The initial state as JSON (shortened if huge), what the environment adds to it, and the renamable strings."""
+    return f"initial_config: {_state_json(task)}\n{defaults_text(task)}renamable: {json.dumps(renamable_values(task))}"
+
+
+_SKIP_DEFAULTS = {"long_context", "generated_ids"}
+
+
+def defaults_text(task: Task) -> str:
+    """What the environment holds beyond ``initial_config`` once loaded (its code's defaults: the users a
+    message can go to, the file system's starting folder), one line per class; '' when nothing.
+
+    Why: a plan and a judge can only use or check values the environment knows; before, the user ids
+    behind the names a task mentions were nowhere in the prompts."""
+    from envs.executor import Environment
+
+    try:
+        env = Environment(task.involved_classes, task.initial_config, False)
+    except Exception:  # noqa: BLE001 - a prompt without the defaults still works
+        return ""
+    lines = []
+    for cls in task.involved_classes:
+        inst = env.instances.get(cls)
+        if inst is None:
+            continue
+        given = task.initial_config.get(cls, {})
+        extra = {k: v for k, v in vars(inst).items() if not k.startswith("_") and k not in given
+                 and k not in _SKIP_DEFAULTS and v not in (None, "", [], {}, set())}
+        cwd = getattr(getattr(inst, "_current_dir", None), "name", None)
+        parts = [f"{k}={_one_line(json.dumps(v, default=str), 600)}" for k, v in extra.items()]
+        if cwd:
+            parts.append(f"the session starts in the folder {cwd!r}")
+        if parts:
+            lines.append(f"{cls} also holds (from its code, not from initial_config): " + "; ".join(parts))
+    return "".join(line + "\n" for line in lines)
 
 
 def _names(obj: Any, out: set[str], depth: int = 0) -> None:
@@ -351,8 +380,8 @@ def padding_text(task: Task) -> str:
                          + f" ({len(str(a.get(attr)))} -> {len(str(value))} characters of state)")
     if not lines:
         return ""
-    return ("The long-context loader pads the state after initial_config is loaded (the results above "
-            "already include it); your renames and calls must still be unambiguous among these:\n- "
+    return ("The long-context loader pads the state after initial_config is loaded (the results shown "
+            "include it); the task's names must stay unambiguous among these:\n- "
             + "\n- ".join(lines))
 
 
@@ -720,7 +749,7 @@ def render_judge_prompt(seed: Task, profile: Profile, seed_trace: Trace, candida
         category=category_text(seed, profile, structure), seed_turns=turns_text(seed),
         seed_ground_truth=ground_truth_text(seed, seed_trace),
         structure=structure_text(structure, profile, seed.ground_truth, candidate.ground_truth),
-        seed_state=_state_json(seed), candidate_state_changes=state_changes_text(seed, candidate),
+        seed_state=_state_json(seed) + "\n" + defaults_text(seed), candidate_state_changes=state_changes_text(seed, candidate),
         padding=padding_text(candidate) or "(no padding: not a long-context task)",
         candidate_turns=turns_text(candidate), candidate_ground_truth=ground_truth_text(candidate, trace),
         changes=changes_text(seed, candidate.ground_truth),
