@@ -364,3 +364,26 @@ def test_checkpoints_carry_the_training_seconds_so_far(tmp_path, monkeypatch):
     cb.on_save(args, state, None)
     assert json.loads((tmp_path / "checkpoint-6" / "rods_time.json").read_text()) == {"train_seconds": 120.0}
     assert saved == [tmp_path / "checkpoint-6" / "rods_curriculum.json"]
+
+
+def test_quiet_console_hides_library_deprecations_and_weight_bars():
+    """Before: `FutureWarning: gradient_checkpointing is deprecated ...` twice, and `Loading weights` /
+    `Writing model shards` bars around the training bar."""
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    from rods_cli.train import quiet_console
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            quiet_console()
+            assert not hf_logging.is_progress_bar_enabled()
+            warnings.warn_explicit("`gradient_checkpointing` is deprecated and will be removed in v6. Use "
+                                   "`activation_checkpointing` instead.", FutureWarning, "training_args.py", 1541,
+                                   module="transformers.training_args")
+            warnings.warn("a user's own FutureWarning", FutureWarning, stacklevel=1)
+        finally:
+            hf_logging.enable_progress_bar()
+    assert [str(w.message) for w in caught] == ["a user's own FutureWarning"]
