@@ -111,6 +111,7 @@ def tasks_command(
     for col in ("id", "category", "scenario", "involved_classes", "turns", "calls"):
         table.add_column(col)
     for row in rows:
-        table.add_row(row["id"], row["category"], str(row["scenario"]), ", ".join(row["involved_classes"]),
+        table.add_row(row["id"], row["category"], "-" if row["scenario"] is None else str(row["scenario"]),
+                      ", ".join(row["involved_classes"]),
                       str(row["turns"]), str(row["calls"]))
     console.print(table)

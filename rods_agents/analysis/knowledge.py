@@ -204,16 +204,24 @@ def derived_value(old: str, kind: str, rng: Any, taken: set[str]) -> str | None:
 
 
 # ----------------------------------------------------------------------------------------------- donors
-def donor_tasks() -> list[Task]:
-    """Human-written tasks whose turns may be re-worded into a variant's: BFCL's train split, and the seed
-    tasks of user classes read in this process (never the test split, never a synthesized task)."""
+@lru_cache(maxsize=1)
+def _bfcl_donors() -> tuple[Task, ...]:
     from envs.dataset import load_split
 
-    out = list(load_split("train"))
-    seen = {t.id for t in out}
-    for cls in _user_classes():
-        out += [t for t in human_tasks(cls) if t.id not in seen and not seen.add(t.id)]  # type: ignore[func-returns-value]
-    return out
+    return tuple(load_split("train"))
+
+
+def donor_tasks() -> tuple[Task, ...]:
+    """Human-written tasks whose turns may be re-worded into a variant's: BFCL's train split, then the seed
+    tasks of user classes loaded in this process (never the test split, never a synthesized task). Shared:
+    read-only."""
+    user = [t for cls in _user_classes() for t in human_tasks(cls)]
+    return _bfcl_donors() + tuple(dict((t.id, t) for t in user).values())
+
+
+def donor_ids() -> tuple[str, ...]:
+    """The ids of :func:`donor_tasks`, cheap: what a cache of anything built from the donors is keyed by."""
+    return tuple(t.id for t in donor_tasks())
 
 
 def donor_key(task: Task) -> int | str:
@@ -222,6 +230,6 @@ def donor_key(task: Task) -> int | str:
 
 
 __all__ = ["BFCL_SYMBOL_LOOKUPS", "BFCL_TABLES", "DERIVED_KINDS", "derived_kind", "derived_lexicon_entry",
-           "derived_value", "donor_key", "donor_tasks", "involves_user_class", "is_user_class", "method_lexicon",
+           "derived_value", "donor_ids", "donor_key", "donor_tasks", "involves_user_class", "is_user_class", "method_lexicon",
            "narratives", "preconditions", "skill_classes", "symbol_lookups", "table", "templates", "value_phrases",
            "value_pools", "vocab"]
