@@ -121,3 +121,60 @@ def test_docs_cited_in_the_repo_exist():
     assert cited, "expected the code to cite docs/"
     missing = sorted(c for c in cited if not (REPO / c).exists())
     assert not missing, missing
+
+
+def test_version_prints_the_package_version():
+    from importlib import metadata
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"rods {metadata.version('rods')}"
+
+
+@pytest.fixture()
+def show_run(tmp_path, base_tasks):
+    """A run folder with one accepted variant (a turn reworded, a city swapped in a call) and one rejected sample."""
+    seed = base_tasks[0]
+    variant = seed.model_copy(deep=True)
+    variant.id = f"{seed.id}__rods_0123abcd"
+    variant.turns[0][0].content = " ".join(variant.turns[0][0].content.split(" ")[:-1] + ["Zanzibar"])
+    variant.ground_truth[0] = [c.replace("'", '"') for c in variant.ground_truth[0]]
+    variant.provenance = {"seed_id": seed.id, "variant": 0, "swaps": {"Home": "Zanzibar"}}
+    write_tasks(tmp_path / "accepted.jsonl", [variant])
+    rejected = {"sample_id": f"{seed.id}#v1", "seed_id": seed.id, "variant": 1,
+                "reasons": ["novelty:seed_text_copy containment=0.9", "near_duplicate_seed"],
+                "detail": {"earlier_attempts": [{"reasons": ["verdict:outcome_flip turn=2"]}]}}
+    (tmp_path / "rejected.jsonl").write_text(json.dumps(rejected) + "\n")
+    return tmp_path, seed, variant
+
+
+def test_show_puts_variant_beside_its_seed_with_changes_marked(show_run):
+    from rods_cli.show import diff_words
+
+    run, seed, variant = show_run
+    result = runner.invoke(app, ["show", str(run), variant.id], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Zanzibar" in result.output and seed.turns[0][0].content.split()[-1] in result.output
+    assert f"seed {seed.id}" in result.output and f"{seed.id}#v0" in result.output and "swaps" in result.output
+    left, right = diff_words(seed.turns[0][0].content, variant.turns[0][0].content)
+    marked = [right.plain[s.start:s.end] for s in right.spans if "green" in str(s.style)]
+    assert marked == ["Zanzibar"]  # only the changed word is highlighted
+    assert [left.plain[s.start:s.end] for s in left.spans] == [seed.turns[0][0].content.split(" ")[-1]]
+    left, right = diff_words("cd(folder='a')", 'cd(folder="a")', calls=True)
+    assert [right.plain[s.start:s.end] for s in right.spans] == ['"a"']  # a token changed, not the whole call
+    # the same sample by its sample id, and by its seed (which also lists the rejected sibling)
+    by_sample = runner.invoke(app, ["show", str(run), f"{seed.id}#v0"], env={"COLUMNS": "200"})
+    assert by_sample.exit_code == 0 and "Zanzibar" in by_sample.output
+    by_seed = runner.invoke(app, ["show", str(run), seed.id], env={"COLUMNS": "200"})
+    assert "Zanzibar" in by_seed.output and "rejected" in by_seed.output
+
+
+def test_show_gives_a_rejected_samples_reasons_and_lists_the_run(show_run):
+    run, seed, _ = show_run
+    result = runner.invoke(app, ["show", str(run), f"{seed.id}#v1"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "novelty:seed_text_copy containment=0.9" in result.output and "near_duplicate_seed" in result.output
+    assert "earlier attempt 1: verdict:outcome_flip" in result.output
+    listing = runner.invoke(app, ["show", str(run)], env={"COLUMNS": "80"})
+    assert listing.exit_code == 0 and f"{seed.id}#v0" in listing.output and f"{seed.id}#v1" in listing.output
+    missing = runner.invoke(app, ["show", str(run), f"{seed.id}#v9"])
+    assert missing.exit_code == 2 and "did you mean" in missing.output and len(missing.output.splitlines()) <= 2
