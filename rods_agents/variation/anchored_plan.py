@@ -66,7 +66,38 @@ def _fs_kinds(tree: Any, out: dict[str, str]) -> dict[str, str]:
     return out
 
 
+_ROUND_FACTORS = (0.5, 0.6, 0.75, 0.8, 1.2, 1.25, 1.5, 2.0, 2.5, 3.0)
+
+
+def _trailing_zeros(n: int) -> int:
+    z = 0
+    while n and n % 10 == 0:
+        n //= 10
+        z += 1
+    return z
+
+
+def _round_perturb(value: int | float, rng: Any, grow: bool) -> int | float | None:
+    """A new number as round as the old one ('$10,000' -> '$8,000', '50 shares' -> '40 shares'): people
+    state round amounts, and a round figure turned odd ('$9,267') reads as a made-up task. None when ``value``
+    is not round."""
+    if isinstance(value, bool) or not float(value).is_integer() or abs(value) < 10:
+        return None
+    z = min(_trailing_zeros(int(value)), 3)
+    if z == 0:
+        return None
+    factors = [f for f in _ROUND_FACTORS if (f >= 1.6 if grow else True)]
+    news = sorted({int(value * f) for f in factors if int(value * f) % 10 ** z == 0 and int(value * f) != int(value)})
+    if not news:
+        return None
+    new = rng.choice(news)
+    return new if isinstance(value, int) else float(new)
+
+
 def _perturb(value: int | float, rng: Any, grow: bool = False) -> int | float:
+    rounded = _round_perturb(value, rng, grow and rng.random() < 0.5)
+    if rounded is not None:
+        return rounded
     if grow and rng.random() < 0.5:
         factor = rng.uniform(1.6, 3.0)
         return int(round(value * factor)) if isinstance(value, int) else round(value * factor, 1)
@@ -487,6 +518,7 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     _untangle(renames, d.rng, taken, fs)
     if d.attempt < 2:
         _city_pair_swap(d, bound, swaps)
+        _stock_swap(d, bound, swaps)
     substitutions = _method_swaps(d, bound)
     phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
     return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases}
@@ -603,6 +635,42 @@ def _city_pair_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: di
     if pairs and d.p(0.7):
         new = d.rng.choice(pairs)
         swaps[cities[0]], swaps[cities[1]] = new
+
+
+_STOCK_PARAMS = {"symbol", "stock"}
+_SECTOR_LOOKUPS = {"get_available_stocks", "filter_stocks_by_price"}
+
+
+def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
+    """The stock a task trades becomes another stock the environment lists (its config's stock table and
+    get_symbol_by_name's company table), its company's name with it ('Zeta Corp' -> 'Omega Industries'):
+    another market situation, not a made-up ticker. Prices read from results follow (:func:`rederive`). Not
+    where the task looks stocks up by sector (the sector lists are the environment's and fixed), where the
+    text names the stock in neither form, or where a dictated text quotes it."""
+    stocks = d.seed.initial_config.get("TradingBot", {}).get("stocks")
+    if not isinstance(stocks, dict) or any(r.name in _SECTOR_LOOKUPS for r, _ in bound):
+        return
+    companies = {k: v for k, v in pools().get("company_of_ticker", {}).items() if not k.startswith("_")}
+    used = [v for r, args in bound for p, v in args.items() if p in _STOCK_PARAMS and isinstance(v, str)]
+    text = " ".join(d.turn_text)
+    for symbol in dict.fromkeys(used):
+        if symbol in swaps or symbol not in stocks or symbol not in companies or not d.p(0.7):
+            continue
+        forms = [symbol, companies[symbol]]
+        if not any(Substitution({f: "\0"}, derived_forms=False).found(text) for f in forms):
+            continue
+        if any(symbol in x and x != symbol for _r, args in bound for x in _scalar_strings(list(args.values()))):
+            continue  # inside a dictated text ('bought ZETA today'): the text is the user's
+        choices = sorted(k for k in stocks if k in companies and k not in used and k not in swaps.values()
+                         and not Substitution({k: "\0", companies[k]: "\0"}, derived_forms=False).found(text))
+        if not choices:
+            continue
+        new = d.rng.choice(choices)
+        swaps[symbol] = new
+        swaps[companies[symbol]] = companies[new]
+        head_o, head_n = companies[symbol].split()[0], companies[new].split()[0]
+        if head_o != companies[symbol] and re.search(rf"\b{re.escape(head_o)}\b", text):
+            swaps.setdefault(head_o, head_n)  # 'Zeta' on its own
 
 
 def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str],

@@ -47,6 +47,7 @@ from rods_agents.variation.turn_bank import (
     asked_turn,
     cue_key,
     donors_for,
+    explicit_calls,
     portable_signature,
     segment_signature,
     turn_slots,
@@ -239,7 +240,7 @@ def _assemble(seed: Task, seed_info: Any, g: int, methods: tuple[str, ...], targ
         for stop in range(n, start, -1):
             if delicate and (start, stop) != (0, n):
                 continue
-            seg_sig = sig if (start, stop) == (0, n) else segment_signature(sig, start, stop)
+            seg_sig = sig if (start, stop) == (0, n) else segment_signature()
             pool = [d for d in donors_for(methods[start:stop], seg_sig, seed.scenario,
                                           cue_key(seed_info, g) if delicate else None) if d.task_id not in used]
             rng.shuffle(pool)
@@ -277,7 +278,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any) -> tup
     for t in candidates:
         g = asked_turn(variant, t)
         assert g is not None
-        methods, target = turn_slots(trace, sources, g)
+        methods, target = explicit_calls(seed_info, g, *turn_slots(trace, sources, g))
         if not methods:
             continue
         carried = next(m.content for m in turns[t] if m.role == "user")

@@ -22,6 +22,7 @@ category's mechanics and stays the seed's.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
@@ -58,11 +59,23 @@ class Donor:
 
 
 def portable_signature(info: InformationStructure, turn: int) -> str:
-    """What a donor turn must share with the turn it replaces: which calls are left implicit, the number of
+    """What a donor turn must share with the turn it replaces besides the calls it asks for: the number of
     conditions, the kinds of references and transformations (the category's withheld value and held-out
-    function are placed by the seed, not by the donor)."""
+    function are placed by the seed, not by the donor; the implicit calls are matched by leaving them out of
+    the key, :func:`explicit_calls`)."""
     s = info.signature()[turn]
-    return json.dumps({k: s[k] for k in ("implicit", "conditions", "references", "transformations")}, sort_keys=True)
+    return json.dumps({k: s[k] for k in ("conditions", "references", "transformations")}, sort_keys=True)
+
+
+def explicit_calls(info: InformationStructure, turn: int, methods: tuple[str, ...], slots: tuple[Slot, ...]
+                   ) -> tuple[tuple[str, ...], tuple[Slot, ...]]:
+    """The calls a turn's text asks for (implicit ones left out: a donor that never names the ``cd`` or the
+    brake pedal leaves them to the assistant as the seed did), with their slots re-indexed in that order."""
+    implicit = {c.index for c in info.turns[turn].calls if not c.explicit}
+    keep = [i for i in range(len(methods)) if i not in implicit]
+    pos = {old: new for new, old in enumerate(keep)}
+    return (tuple(methods[i] for i in keep),
+            tuple(Slot(pos[x.index], x.param, x.value, x.source, x.flag) for x in slots if x.index in pos))
 
 
 def cue_key(info: InformationStructure, turn: int) -> str:
@@ -75,12 +88,10 @@ def cue_key(info: InformationStructure, turn: int) -> str:
                        "conditions": sorted(c.cue.lower().strip() for c in s.conditions)}, sort_keys=True)
 
 
-def segment_signature(signature: str, start: int, stop: int) -> str:
-    """The portable signature of calls ``start:stop`` of a turn with no condition, reference or
-    transformation (what a donor of that segment alone must match)."""
-    s = json.loads(signature)
-    return json.dumps({"implicit": [i - start for i in s["implicit"] if start <= i < stop], "conditions": 0,
-                       "references": [], "transformations": []}, sort_keys=True)
+def segment_signature() -> str:
+    """The portable signature of a segment of a turn with no condition, reference or transformation (what a
+    donor of that segment alone must match)."""
+    return json.dumps({"conditions": 0, "references": [], "transformations": []}, sort_keys=True)
 
 
 def asked_turn(task: Task, turn: int) -> int | None:
@@ -133,13 +144,63 @@ def world_strings(task: Task, trace: Trace | None = None) -> set[str]:
     return {s for s in out if 3 <= len(s) <= 80}
 
 
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=\S)")
+
+
+def _call_positions(text: str, info: InformationStructure, g: int, slots: tuple[Slot, ...], n: int) -> list[int] | None:
+    """Where the text asks for each of the ``n`` explicit calls (the lexicon cue, else a stated value), in
+    order; None when a call cannot be placed or the order is not the calls' order."""
+    explicit = [c for c in info.turns[g].calls if c.explicit]
+    lower, out, start = text.lower(), [], 0
+    for i in range(n):
+        words = [explicit[i].cue] if i < len(explicit) and explicit[i].cue else []
+        words += [str(json.loads(x.value)) for x in slots if x.index == i and x.source == "user"
+                  and isinstance(json.loads(x.value), str | int | float)]
+        found = [p for w in words if w and (p := lower.find(w.lower(), start)) >= 0]
+        if not found:
+            return None
+        out.append(min(found))
+        start = out[-1] + 1
+    return out
+
+
+def partial_donors(task: Task, t: int, text: str, methods: tuple[str, ...], slots: tuple[Slot, ...],
+                   info: InformationStructure, g: int, entities: frozenset[str]) -> list[Donor]:
+    """Runs of consecutive calls of a multi-call turn with their own sentences: a sentence belongs to the call
+    asked for in it, the sentences after it up to the next call's continue it, the sentences before the first
+    call introduce it. A run whose first or last sentence also asks for a call outside it is not split off.
+    Only turns with no condition, reference or transformation (whose cue could sit in any sentence)."""
+    sig = json.loads(portable_signature(info, g))
+    if len(methods) < 2 or sig["conditions"] or sig["references"] or sig["transformations"]:
+        return []
+    positions = _call_positions(text, info, g, slots, len(methods))
+    if positions is None:
+        return []
+    bounds = [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
+    sentence_of = [max(i for i, b in enumerate(bounds) if b <= p) for p in positions]
+    out = []
+    for a in range(len(methods)):
+        for b in range(a + 1, len(methods) + 1):
+            if (a, b) == (0, len(methods)):
+                continue
+            if (a > 0 and sentence_of[a - 1] == sentence_of[a]) or (b < len(methods) and sentence_of[b] == sentence_of[b - 1]):
+                continue
+            lo = 0 if a == 0 else bounds[sentence_of[a]]
+            hi = bounds[sentence_of[b]] if b < len(methods) else len(text)
+            part = text[lo:hi].strip()
+            run = tuple(Slot(x.index - a, x.param, x.value, x.source, x.flag) for x in slots if a <= x.index < b)
+            out.append(Donor(task.id, task.scenario, t, part, methods[a:b], run, segment_signature(), entities,
+                             cue_key(info, g)))
+    return out
+
+
 def _user_text(task: Task, turn: int) -> str:
     return "\n".join(m.content for m in task.turns[turn] if m.role == "user").strip()
 
 
 @lru_cache(maxsize=1)
 def turn_bank() -> dict[tuple[str, ...], tuple[Donor, ...]]:
-    """Method sequence -> the train turns that ask for exactly it (built once, about two seconds)."""
+    """Explicit method sequence -> the train turns that ask for exactly those calls (built once, a few seconds)."""
     from envs.dataset import load_split
 
     bank: dict[tuple[str, ...], list[Donor]] = defaultdict(list)
@@ -154,9 +215,14 @@ def turn_bank() -> dict[tuple[str, ...], tuple[Donor, ...]]:
             g = asked_turn(task, t)
             if g is None:
                 continue
-            methods, slots = turn_slots(trace, sources, g)
-            bank[methods].append(Donor(task.id, task.scenario, t, _user_text(task, t), methods, slots,
+            methods, slots = explicit_calls(info, g, *turn_slots(trace, sources, g))
+            if not methods:
+                continue
+            text = _user_text(task, t)
+            bank[methods].append(Donor(task.id, task.scenario, t, text, methods, slots,
                                        portable_signature(info, g), entities, cue_key(info, g)))
+            for part in partial_donors(task, t, text, methods, slots, info, g, entities):
+                bank[part.methods].append(part)
     return {k: tuple(v) for k, v in bank.items()}
 
 
@@ -174,5 +240,5 @@ def donors_for(methods: tuple[str, ...], signature: str, exclude_scenario: int, 
     return out
 
 
-__all__ = ["Donor", "Slot", "asked_turn", "cue_key", "segment_signature", "donors_for", "portable_signature", "turn_bank", "turn_slots",
+__all__ = ["Donor", "Slot", "asked_turn", "cue_key", "explicit_calls", "segment_signature", "donors_for", "portable_signature", "turn_bank", "turn_slots",
            "world_strings"]
