@@ -21,7 +21,7 @@ def _variant(seed_id: str, variant: int = 0):
     trace = trace_task(seed)
     profile = profile_task(seed, trace)
     plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, variant, 0))
-    task = build_variant(seed, rewrite_plan(seed, profile, plan, rng_for(1, seed.id, variant)), plan, variant, 0)
+    task = build_variant(seed, rewrite_plan(seed, profile, plan, rng_for(1, seed.id, variant))[0], plan, variant, 0)
     return seed, profile, task
 
 
@@ -102,7 +102,7 @@ def test_rendered_turns_read_well_for_every_train_seed():
         trace = trace_task(seed)
         profile = profile_task(seed, trace)
         plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, 0, 0))
-        turns = rewrite_plan(seed, profile, plan, rng_for(1, seed.id, 0))
+        turns = rewrite_plan(seed, profile, plan, rng_for(1, seed.id, 0))[0]
         texts = [m.content for turn in turns for m in turn]
         for text in texts:
             # doubled numbers ('1 1') and quoted values may repeat legitimately; words may not
