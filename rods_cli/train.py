@@ -331,7 +331,7 @@ def train_command(
         try:
             summary = train(args, resume=resume)
         except TrainingInterrupted as exc:
-            err_console.print(interrupted_message(exc, config, overrides), markup=False, highlight=False)
+            err_console.print(interrupted_message(exc, config, overrides), markup=False, highlight=False, soft_wrap=True)
             raise typer.Exit(130) from None
         except KeyboardInterrupt:
             err_console.print("interrupted before the first training step: nothing to resume; run the same command "
