@@ -426,3 +426,38 @@ def test_per_request_budgets_reach_the_llm_through_trls_real_colocate_generate(t
     for o in out:
         assert o.logprobs == [-t / 100 for t in o.ids]
     assert vg.max_completion_length == 999 and "generate" not in vars(llm)
+
+
+def test_the_public_rollout_func_runs_a_users_own_trainer(tokenizer, task):
+    """The entry point a user's own GRPOTrainer gets: RolloutSettings (no RODSConfig), its own rows hook."""
+    from types import SimpleNamespace
+
+    from trainer.chat_tokens import ChatTokenizer
+    from trainer.rollout import RolloutSettings, make_rollout_func
+
+    settings = RolloutSettings(max_completion_length=64, num_generations=2, max_new_tokens_per_step=16,
+                               max_steps_per_turn=1, reward_shaping="synthetic_boundary")
+    gen = ScriptedGenerator(tokenizer, ["I will look.", "Done."])
+    trainer = SimpleNamespace(my_rows=[{"task_id": task.id}] * 2)
+    func = make_rollout_func({task.id: task}.__getitem__, settings, ChatTokenizer(tokenizer), lambda t: gen,
+                             rows=lambda t: t.my_rows)
+    out = func(["p", "p"], trainer)
+    assert set(out) == {"prompt_ids", "completion_ids", "logprobs", "env_mask", "rods_reward"}
+    assert len(out["completion_ids"]) == 2 and out["logprobs"] is None
+    assert all(len(c) == len(m) <= 64 for c, m in zip(out["completion_ids"], out["env_mask"], strict=True))
+    assert out["rods_reward"] == [synthetic_boundary(task, k, 0.0, None) for k in range(2)]  # shaper by name
+    assert trainer._last_rollout.raw_rewards == [0.0, 0.0]
+    with pytest.raises(RuntimeError, match="disagree"):
+        func(["p"], trainer)
+
+
+def test_rollout_settings_come_from_any_config_with_the_fields():
+    from types import SimpleNamespace
+
+    from trainer.rollout import RolloutSettings
+
+    grpo_like = SimpleNamespace(max_completion_length=100, num_generations=4, use_vllm=True, vllm_max_model_length=512,
+                                learning_rate=1e-6)  # a plain GRPOConfig has no max_steps_per_turn: default kept
+    s = RolloutSettings.of(grpo_like)
+    assert (s.max_completion_length, s.num_generations, s.use_vllm, s.max_steps_per_turn) == (100, 4, True, 5)
+    assert RolloutSettings.of(s) is s
