@@ -254,7 +254,7 @@ def first_turn_reward(completions: list[Any], **columns: Any) -> list[float]:
     ``<tool_call>`` blocks pass BFCL's check of turn 0 (state and results), else 0.0.
 
     TRL calls it with the completions and every dataset column as a list; the columns rebuild each task
-    (:func:`task_from_row`). Multi-turn episodes need the environment in the loop (``rods train`` does that).
+    (:func:`task_from_row`). Whole multi-turn episodes: ``trainer.integrations.trl`` (``BFCLEpisode``, ``bfcl_rollout_func``).
     """
     from envs.checker import check
     from envs.policies import parse_hermes
