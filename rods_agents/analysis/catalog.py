@@ -12,6 +12,7 @@ to draw state-flow edges.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import textwrap
@@ -93,6 +94,58 @@ def _source_attrs(cls: type, method: str, seen: set[str] | None = None) -> tuple
     return reads, {w for w in writes if w not in _IGNORED_ATTRS and w not in methods}
 
 
+_MUTATORS = {"append", "extend", "pop", "popitem", "remove", "update", "clear", "insert", "add", "discard",
+             "setdefault", "sort", "reverse"}
+
+
+def _root_attr(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """The ``self`` attribute an expression is rooted at (``self.loans[i]["weeks"]`` -> ``loans``), through aliases
+    (``loan = self.loans[i]``; ``loan["weeks"]`` -> ``loans``)."""
+    while isinstance(node, ast.Subscript | ast.Attribute | ast.Call):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            return node.attr
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return aliases.get(node.id) if isinstance(node, ast.Name) else None
+
+
+def _ast_writes(cls: type, method: str, seen: set[str] | None = None) -> set[str]:
+    """Attributes a user class's method changes, found on its syntax tree: assignments, augmented assignments,
+    ``del`` and mutating calls on ``self.<attr>`` or on a local name bound to a part of it (the regex that serves
+    BFCL's classes, with its hand-written alias table, cannot see ``book = self.books[i]; book["copies"] -= 1``).
+    ``self._helper(...)`` calls are followed."""
+    seen = seen if seen is not None else set()
+    if method in seen:
+        return set()
+    seen.add(method)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(cls, method))))
+    except (OSError, TypeError, SyntaxError):
+        return set()
+    aliases: dict[str, str] = {}
+    writes: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            root = _root_attr(node.value, aliases) if isinstance(node.value, ast.Subscript | ast.Call) else None
+            if root:
+                aliases[node.targets[0].id] = root
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else (
+            [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else [])
+        for target in targets:
+            if isinstance(target, ast.Attribute | ast.Subscript):
+                root = _root_attr(target, aliases)
+                if root:
+                    writes.add(root)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _MUTATORS:
+                root = _root_attr(node.func.value, aliases)
+                if root:
+                    writes.add(root)
+            elif isinstance(node.func.value, ast.Name) and node.func.value.id == "self" and node.func.attr.startswith("_"):
+                writes |= _ast_writes(cls, node.func.attr, seen)
+    return {w for w in writes if w not in _IGNORED_ATTRS and not callable(getattr(cls, w, None))}
+
+
 class ApiCatalog(BaseModel):
     methods: dict[str, MethodSpec]
 
@@ -130,7 +183,7 @@ def _catalog(classes: tuple[str, ...]) -> ApiCatalog:
             params = [ParamSpec(name=p, type=str(v.get("type", "string")), required=p in required,
                                 description=v.get("description", ""), enum=v.get("enum")) for p, v in props.items()]
             reads, writes = _source_attrs(cls, name)
-            writes |= _ALIAS_WRITERS.get(name, set())
+            writes |= _ALIAS_WRITERS.get(name, set()) if env.bfcl else _ast_writes(cls, name)
             if cls_name == "GorillaFileSystem":
                 # the tree is reached through the cwd; both alias one resource
                 if "_current_dir" in reads or "root" in reads:
