@@ -168,6 +168,11 @@ def reinstantiate(donor: Donor, target: tuple[Slot, ...], world: set[str], allow
         return None
     strings, numbers = mapping
     text = substitute_numbers(Substitution(strings).text(donor.text), numbers)
+    for new in strings.values():  # 'a business class' -> 'an economy class'
+        if new[:1].isalpha() and new not in donor.text:
+            article = "an" if new[0].lower() in "aeiou" else "a"
+            text = re.sub(rf"\b([Aa])n? (?={re.escape(new)}\b)",
+                          lambda m, a=article: (a.capitalize() if m.group(1) == "A" else a) + " ", text)
     lower = text.lower()
     new_values = {v.lower() for v in strings.values()}
     if any(e in donor.entities and e not in world and e not in new_values for e in _phrases(lower)):

@@ -194,6 +194,13 @@ def partial_donors(task: Task, t: int, text: str, methods: tuple[str, ...], slot
     return out
 
 
+def _states_implicit_values(info: InformationStructure, turn: int, slots: tuple[Slot, ...]) -> bool:
+    """The turn's text states a value of a call it leaves implicit ("In research directory, ..." for an
+    implicit ``cd('research')``): re-instantiated elsewhere, that value would point at the donor's world."""
+    implicit = {c.index for c in info.turns[turn].calls if not c.explicit}
+    return any(x.index in implicit and x.source == "user" and not x.flag for x in slots)
+
+
 def _user_text(task: Task, turn: int) -> str:
     return "\n".join(m.content for m in task.turns[turn] if m.role == "user").strip()
 
@@ -215,8 +222,9 @@ def turn_bank() -> dict[tuple[str, ...], tuple[Donor, ...]]:
             g = asked_turn(task, t)
             if g is None:
                 continue
-            methods, slots = explicit_calls(info, g, *turn_slots(trace, sources, g))
-            if not methods:
+            all_methods, all_slots = turn_slots(trace, sources, g)
+            methods, slots = explicit_calls(info, g, all_methods, all_slots)
+            if not methods or _states_implicit_values(info, g, all_slots):
                 continue
             text = _user_text(task, t)
             bank[methods].append(Donor(task.id, task.scenario, t, text, methods, slots,

@@ -1,0 +1,98 @@
+"""The offline rewrite words a variant with human turns of other train scenarios (rods_agents.variation.transplant).
+
+What a user of the synthesized data relies on: the variant is new wording, not its seed's sentences; a
+re-worded turn states the variant's values and nothing of the donor's world; nothing comes from the test
+split; what the seed leaves to the assistant (an implicit cd, a condition's wording) stays left to it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from envs.dataset import load_split, split_scenarios
+from envs.task import bfcl_task
+from rods_agents.analysis.novelty import containment, user_text
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.run.runtime import rng_for
+from rods_agents.stages.coherence_rewrite import build_variant, carry_plan, rewrite_plan
+from rods_agents.stages.plan_sampling import sample_variant_plan
+from rods_agents.variation.transplant import reinstantiate
+from rods_agents.variation.turn_bank import Donor, Slot, turn_bank
+
+
+def _donor(text: str, slots: list[Slot], entities: tuple[str, ...] = ()) -> Donor:
+    return Donor("multi_turn_base_0", 0, 0, text, ("mv",), tuple(slots), "{}", frozenset(entities))
+
+
+def _slot(param: str, value, source: str = "user", flag: bool = False) -> Slot:
+    return Slot(0, param, json.dumps(value), source, flag)
+
+
+def _variant(seed_id: str, v: int = 0):
+    seed = bfcl_task(seed_id)
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(7, seed.id, v, 0))
+    turns, donors = rewrite_plan(seed, profile, plan, rng_for(7, seed.id, v, "rewrite"))
+    return seed, build_variant(seed, turns, plan, v, 0), plan, donors
+
+
+def test_a_donor_turn_states_the_variants_values_in_its_own_words():
+    donor = _donor("Please move 'draft.txt' over to the 'old' folder, I am done with it.",
+                   [_slot("source", "draft.txt"), _slot("destination", "old")], ("draft.txt", "old"))
+    target = (_slot("source", "budget_review.pdf"), _slot("destination", "archive"))
+    text = reinstantiate(donor, target, {"budget_review.pdf", "archive"}, set(), "budget_review.pdf archive")
+    assert text == "Please move 'budget_review.pdf' over to the 'archive' folder, I am done with it."
+
+
+def test_a_donor_that_would_keep_a_name_or_a_number_of_its_own_world_is_not_used():
+    target = (_slot("source", "budget_review.pdf"), _slot("destination", "archive"))
+    world = {"budget_review.pdf", "archive"}
+    leftover_name = _donor("Move 'draft.txt' to 'old', next to notes.md.",
+                           [_slot("source", "draft.txt"), _slot("destination", "old")], ("draft.txt", "old", "notes.md"))
+    assert reinstantiate(leftover_name, target, world, set(), "budget_review.pdf archive") is None
+    leftover_number = _donor("Move 'draft.txt' to 'old' if it is over 40 lines.",
+                             [_slot("source", "draft.txt"), _slot("destination", "old")], ("draft.txt", "old"))
+    assert reinstantiate(leftover_number, target, world, set(), "budget_review.pdf archive") is None
+
+
+def test_a_choice_said_in_words_is_taken_only_where_the_donor_names_it_once():
+    target = (_slot("a", True, "flag", True),)
+    other_choice = _donor("Show me everything here.", [_slot("a", False, "flag", True)])
+    assert reinstantiate(other_choice, target, set(), set(), "") is None
+    cls = _donor("What does a business class seat cost?", [_slot("travel_class", "business", "flag", True)])
+    text = reinstantiate(cls, (_slot("travel_class", "economy", "flag", True),), set(), set(), "")
+    assert text == "What does an economy class seat cost?"
+
+
+def test_the_bank_holds_only_train_turns_and_no_turn_that_names_a_value_it_leaves_implicit():
+    train = split_scenarios("train")
+    donors = [d for ds in turn_bank().values() for d in ds]
+    assert len(donors) > 1000
+    assert {d.scenario for d in donors} <= train
+    # base_16: "In research directory, there is a file ..." leaves cd('research') implicit but names its folder
+    assert not any(d.text.startswith("In research directory") for d in donors)
+
+
+def test_variants_are_new_wording_from_other_scenarios():
+    seeds = [s for s in load_split("train", ["base"])][::9][:10]
+    contained, reworded = [], 0
+    for seed in seeds:
+        seed, task, plan, donors = _variant(seed.id)
+        contained.append(containment(user_text(task), user_text(seed), mask=True))
+        reworded += bool(donors)
+        for d in donors:
+            assert all(bfcl_task(i).scenario != seed.scenario for i, _ in d["donors"])
+    assert reworded >= 7
+    assert sum(contained) / len(contained) < 0.6, contained  # the carried seed sentences alone measure ~0.9
+
+
+def test_a_turn_with_a_condition_keeps_the_seeds_wording():
+    seed, task, plan, donors = _variant("multi_turn_base_94")
+    carried = carry_plan(seed, plan)
+    info = profile_task(seed).information
+    for t, ts in enumerate(info.turns):
+        if ts.conditions and task.turns[t]:
+            assert task.turns[t][0].content == carried[t][0].content
+    assert any(ts.conditions for ts in info.turns)
