@@ -284,3 +284,36 @@ def test_the_plan_prompt_shows_what_the_environment_adds_to_initial_config():
     seed, trace, profile = _seed("multi_turn_long_context_33")
     state = render_plan_prompt(seed, profile, trace, seed.ground_truth, {}).split("## The initial state", 1)[1]
     assert '"Catherine": "USR003"' in state and "the session starts in the folder 'project'" in state
+
+
+def test_a_changed_argument_the_state_still_holds_is_no_leftover_rename_and_a_found_value_gets_its_name():
+    """Rehearsal: the planner changed grep's pattern 'update' -> 'refresh' and the receiver USR003 -> USR004;
+    the plan recorded both as renames, so the verdict called the inbox's 'Thanks for the update!' and
+    USR003 leftover names; and the rewrite prompt forbade naming Daniel, the only way to find USR004."""
+    from rods_agents.analysis.variant_quality import leftover_names
+
+    seed, trace, profile = _seed("multi_turn_long_context_33")
+    turns = json.loads(json.dumps(plan_json(seed.ground_truth)).replace('\\"update\\"', '\\"final\\"')
+                       .replace("USR003", "USR004").replace("update the system", "final checks"))
+    plan = validate_plan({"turns": turns, "renames": [], "new_values": []}, seed,
+                         Plan(ground_truth=seed.ground_truth, initial_config=seed.initial_config))
+    assert plan.swaps.get("USR003") == "USR004" and "USR003" not in plan.renames
+    candidate = seed.model_copy(update={"ground_truth": plan.ground_truth, "initial_config": plan.initial_config})
+    assert not leftover_names(candidate.model_copy(update={"turns": [[] for _ in seed.turns]}), plan.renames)
+    values = values_by_turn(profile, plan.ground_truth, trace_task(candidate), candidate)
+    assert "USR004 -> Daniel" in values[3]["hints"]
+    slots = [t for t, m in enumerate(seed.turns) if m]
+    prompt = render_rewrite_prompt(seed, profile, trace, plan.ground_truth, [seed.turns[t][0].content for t in slots],
+                                   slots, trace=trace_task(candidate), task=candidate)
+    assert re.search(r'^Turn 4: .*name those by \["USR004 -> Daniel"\]', prompt, re.M)
+
+
+def test_a_turn_whose_function_the_plan_swapped_may_be_written_without_the_drafts_words():
+    """Rehearsal: after view_messages_sent -> get_message_stats, 'shares no word with its draft' refused
+    the faithful new wording of that turn."""
+    drafts = ["Could you double check if the message is sent?"]
+    text = ["Finally, pull up my messaging statistics so I can see where things stand."]
+    values = [{"state": [], "unstated": []}]
+    with pytest.raises(ValueError, match="shares no word"):
+        validate_rewrite({"narrative": "n", "turns": text}, drafts, [[]], values, [0])
+    assert validate_rewrite({"narrative": "n", "turns": text}, drafts, [[]], values, [0], swapped={0}) == text

@@ -28,9 +28,11 @@ from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.execution import classify_error
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace, trace_task
+from rods_agents.analysis.variant_quality import leftover_names
 from rods_agents.llm.client import build_chat_models, is_transport_error, usage_of, usage_of_error
 from rods_agents.llm.prompting import containment as text_containment
 from rods_agents.llm.prompting import (
+    method_swaps,
     renamable_values,
     render_judge_prompt,
     render_patch_prompt,
@@ -164,15 +166,18 @@ class LLMBackbone:
         the variant's own results and a swapped-in argument read from a result is not asked to be stated."""
         slots = [t for t, msgs in enumerate(turns) if msgs]
         drafts = [turns[t][0].content for t in slots]
-        trace = None
+        trace = candidate = None
         if initial_config is not None:
-            trace = trace_task(Task.model_validate({**seed.model_dump(), "initial_config": initial_config,
-                                                    "ground_truth": ground_truth}))
-        prompt = render_rewrite_prompt(seed, profile, seed_trace, ground_truth, drafts, slots, feedback, trace)
-        values = values_by_turn(profile, ground_truth, trace)
+            candidate = Task.model_validate({**seed.model_dump(), "initial_config": initial_config,
+                                             "ground_truth": ground_truth})
+            trace = trace_task(candidate)
+        prompt = render_rewrite_prompt(seed, profile, seed_trace, ground_truth, drafts, slots, feedback, trace, candidate)
+        values = values_by_turn(profile, ground_truth, trace, candidate)
+        swapped = {t for t, _ in method_swaps(seed.ground_truth, ground_truth)}
         seed_text = user_text(seed)
         texts, usage = self._ask("rewrite", RewrittenTurns, prompt,
-                                 lambda out: validate_rewrite(out, drafts, ground_truth, values, slots, seed_text), state)
+                                 lambda out: validate_rewrite(out, drafts, ground_truth, values, slots, seed_text,
+                                                              swapped), state)
         new = [list(m) for m in turns]
         for t, text in zip(slots, texts, strict=True):
             new[t] = [Message(role="user", content=text)]
@@ -330,8 +335,15 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
                                         "state_changes": {**draft.state_changes, **changes},
                                         "substitutions": [*draft.substitutions, {"source": "llm"}]})
     found, numbers, swaps, subs = positional_changes(seed.ground_truth, ground_truth)
-    return Plan(ground_truth=ground_truth, initial_config=config, renames={**found, **renames}, numbers=numbers,
-                swaps=swaps, state_changes=changes, substitutions=[*subs, {"source": "llm"}], attempt=draft.attempt)
+    # an argument the plan changed whose old value the state or the calls still hold ('update' in an inbox
+    # message, a user id of another call) is a new argument, not a rename: carried into the seed's words like
+    # an option swap, never checked as a leftover name
+    kept = {o: n for o, n in found.items() if o not in renames
+            and leftover_names(probe.model_copy(update={"turns": [[] for _ in ground_truth]}), {o: n})}
+    return Plan(ground_truth=ground_truth, initial_config=config,
+                renames={**{o: n for o, n in found.items() if o not in kept}, **renames}, numbers=numbers,
+                swaps={**swaps, **kept}, state_changes=changes, substitutions=[*subs, {"source": "llm"}],
+                attempt=draft.attempt)
 
 
 def _bound(call: str) -> tuple[str, dict[str, Any]]:
@@ -436,7 +448,8 @@ def _said(value: Any, text: str) -> bool:
 
 
 def validate_rewrite(out: Any, drafts: list[str], ground_truth: list[list[str]],
-                     values: list[dict[str, list[Any]]], slots: list[int], seed_text: str = "") -> list[str]:
+                     values: list[dict[str, list[Any]]], slots: list[int], seed_text: str = "",
+                     swapped: set[int] | frozenset[int] = frozenset()) -> list[str]:
     """Check an LLM rewrite as data: shape, length, no leaked names, stated and unstated values, new wording.
 
     Every value the draft states that the user must state (by the seed's information structure), every
@@ -467,7 +480,7 @@ def validate_rewrite(out: Any, drafts: list[str], ground_truth: list[list[str]],
             raise ValueError(f"turn {slot + 1} leaks reasoning scaffolds or function names: {leaks[:3]} (say it "
                              "in plain words)")
         words = {w.lower() for w in re.findall(r"[A-Za-z]{5,}", draft)}
-        if words and not words & {w.lower() for w in re.findall(r"[A-Za-z]{5,}", text)}:
+        if slot not in swapped and words and not words & {w.lower() for w in re.findall(r"[A-Za-z]{5,}", text)}:
             raise ValueError(f"turn {slot + 1} shares no word with its draft: rewrite the draft, do not replace it")
         so_far = " ".join([*texts, text])
         want = [v for v in values[slot]["state"] if (isinstance(v, str) and len(v) >= 3 or isinstance(v, int | float))

@@ -527,8 +527,8 @@ def _scalars(value: Any) -> list[Any]:
     return [value]
 
 
-def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]], trace: Trace | None = None
-                   ) -> list[dict[str, list[Any]]]:
+def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]], trace: Trace | None = None,
+                   task: Task | None = None) -> list[dict[str, list[Any]]]:
     """Per turn of a candidate with the seed's shape: values the user must state, and values left unsaid.
 
     A position whose value the seed's user stated (source ``user``) must be stated; one the seed
@@ -536,6 +536,9 @@ def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]], trace: 
     words, so they are listed under neither. An argument the seed has no value for at that position
     (a function the plan swapped in: wc's file after du, grep's pattern after tail) must be stated,
     unless the candidate's ``trace`` shows it in an earlier result (then the assistant reads it there).
+    With the candidate ``task`` and its ``trace``, a value the assistant must find in the state gets the
+    words that single it out there (``hints``: the user id USR004 is found by the name 'Daniel'), so the
+    text can name it without stating it.
     """
     out: list[dict[str, list[Any]]] = [{"state": [], "unstated": [], "new": []} for _ in ground_truth]
     seen: set[tuple[int, int, str]] = set()
@@ -549,6 +552,8 @@ def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]], trace: 
         if is_flag(a.method, a.param, value) or is_choice(a.method, a.param, value):
             continue
         _add(out[a.turn], "state" if a.source == "user" else "unstated", value)
+        if a.source == "state" and trace is not None and task is not None:
+            out[a.turn].setdefault("hints", []).extend(_hints(task, trace, a.turn, a.index, value))
     results = [r.result for r in trace.calls] if trace is not None else []
     pos_of = {(r.turn, r.index): p for p, r in enumerate(trace.calls)} if trace is not None else {}
     for t, calls in enumerate(ground_truth):
@@ -568,6 +573,21 @@ def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]], trace: 
     return out
 
 
+def _hints(task: Task, trace: Trace, turn: int, index: int, value: Any) -> list[str]:
+    """'value -> words' for the words of the state that single ``value`` out (see obtainability.state_hints)."""
+    from rods_agents.analysis.obtainability import public_state, state_hints
+
+    rec = next((r for r in trace.calls if r.turn == turn and r.index == index), None)
+    if rec is None:
+        return []
+    try:
+        state = public_state(task, rec.cls)
+        return [f"{v} -> {h.say}" for v in _scalars(value) if isinstance(v, str)
+                for h in state_hints(v, rec, state, "value")[:1]]
+    except Exception:  # noqa: BLE001 - a prompt without hints still works; the verdict checks obtainability
+        return []
+
+
 def _add(turn: dict[str, list[Any]], key: str, value: Any) -> None:
     for v in _scalars(value):
         if isinstance(v, bool) or v is None or (isinstance(v, str) and len(v.strip()) < 2):
@@ -582,8 +602,11 @@ def values_text(values: list[dict[str, list[Any]]], slots: list[int] | None = No
         if slots is not None and t not in slots:
             continue
         lines.append(f"Turn {t + 1}: must state {json.dumps(v['state'], default=str)}; "
-                     f"must stay unstated {json.dumps(v['unstated'], default=str)}")
-    lines.append("(a value to state may already be said in an earlier turn, as the seed does; say it once)")
+                     f"must stay unstated {json.dumps(v['unstated'], default=str)}"
+                     + (f"; name those by {json.dumps(v['hints'])}" if v.get("hints") else ""))
+    lines.append("(a value to state may already be said in an earlier turn, as the seed does; say it once. "
+                 "'name those by' gives the words that single out a value the assistant must find in the state: "
+                 "say those words, never the value itself)")
     return "\n".join(lines)
 
 
@@ -658,7 +681,8 @@ def changes_text(seed: Task, ground_truth: list[list[str]], initial_config: dict
 
 
 def render_rewrite_prompt(seed: Task, profile: Profile, seed_trace: Trace, ground_truth: list[list[str]],
-                          drafts: list[str], slots: list[int], feedback: str = "", trace: Trace | None = None) -> str:
+                          drafts: list[str], slots: list[int], feedback: str = "", trace: Trace | None = None,
+                          task: Task | None = None) -> str:
     """The rewrite prompt: the seed's turns as reference, the variant's ground truth, values and structure.
 
     Everything that depends on the plan follows the plan: the values to state come from the variant's
@@ -679,7 +703,7 @@ def render_rewrite_prompt(seed: Task, profile: Profile, seed_trace: Trace, groun
 
     return load_prompt("llm_rewrite.txt").format(
         seed_turns=turns_text(seed), variant_ground_truth=gt, changes=changes_text(seed, ground_truth),
-        values=values_text(values_by_turn(profile, ground_truth, trace), slots),
+        values=values_text(values_by_turn(profile, ground_truth, trace, task), slots),
         structure=structure_text(structure, profile, seed.ground_truth, ground_truth),
         category=category_text(seed, profile, structure), n_turns=len(drafts), feedback=note,
         drafts="\n".join(draft_line(i, t, d) for i, (t, d) in enumerate(zip(slots, drafts, strict=True))))
