@@ -9,8 +9,9 @@ class (``package.module:ClassName``, see ``docs/environments.md``) plugs into th
   (``borrow_book`` -> "borrow ... book"), logins and look-ups marked as steps the assistant infers, options
   from ``Literal`` parameters (already in its tool schema);
 * **value kinds** the offline plan can rename without a pool: a handle (``mchen``, ``priya.n``) becomes
-  another handle of the same shape, a capitalized name (``Station Eleven``) another capitalized name of as many
-  words, drawn from the shared name and word pools (:func:`derived_kind`, :func:`derived_value`);
+  another handle of the same shape (from the shared name pools), a capitalized name (``Station Eleven``) another
+  of as many words, made of the words of the same field's other values in the seeds' states (a library's other
+  titles) (:func:`derived_kind`, :func:`derived_value`);
 * the **seeds' own wording**: the human-written tasks read in this process for a user class
   (:func:`envs.task.human_tasks`) are the donors its turns are re-worded from, as BFCL's train split is for
   BFCL's classes (:func:`donor_tasks`).
@@ -51,7 +52,6 @@ _LOGIN_PHRASES = [r"\b(log|sign)(ged|ging)?[ -]?(me |us |him |her )?(in|on)\b", 
 _LOGOUT_PHRASES = [r"\b(log|sign)(ged|ging)?[ -]?(me |us )?(out|off)\b"]
 _HANDLE = re.compile(r"^[a-z][a-z]*(?:[._\-][a-z]+)*$")
 _NAME_WORDS = re.compile(r"^(?:The |A |An )?[A-Z][a-z']+(?: (?:of|the|and|in|on|at|to|a|an|[A-Z][a-z']+)){0,5}$")
-_ARTICLES = ("The ", "A ", "An ")
 
 
 def table(name: str) -> Any:
@@ -163,17 +163,45 @@ def derived_kind(value: str, method: str | None = None, param: str | None = None
     return None
 
 
-def _words_pool() -> list[str]:
-    pools = vocab()
-    return [w for w in pools.get("words", []) if w.isalpha()]
+_CONNECTORS = {"of", "the", "and", "in", "on", "at", "to", "a", "an"}
 
 
-def derived_value(old: str, kind: str, rng: Any, taken: set[str]) -> str | None:
-    """A new value of a derived kind in ``old``'s shape, not in ``taken`` (case-insensitive); None if none is found."""
+def _fields(obj: Any, key: str | None = None) -> list[tuple[str | None, str]]:
+    """(field, string) for every string leaf of a config, the field being the dict key that holds it."""
+    if isinstance(obj, str):
+        return [(key, obj)]
+    if isinstance(obj, dict):
+        return [f for k, v in obj.items() for f in _fields(v, k if isinstance(k, str) else key)]
+    if isinstance(obj, list | tuple):
+        return [f for v in obj for f in _fields(v, key)]
+    return []
+
+
+def name_words(cls: str | None, old: str | None = None) -> list[str]:
+    """Words a new capitalized name is made of: the words of the other values of ``old``'s field in a user class's
+    seed states (a library's ``title`` fields give 'Darkness', 'Station', 'Kindred'; its members' names stay out),
+    then the shared word pool; sorted, so draws are reproducible."""
+    own: set[str] = set()
+    if cls and is_user_class(cls):
+        leaves = [f for task in human_tasks(cls) for f in _fields(task.initial_config)]
+        fields = {k for k, v in leaves if v == old} if old else set()
+        for k, v in leaves:
+            if (k in fields or not fields) and derived_kind(v) == "name":
+                own |= {w for w in v.split() if w.lower() not in _CONNECTORS and len(w) >= 3 and w.isalpha()}
+    own.discard(old or "")
+    return sorted(own) + [w.capitalize() for w in vocab().get("words", []) if w.isalpha()][: max(0, 12 - len(own))]
+
+
+def derived_value(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None) -> str | None:
+    """A new value of a derived kind in ``old``'s shape, not in ``taken`` (case-insensitive); None if none is found.
+
+    A handle keeps its separators and initials (``priya.n`` -> ``jonas.t``, ``mchen`` -> ``bkowalski``); a name keeps
+    its article and small words and gets new capitalized words (``The Left Hand of Darkness`` -> ``The Station
+    Kindred of Maker``), drawn from :func:`name_words`."""
     pools = value_pools()
     firsts = [n.lower() for n in pools.get("first_names", []) if n.isalpha()]
     lasts = [n.lower() for n in pools.get("last_names", []) if n.isalpha()]
-    words = _words_pool()
+    words = name_words(cls, old)
     taken_low = {t.lower() for t in taken}
     for _ in range(40):
         if kind == "handle":
@@ -191,11 +219,12 @@ def derived_value(old: str, kind: str, rng: Any, taken: set[str]) -> str | None:
                 out = [names[0][0] + names[1]]  # 'mchen': an initial and a last name, as handles are made
             new = "".join(out)
         elif kind == "name":
-            article = next((a for a in _ARTICLES if old.startswith(a)), "")
-            body = old[len(article):].split()
-            if not words:
+            tokens = old.split()
+            content = [i for i, w in enumerate(tokens) if not (w.lower() in _CONNECTORS and (i > 0 or w in ("The", "A", "An")))]
+            if len(words) < len(content):
                 return None
-            new = article + " ".join(rng.choice(words).capitalize() for _ in body)
+            drawn = rng.sample(words, len(content))
+            new = " ".join(drawn.pop(0) if i in content else w for i, w in enumerate(tokens))
         else:
             return None
         if new.lower() not in taken_low and new.lower() != old.lower():
@@ -231,5 +260,5 @@ def donor_key(task: Task) -> int | str:
 
 __all__ = ["BFCL_SYMBOL_LOOKUPS", "BFCL_TABLES", "DERIVED_KINDS", "derived_kind", "derived_lexicon_entry",
            "derived_value", "donor_ids", "donor_key", "donor_tasks", "involves_user_class", "is_user_class", "method_lexicon",
-           "narratives", "preconditions", "skill_classes", "symbol_lookups", "table", "templates", "value_phrases",
+           "name_words", "narratives", "preconditions", "skill_classes", "symbol_lookups", "table", "templates", "value_phrases",
            "value_pools", "vocab"]
