@@ -345,3 +345,59 @@ def test_the_last_boundary_neither_waits_for_nor_queues_synthesis(seeds, args):
     assert f"{seeds[2].id}__rods_e1" not in set(cur.buffer.queued_ids()) | set(cur.buffer.active_ids())
     assert set(rep1.injected) <= set(queue_before)
     bg.close()
+
+
+@pytest.mark.slow
+def test_a_resumed_round_continues_from_its_own_checkpoint(seeds, args, tmp_path, monkeypatch):
+    """A round in flight at the checkpoint, killed mid-way: resubmitted, its finished sample is read back and
+    its interrupted sample continues after its last node (no stage runs twice); same variants as uninterrupted."""
+    import graphs.driver as driver
+    import graphs.synthesis as gs
+    from trainer.synthesis_bridge import _graph_synthesizer
+
+    args.variants_per_seed, args.synthesis_concurrency, args.synthesis_wait_s = 2, 1, -1
+    profiles: list[str] = []
+    real_profile = gs.extract_profile
+
+    def counting_profile(state, runtime=None):  # LangGraph passes runtime by the signature it sees
+        profiles.append(state["sample_id"])
+        return real_profile(state, runtime)
+
+    monkeypatch.setattr(gs, "extract_profile", counting_profile)
+    real_run = driver.synthesize_resumable
+
+    class Killed(Exception):
+        pass
+
+    def die(n):
+        if n == 2:
+            raise Killed("the trainer process dies here")
+
+    def killed_mid_round(seeds_, ctx, db, **kw):  # the trainer dies while sample 2 stands after execute_plan
+        return real_run(seeds_, ctx, db, interrupt_after="execute_plan", on_interrupt=die, **kw)
+
+    monkeypatch.setattr(driver, "synthesize_resumable", killed_mid_round)
+    bg = background_synthesizer(args, make_synthesizer(args, _graph_synthesizer(args)))
+    bg.submit(seeds[:1], 0)
+    state = bg.state_dict()  # the checkpoint written while the round is in flight
+    _wait_until(lambda: bg._rounds[0].outcome is not None, timeout=120)
+    bg.close()
+    assert profiles == [f"{seeds[0].id}#v0", f"{seeds[0].id}#v1"], "the round was not killed mid-way"
+
+    monkeypatch.setattr(driver, "synthesize_resumable", real_run)
+    profiles.clear()
+    resumed = background_synthesizer(args, make_synthesizer(args, _graph_synthesizer(args)))
+    resumed.load_state_dict(state)
+    out = resumed([], 1)
+    assert out.rounds == 1 and not out.error and profiles == [], f"the resumed round re-ran {profiles}"
+
+    ref_args = parse_recipe(RECIPE, ["--output_dir", str(tmp_path / "ref"), "--variants_per_seed", "2"])
+    reference = make_synthesizer(ref_args, _graph_synthesizer(ref_args))(seeds[:1], 0)
+    assert [t.id for t in out.accepted] == [t.id for t in reference.accepted]
+
+    def content(t):  # everything but the wall-clock stage timings
+        d = t.model_dump(mode="json")
+        d["provenance"].pop("timings", None)
+        return d
+
+    assert [content(t) for t in out.accepted] == [content(t) for t in reference.accepted]

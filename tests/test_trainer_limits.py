@@ -1,4 +1,4 @@
-"""GPU-run settings: token-level importance sampling, the ZeRO choice, the gpu extra, memory per 80 GB card.
+"""GPU-run settings: token-level importance sampling, the FSDP2 launch, the gpu extra, memory and rollout sizing.
 
 Nothing here needs a GPU: the checks run at config time and the memory estimate is arithmetic
 (trainer/gpu_settings.py), pinned to the numbers the GPU recipe's comments show.
@@ -22,9 +22,10 @@ from trainer.gpu_settings import (
     TOKEN_IS_MODES,
     check_gpu_settings,
     estimate_memory,
+    fsdp_enabled,
     n_params,
     recipe_memory,
-    zero_stage,
+    rollout_sizing,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,9 +43,16 @@ def _launch_config() -> Path:
 
 def _accelerate_env(path: Path, world: int = 8) -> dict[str, str]:
     """What `accelerate launch --config_file path` exports to each rank (accelerate/utils/launch.py)."""
-    ds = yaml.safe_load(path.read_text())["deepspeed_config"]
+    cfg = yaml.safe_load(path.read_text())
+    if cfg["distributed_type"] == "FSDP":
+        return {"ACCELERATE_USE_FSDP": "true", "FSDP_VERSION": str(cfg["fsdp_config"]["fsdp_version"]),
+                "WORLD_SIZE": str(world)}
+    ds = cfg["deepspeed_config"]
     return {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": str(ds["zero_stage"]),
             "WORLD_SIZE": str(world)}
+
+
+ZERO3_ENV = {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3", "WORLD_SIZE": "8"}
 
 
 # ---------------------------------------------------------------------------------------------- importance sampling
@@ -67,28 +75,36 @@ def test_sequence_level_or_unbounded_importance_sampling_is_refused(tmp_path):
     check_gpu_settings(SimpleNamespace(**off, vllm_importance_sampling_clip_max=None), env={})  # no IS: nothing to check
 
 
-# ---------------------------------------------------------------------------------------------- ZeRO choice
-def test_readme_recipe_and_launch_config_agree_on_zero2():
+# ---------------------------------------------------------------------------------------------- the launch
+def test_readme_recipe_and_launch_config_tell_one_fsdp2_story():
     launch = _launch_config()
-    assert launch.name == "zero2.yaml" and zero_stage(SimpleNamespace(deepspeed=None), _accelerate_env(launch)) == 2
-    assert f"--config_file recipes/accelerate/{launch.name}" in (ROOT / "README.md").read_text()
+    cfg = yaml.safe_load(launch.read_text())
+    assert launch.name == "fsdp2.yaml" and cfg["distributed_type"] == "FSDP" and cfg["fsdp_config"]["fsdp_version"] == 2
+    assert fsdp_enabled(SimpleNamespace(fsdp=None), _accelerate_env(launch))
+    readme = (ROOT / "README.md").read_text()
+    assert f"accelerate launch --config_file recipes/accelerate/{launch.name}" in readme
+    assert sorted(p.name for p in (RECIPES / "accelerate").glob("*.yaml")) == ["fsdp2.yaml"]  # one launch config
+    # the synthesis server's place is stated once, the same way: its own host, named by --synthesis_base_url
+    for text in (readme, GPU_RECIPE.read_text()):
+        assert "--synthesis_base_url http://SYNTH_HOST:8001/v1" in text and "--tensor-parallel-size 8" in text
     extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
-    assert any(r.startswith("deepspeed") for r in extra)  # accelerate raises ImportError at launch without it
     assert any(r.startswith("vllm==0.31") for r in extra)  # the newest vLLM TRL 1.16 supports (0.22-0.31)
 
 
-def test_zero3_with_transformers_generation_on_several_ranks_is_refused():
-    zero3 = _accelerate_env(RECIPES / "accelerate" / "zero3.yaml", world=8)
-    hf = SimpleNamespace(use_vllm=False, deepspeed=None)
+def test_sharded_weights_with_transformers_generation_on_several_ranks_are_refused():
+    fsdp = _accelerate_env(_launch_config(), world=8)
+    hf = SimpleNamespace(use_vllm=False, deepspeed=None, use_cpu=False)
+    with pytest.raises(ValueError, match="FSDP with use_vllm=false on several GPUs would hang"):
+        check_gpu_settings(hf, env=fsdp)
+    check_gpu_settings(hf, env={**fsdp, "WORLD_SIZE": "1"})  # one rank: nobody to wait for
+    check_gpu_settings(SimpleNamespace(use_vllm=False, deepspeed=None, use_cpu=True), env=fsdp)  # CPU: DDP (CI)
     with pytest.raises(ValueError, match="would hang"):
-        check_gpu_settings(hf, env=zero3)
-    check_gpu_settings(hf, env={**zero3, "WORLD_SIZE": "1"})  # one rank: nobody to wait for
-    check_gpu_settings(hf, env=_accelerate_env(_launch_config()))  # ZeRO-2: weights whole, no gather
+        check_gpu_settings(hf, env=ZERO3_ENV)
     with pytest.raises(ValueError, match="would hang"):  # a DeepSpeed dict in the config says stage 3 as well
         check_gpu_settings(SimpleNamespace(use_vllm=False, deepspeed={"zero_optimization": {"stage": 3}}),
                            env={"WORLD_SIZE": "2"})
-    vllm = SimpleNamespace(use_vllm=True, deepspeed=None, vllm_importance_sampling_correction=False)
-    check_gpu_settings(vllm, env=zero3)  # vLLM generation never gathers per round
+    vllm = SimpleNamespace(use_vllm=True, deepspeed=None, vllm_importance_sampling_correction=False, use_cpu=True)
+    check_gpu_settings(vllm, env=fsdp)  # vLLM generates from its own whole copy of the weights
 
 
 # ---------------------------------------------------------------------------------------------- memory
@@ -98,15 +114,15 @@ def test_qwen3_4b_parameter_count():
 
 def test_gpu_recipe_fits_an_80gb_card_per_gpu(tmp_path):
     args = parse_recipe(GPU_RECIPE, [*CPU, "--output_dir", str(tmp_path)])
-    zero = zero_stage(SimpleNamespace(deepspeed=None), _accelerate_env(_launch_config()))
-    est = recipe_memory(args, QWEN3_4B, world_size=8, zero=zero)
+    assert fsdp_enabled(args, _accelerate_env(_launch_config()))
+    est = recipe_memory(args, QWEN3_4B, world_size=8, fsdp2=True)
     assert args.gradient_checkpointing and args.per_device_train_batch_size <= 2
     assert est.total < CARD_80GB_GIB, est
     # the same effective batch per optimizer step as the paper: 512 trajectories = 32 prompts x K = 16
     assert 8 * args.per_device_train_batch_size * args.gradient_accumulation_steps == 512 == 32 * args.num_generations
     # the estimate can fail: the old per-device batch of 8 needs about twice the card
     old = recipe_memory(SimpleNamespace(**{**vars(args), "per_device_train_batch_size": 8}), QWEN3_4B,
-                        world_size=8, zero=zero)
+                        world_size=8, fsdp2=True)
     assert old.total > 1.5 * CARD_80GB_GIB
 
 
@@ -146,3 +162,23 @@ def test_fp32_weights_under_autocast_checkpoint_an_fp32_residual_stream():
     ds = estimate_memory(QWEN3_4B, per_device_batch=1, seq_len=32768, world_size=1, zero=2, beta=0.0,
                          vllm_share=0.0, gpu_gib=CARD_80GB_GIB)
     assert math.isclose(one.activations - ds.activations, 32768 * 2 * layers * h / 1024**3)
+
+
+def test_gpu_recipe_rollouts_fit_vllms_kv_cache_and_the_check_says_what_to_change(tmp_path):
+    """The first turn of one generate call's lock-step episodes fits the KV cache vLLM has per rank; the old
+    settings (ZeRO-2's 0.35 share, 64 episodes per call) did not, and the check names a share and a
+    steps_per_generation that fit."""
+    args = parse_recipe(GPU_RECIPE, [*CPU, "--output_dir", str(tmp_path)])
+    sizing = rollout_sizing(args, QWEN3_4B, world_size=8)
+    assert sizing.fits, sizing.advice()
+    assert 250_000 < sizing.kv_tokens < 300_000 and sizing.prompts == 2 and sizing.episodes == 32
+    old = SimpleNamespace(**{**vars(args), "vllm_gpu_memory_utilization": 0.35, "steps_per_generation": 64})
+    short = rollout_sizing(old, QWEN3_4B, world_size=8)
+    assert not short.fits and 120_000 < short.kv_tokens < 140_000 and short.first_turn_tokens > 2 * short.kv_tokens
+    advice = short.advice()
+    assert "vllm_gpu_memory_utilization 0.6" in advice and "steps_per_generation 32" in advice
+    fixed = SimpleNamespace(**{**vars(old), "vllm_gpu_memory_utilization": short.fit_share,
+                               "steps_per_generation": short.fit_steps_per_generation})
+    assert rollout_sizing(fixed, QWEN3_4B, world_size=8).fits  # following the advice makes it fit
+    # and the settings it advises fit the card
+    assert recipe_memory(fixed, QWEN3_4B, world_size=8, fsdp2=True).total < CARD_80GB_GIB

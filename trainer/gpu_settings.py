@@ -7,9 +7,16 @@ GPUs, with one clear error at config time (``RODSConfig.__post_init__``):
   every model token of a multi-turn episode, so its spread grows with episode length and long
   episodes get masked or shrunk. RODS uses token-level truncated IS (``token_truncate``, TIS):
   each token's ratio ``pi_train / pi_vllm`` is clipped to at most ``vllm_importance_sampling_clip_max``.
-* **ZeRO-3 with transformers generation on several ranks**: generation gathers the sharded
-  parameters once per lock-step round, and ranks run different numbers of rounds (their episodes
-  differ), so one rank waits forever in a gather. Use vLLM (colocate) or ZeRO-2.
+* **Sharded weights with transformers generation on several ranks** (FSDP, the README's launch, or
+  ZeRO-3): every generated token's forward all-gathers the sharded parameters, and ranks generate
+  different numbers of tokens (their episodes differ), so one rank waits forever in a gather. Use vLLM
+  (colocate), which generates from its own whole copy of the weights.
+
+:func:`rollout_sizing` compares the KV cache vLLM will have on each rank (its memory share, less its
+own bf16 weights and working memory) with what the recipe's lock-step episodes need (the episodes of
+one generate call, their first prompts, one turn's new tokens each), and :func:`warn_rollout_sizing`
+says at start what to change when it falls short (vLLM would preempt and recompute requests: no error,
+much slower rollouts).
 
 :func:`estimate_memory` is the arithmetic the GPU recipe's comments show: weights, gradients and
 AdamW states per GPU under each ZeRO stage, the reference model (``beta > 0``), vLLM's share, and
@@ -19,6 +26,7 @@ checkpointed activations of the longest training sequence.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from pathlib import Path
@@ -26,7 +34,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+log = logging.getLogger(__name__)
 TOKEN_IS_MODES = ("token_truncate", "token_mask")
+FIRST_PROMPT_TOKENS = 9000
+"""Longest first prompt of a BFCL multi-turn episode in Qwen3 tokens (system + tool schemas + first user turn:
+6-9k, measured for issue 15); the sizing check assumes it unless given measured lengths."""
+VLLM_WORKING_GIB = 2.0
+"""vLLM's own activations, sampler and CUDA graphs inside its share, beside weights and KV cache."""
 GIB = 1024**3
 CARD_80GB_GIB = 81559 / 1024  # what an H100/A100 "80 GB" reports: 81,559 MiB
 
@@ -73,11 +87,25 @@ def check_gpu_settings(args: Any, env: dict[str, str] | None = None) -> None:
             raise ValueError(f"vllm_importance_sampling_clip_max must be a finite positive bound for {mode} "
                              f"(got {cmax!r}): an unbounded token ratio lets one token dominate the update")
     world = int(env.get("WORLD_SIZE", "1") or 1)
-    if not getattr(args, "use_vllm", False) and world > 1 and zero_stage(args, env) == 3:
-        raise ValueError(
-            "ZeRO-3 with use_vllm=false on several processes would hang: transformers generation gathers the "
-            "sharded parameters once per lock-step round and ranks run different numbers of rounds. Use "
-            "use_vllm=true (vLLM colocate) or ZeRO-2 (recipes/accelerate/zero2.yaml).")
+    if not getattr(args, "use_vllm", False) and world > 1:
+        if zero_stage(args, env) == 3:
+            raise ValueError(
+                "ZeRO-3 with use_vllm=false on several processes would hang: transformers generation gathers the "
+                "sharded parameters once per lock-step round and ranks run different numbers of rounds. Use "
+                "use_vllm=true (vLLM colocate, the README's launch).")
+        if fsdp_enabled(args, env) and not getattr(args, "use_cpu", False):
+            raise ValueError(
+                "FSDP with use_vllm=false on several GPUs would hang: every generated token all-gathers the sharded "
+                "parameters and ranks generate different numbers of tokens. Use use_vllm=true (vLLM colocate, "
+                "recipes/qwen3-4b-rods.yaml).")
+    if getattr(args, "use_vllm", False) and not getattr(args, "use_cpu", False):
+        warn_rollout_sizing(args, world_size=world, fsdp=fsdp_enabled(args, env))
+
+
+def fsdp_enabled(args: Any, env: dict[str, str] | None = None) -> bool:
+    """FSDP is on: the recipe's ``fsdp`` field or what ``accelerate launch`` exported (``ACCELERATE_USE_FSDP``)."""
+    env = os.environ if env is None else env
+    return bool(getattr(args, "fsdp", None)) or str(env.get("ACCELERATE_USE_FSDP", "")).lower() in ("1", "true", "yes")
 
 
 # ---------------------------------------------------------------------------------------------- memory
@@ -125,24 +153,31 @@ def activation_bytes_per_token(cfg: dict, residual_bytes: int = 2) -> int:
 
 def estimate_memory(cfg: dict, *, per_device_batch: int, seq_len: int, world_size: int, zero: int | None,
                     beta: float, vllm_share: float, gpu_gib: float, offload_optimizer: bool = False,
-                    lm_head_chunk_gib: float = 1.0, overhead_gib: float = 5.0) -> MemoryEstimate:
+                    lm_head_chunk_gib: float = 1.0, overhead_gib: float = 5.0, fsdp2: bool = False) -> MemoryEstimate:
     """Peak memory of one rank for full fine-tuning with AdamW and gradient checkpointing.
 
     ``zero=None``: plain DDP/one GPU with fp32 master weights (the model is loaded in float32, bf16
     autocast): 4 + 4 + 8 bytes per parameter. With DeepSpeed bf16: bf16 weights (2 bytes), fp32
     gradient partitions (4), fp32 master + Adam m, v (12); ZeRO-2 partitions gradients and optimizer
     over ``world_size``, ZeRO-3 the weights too. TRL runs the reference model un-sharded below ZeRO-3.
+    ``fsdp2`` (the README's launch): fp32 weights, gradients, Adam m, v and the fp32 reference model all
+    sharded over ``world_size`` (TRL wraps the reference model with FSDP too), plus two layers gathered
+    in bf16 at a time (compute in bf16: bf16 hidden states between layers).
     """
     p = n_params(cfg)
     n = max(1, world_size)
-    if zero is None:
+    if fsdp2:
+        layer = 2 * 2 * (p - cfg["vocab_size"] * cfg["hidden_size"]) / max(1, cfg["num_hidden_layers"])
+        params, grads, opt = 4 * p / n + layer, 4 * p / n, 0 if offload_optimizer else 8 * p / n
+        ref = 4 * p / n if beta > 0 else 0
+    elif zero is None:
         params, grads, opt, ref = 4 * p, 4 * p, 8 * p, (4 * p if beta > 0 else 0)
     else:
         params = 2 * p / (n if zero >= 3 else 1)
         grads = 4 * p / (n if zero >= 2 else 1)
         opt = 0 if offload_optimizer else 12 * p / (n if zero >= 1 else 1)
         ref = (2 * p / (n if zero >= 3 else 1)) if beta > 0 else 0
-    residual = 4 if zero is None else 2  # fp32 weights under autocast keep an fp32 residual stream
+    residual = 4 if zero is None and not fsdp2 else 2  # fp32 weights under autocast keep an fp32 residual stream
     act = per_device_batch * seq_len * activation_bytes_per_token(cfg, residual) + lm_head_chunk_gib * GIB
     return MemoryEstimate(
         params=params / GIB, grads=grads / GIB, optimizer=opt / GIB, reference=ref / GIB,
@@ -150,13 +185,104 @@ def estimate_memory(cfg: dict, *, per_device_batch: int, seq_len: int, world_siz
     )
 
 
-def recipe_memory(args: Any, cfg: dict, *, world_size: int, zero: int | None, gpu_gib: float = CARD_80GB_GIB,
-                  offload_optimizer: bool = False) -> MemoryEstimate:
+def recipe_memory(args: Any, cfg: dict, *, world_size: int, zero: int | None = None, gpu_gib: float = CARD_80GB_GIB,
+                  offload_optimizer: bool = False, fsdp2: bool = False, vllm_share: float | None = None
+                  ) -> MemoryEstimate:
     """:func:`estimate_memory` for a recipe: the longest training sequence is the episode's context limit."""
     seq = args.vllm_max_model_length if args.use_vllm and args.vllm_max_model_length else \
         min(cfg.get("max_position_embeddings", 1 << 30), 8192 + args.max_completion_length)
     return estimate_memory(
         cfg, per_device_batch=args.per_device_train_batch_size, seq_len=seq, world_size=world_size, zero=zero,
-        beta=args.beta, vllm_share=args.vllm_gpu_memory_utilization if args.use_vllm else 0.0, gpu_gib=gpu_gib,
-        offload_optimizer=offload_optimizer,
+        beta=args.beta, gpu_gib=gpu_gib, offload_optimizer=offload_optimizer, fsdp2=fsdp2,
+        vllm_share=(args.vllm_gpu_memory_utilization if vllm_share is None else vllm_share) if args.use_vllm else 0.0,
     )
+
+
+# ---------------------------------------------------------------------------------------------- rollout sizing
+def kv_bytes_per_token(cfg: dict, dtype_bytes: int = 2) -> int:
+    """K and V of every layer for one token (bf16 KV cache): 144 KiB for Qwen3-4B."""
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    return 2 * cfg["num_hidden_layers"] * cfg["num_key_value_heads"] * hd * dtype_bytes
+
+
+class RolloutSizing(BaseModel):
+    """vLLM's KV cache on one rank against what one generate call's lock-step episodes need (module docstring)."""
+
+    vllm_share: float
+    kv_tokens: int = Field(description="KV cache tokens vLLM will have on this rank at vllm_share.")
+    episodes: int = Field(description="Lock-step episodes per generate call on this rank (TRL's max_num_seqs).")
+    prompts: int = Field(description="Distinct first prompts among them (K copies share one: vLLM prefix caching).")
+    prompt_tokens: int
+    first_turn_tokens: int = Field(description="KV the first turn needs: prompts x prompt + episodes x one turn.")
+    full_tokens: int = Field(description="KV if every episode reached vllm_max_model_length at once.")
+    fit_share: float | None = Field(None, description="Largest share the memory estimate allows on this card.")
+    fit_kv_tokens: int | None = None
+    fit_episodes: int | None = Field(None, description="Episodes per call whose first turn fits at fit_share.")
+    fit_steps_per_generation: int | None = Field(None, description="steps_per_generation giving fit_episodes.")
+
+    @property
+    def fits(self) -> bool:
+        return self.first_turn_tokens <= self.kv_tokens
+
+    def advice(self) -> str:
+        head = (f"vLLM KV cache {self.kv_tokens:,} tokens per rank at vllm_gpu_memory_utilization {self.vllm_share:g}; "
+                f"the first turn of {self.episodes} lock-step episodes needs {self.first_turn_tokens:,} "
+                f"({self.prompts} distinct {self.prompt_tokens:,}-token prompts + {self.episodes} turns), all of them at "
+                f"full length {self.full_tokens:,}")
+        if self.fits:
+            return head + ": the first turn fits; later turns grow and vLLM preempts the longest (recomputed later)"
+        fix = []
+        if self.fit_share is not None and self.fit_share > self.vllm_share:
+            fix.append(f"vllm_gpu_memory_utilization {self.fit_share:g} ({self.fit_kv_tokens:,} tokens: the most the "
+                       "memory estimate leaves on this card)")
+        if self.fit_episodes:
+            fix.append(f"steps_per_generation {self.fit_steps_per_generation} ({self.fit_episodes} episodes per "
+                       "generate call; gradient_accumulation_steps unchanged: the same trajectories per optimizer "
+                       "step, generated in several calls)")
+        return head + ": short by {:.1f}x; vLLM would preempt and recompute requests (slow rollouts). Change: {}".format(
+            self.first_turn_tokens / max(1, self.kv_tokens), " and ".join(fix) or "a larger card or a shorter budget")
+
+
+def _kv_tokens(args: Any, cfg: dict, share: float, gpu_gib: float) -> int:
+    free = share * gpu_gib - 2 * n_params(cfg) / GIB - VLLM_WORKING_GIB
+    return max(0, int(free * GIB // kv_bytes_per_token(cfg)))
+
+
+def _first_turn(args: Any, episodes: int, prompt: int) -> tuple[int, int]:
+    k = max(1, int(args.num_generations))
+    prompts = max(1, math.ceil(episodes / k))
+    return prompts, prompts * prompt + episodes * int(args.max_new_tokens_per_step)
+
+
+def rollout_sizing(args: Any, cfg: dict, *, world_size: int = 8, gpu_gib: float = CARD_80GB_GIB, fsdp2: bool = True,
+                   zero: int | None = None, prompt_tokens: int = FIRST_PROMPT_TOKENS) -> RolloutSizing:
+    """:class:`RolloutSizing` of a vLLM recipe on ``world_size`` cards of ``gpu_gib`` (module docstring)."""
+    share = float(args.vllm_gpu_memory_utilization)
+    episodes = int(args.per_device_train_batch_size) * int(args.steps_per_generation or args.gradient_accumulation_steps)
+    prompts, first = _first_turn(args, episodes, prompt_tokens)
+    full = prompts * prompt_tokens + episodes * max(0, int(args.vllm_max_model_length) - prompt_tokens)
+    no_vllm = recipe_memory(args, cfg, world_size=world_size, zero=zero, gpu_gib=gpu_gib, fsdp2=fsdp2, vllm_share=0.0)
+    fit_share = math.floor(max(0.0, (gpu_gib - 1.0 - no_vllm.total) / gpu_gib) * 20) / 20  # 1 GiB margin, 0.05 steps
+    fit_kv = _kv_tokens(args, cfg, fit_share, gpu_gib) if fit_share > 0 else 0
+    k = max(1, int(args.num_generations))
+    per_dev = max(1, int(args.per_device_train_batch_size))
+    fit_episodes = next((e for e in range(episodes, 0, -k)  # whole micro-batches that split the call evenly
+                         if episodes % e == 0 and e % per_dev == 0
+                         and _first_turn(args, e, prompt_tokens)[1] <= max(fit_kv, _kv_tokens(args, cfg, share, gpu_gib))),
+                        None)
+    return RolloutSizing(vllm_share=share, kv_tokens=_kv_tokens(args, cfg, share, gpu_gib), episodes=episodes,
+                         prompts=prompts, prompt_tokens=prompt_tokens, first_turn_tokens=first, full_tokens=full,
+                         fit_share=fit_share or None, fit_kv_tokens=fit_kv or None,
+                         fit_episodes=fit_episodes if fit_episodes and fit_episodes < episodes else None,
+                         fit_steps_per_generation=fit_episodes // per_dev if fit_episodes and fit_episodes < episodes
+                         else None)
+
+
+def warn_rollout_sizing(args: Any, *, world_size: int, fsdp: bool, cfg: dict | None = None) -> RolloutSizing | None:
+    """Log the sizing at start (a warning when the first turn does not fit); Qwen3-4B's shape unless ``cfg``."""
+    try:
+        sizing = rollout_sizing(args, cfg or QWEN3_4B, world_size=max(1, world_size), fsdp2=fsdp)
+    except (AttributeError, TypeError, ValueError):  # a config without the vLLM fields: nothing to size
+        return None
+    (log.info if sizing.fits else log.warning)("rollout sizing: %s", sizing.advice())
+    return sizing

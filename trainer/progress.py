@@ -26,9 +26,15 @@ from typing import Any
 from transformers import TrainerCallback
 
 
-def steps_per_generation_batch(args: Any) -> int:
-    """Optimizer steps one generation batch feeds (TRL reuses it ``num_iterations`` times)."""
-    return max(1, math.ceil(args.steps_per_generation * args.num_iterations / args.gradient_accumulation_steps))
+def steps_per_generation_batch(args: Any) -> float:
+    """Optimizer steps one generation batch feeds (TRL reuses it ``num_iterations`` times); a fraction when several
+    generate calls feed one step (``steps_per_generation < gradient_accumulation_steps``, the GPU recipe)."""
+    return args.steps_per_generation * args.num_iterations / args.gradient_accumulation_steps
+
+
+def epoch_steps(generations: int, args: Any) -> int:
+    """Optimizer steps of ``generations`` generation batches (the Trainer steps once more at an epoch's end)."""
+    return math.ceil(max(0, generations) * steps_per_generation_batch(args)) if generations > 0 else 0
 
 
 def generations_for(pool_size: int, args: Any) -> int:
@@ -39,12 +45,11 @@ def generations_for(pool_size: int, args: Any) -> int:
 
 def planned_total(args: Any, curriculum: Any, global_step: int, epochs: int) -> int:
     """Steps the run will have taken at its end, as known now (never above ``args.max_steps``)."""
-    per_gen = steps_per_generation_batch(args)
     pool = len(curriculum.buffer)
     started = curriculum.epoch_generations > 0 and curriculum.generations_in_epoch > 0
     left_now = (curriculum.epoch_generations - curriculum.generations_in_epoch) if started else generations_for(pool, args)
     later = max(0, epochs - curriculum.epoch - 1)
-    total = global_step + per_gen * (max(0, left_now) + later * generations_for(pool, args))
+    total = global_step + epoch_steps(left_now, args) + later * epoch_steps(generations_for(pool, args), args)
     return min(int(args.max_steps), total) if args.max_steps > 0 else total
 
 

@@ -27,10 +27,13 @@ loading resubmits the former, so a killed run loses no round.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr
@@ -38,6 +41,8 @@ from pydantic import BaseModel, Field, PrivateAttr
 from envs.task import Task
 
 log = logging.getLogger(__name__)
+ROUNDS_DIR = "synthesis"
+"""Where each synthesis round keeps its LangGraph checkpoint file, under the run's output_dir (rank 0)."""
 UNREACHABLE_REASON = "llm_unreachable"
 """The graph's rejection kind for a sample whose LLM endpoint could not be reached (rods_agents.run.outcome)."""
 
@@ -127,14 +132,42 @@ def check_synthesis_endpoint(args: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- one round
-def _graph_synthesizer(args: Any) -> Synthesizer:
-    """The real graph: ``graphs.synthesis.synthesize(seeds, SynthesisContext)`` (import deferred: LangGraph is heavy)."""
-    from graphs.synthesis import synthesize
+def round_db(args: Any, seeds: list[Task], epoch: int) -> Path:
+    """The round's own checkpoint file: ``RUN_DIR/synthesis/round-e<epoch>-<digest>.sqlite``.
 
-    def run(seeds: list[Task], epoch: int) -> SynthesisOutcome:
+    Keyed by what defines its samples (epoch, seed ids, variants per seed, backbone, models, stages),
+    so a resumed trainer that resubmits a saved round finds its file, and a round with other settings
+    never continues someone else's samples."""
+    ctx = graph_context(args, epoch)
+    key = json.dumps([epoch, [s.id for s in seeds], ctx.variants_per_seed, ctx.seed, ctx.backbone,
+                      list(getattr(ctx, "models", []) or []), sorted(getattr(ctx, "llm_stages", []) or [])])
+    digest = hashlib.sha1(key.encode()).hexdigest()[:12]
+    return Path(args.output_dir) / ROUNDS_DIR / f"round-e{epoch}-{digest}.sqlite"
+
+
+class _GraphRound:
+    """One round = one LangGraph run of the sample driver (``graphs.driver``) on the round's own checkpoint file.
+
+    A round resubmitted after a restart calls the driver again on the same file: samples that finished
+    are read back, samples in flight continue from their last node, none runs twice. ``stop`` (set by
+    :meth:`BackgroundSynthesizer.close`) makes the samples in flight stop after their current node."""
+
+    def __init__(self, args: Any):
+        self.args = args
+        self.stop = threading.Event()
+
+    def __call__(self, seeds: list[Task], epoch: int) -> SynthesisOutcome:
+        from graphs.driver import SamplesStopped, synthesize_resumable
+
+        args = self.args
         start = time.perf_counter()
-        result = synthesize(seeds, graph_context(args, epoch))
-        report = getattr(result, "report", None) or {}
+        try:
+            result = synthesize_resumable(seeds, graph_context(args, epoch), round_db(args, seeds, epoch),
+                                          stop=self.stop)
+        except SamplesStopped as exc:  # closed while running: the file holds its progress for --resume
+            return SynthesisOutcome(seeds=[s.id for s in seeds], seconds=time.perf_counter() - start,
+                                    error=f"stopped ({exc}); resumes from its checkpoint")
+        report = result.report
         attempted = int(report.get("samples", len(seeds) * args.variants_per_seed))
         unreachable = int((report.get("rejections_by_reason") or {}).get(UNREACHABLE_REASON, 0))
         out = SynthesisOutcome(seeds=[s.id for s in seeds], accepted=list(result.accepted), attempted=attempted,
@@ -150,7 +183,10 @@ def _graph_synthesizer(args: Any) -> Synthesizer:
                 out.error = f"synthesis server {args.synthesis_base_url}: {reason}"
         return out
 
-    return run
+
+def _graph_synthesizer(args: Any) -> _GraphRound:
+    """The real graph, one checkpointed LangGraph run per round (:class:`_GraphRound`)."""
+    return _GraphRound(args)
 
 
 def make_synthesizer(args: Any, override: Synthesizer | None = None) -> Synthesizer:
@@ -171,6 +207,7 @@ def make_synthesizer(args: Any, override: Synthesizer | None = None) -> Synthesi
             out.failed_rounds = 1
         return out
 
+    guarded.stop = getattr(inner, "stop", None)  # type: ignore[attr-defined]
     return guarded
 
 
@@ -355,7 +392,11 @@ class BackgroundSynthesizer:
             return [s.id for r in self._rounds if r.outcome is None for s in r.seeds]
 
     def close(self) -> None:
-        """Stop taking rounds (the daemon thread ends after its current one; nothing waits for it)."""
+        """Stop taking rounds; rounds running stop after their current graph node (checkpoint written, so a
+        resumed run continues them); nothing waits for them."""
+        stop = getattr(self.round_fn, "stop", None)
+        if isinstance(stop, threading.Event):
+            stop.set()
         with self._cv:
             self._closed = True
             self._cv.notify_all()
