@@ -4,6 +4,7 @@ Two steps, around a ``rods synthesize --backbone llm`` run against the queue ser
 
     python scripts/llm_trial.py draw --n 10 --seed 13 --out trial/seeds.jsonl
     ... rods synthesize --seeds trial/seeds.jsonl --backbone llm ... --out trial/run
+    python scripts/llm_trial.py show --queue /tmp/llmq     # the next request to answer, by hand
     python scripts/llm_trial.py stats --run trial/run --queue /tmp/llmq
 
 ``draw`` picks seeds from the train split with a seeded random choice (never the test split) and
@@ -92,6 +93,23 @@ def stats(run: Path, queue: Path, tokenizer: Path | None = None) -> dict:
     return out
 
 
+def show(queue: Path) -> str:
+    """The oldest unanswered request: its number, the schema the answer must follow, and the prompt."""
+    for req in sorted((queue / "queue").glob("*.request.json")):
+        if req.with_name(req.name.replace(".request.", ".response.")).exists():
+            continue
+        request = json.loads(req.read_text() or "{}")
+        if not request:
+            continue
+        body = request.get("body", {})
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name") or \
+            ",".join(t.get("function", {}).get("name", "?") for t in body.get("tools") or [])
+        prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
+        answer = req.with_name(req.name.replace(".request.", ".response."))
+        return f"# {req.name}: answer with one {schema} JSON object in {answer}\n\n{prompt}"
+    return "# no unanswered request"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -103,7 +121,12 @@ def main() -> None:
     s.add_argument("--run", type=Path, required=True)
     s.add_argument("--queue", type=Path, required=True, help="QUEUE_ROOT of the queue server")
     s.add_argument("--tokenizer", type=Path, default=None, help="tokenizer folder (default: the tiny model's)")
+    w = sub.add_parser("show", help="print the oldest unanswered request of the queue (schema name and prompt)")
+    w.add_argument("--queue", type=Path, required=True, help="QUEUE_ROOT of the queue server")
     args = parser.parse_args()
+    if args.cmd == "show":
+        print(show(args.queue))  # noqa: T201 - a script's output
+        return
     if args.cmd == "draw":
         for i in draw(args.n, args.seed, args.out):
             print(i)  # noqa: T201 - a script's output
