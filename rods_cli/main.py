@@ -12,6 +12,7 @@ from rods_cli.export import export_command
 from rods_cli.show import show_command
 from rods_cli.studio import studio
 from rods_cli.synthesize import synthesize
+from rods_cli.trace import trace_command
 from rods_cli.train import TRAIN_CONTEXT_SETTINGS, plot_command, train_command
 
 app = typer.Typer(
@@ -29,6 +30,7 @@ app.command("plot")(plot_command)
 app.command("studio")(studio)
 app.command("export")(export_command)
 app.command("show")(show_command)
+app.command("trace")(trace_command)
 
 
 def _version(value: bool) -> None:

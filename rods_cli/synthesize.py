@@ -326,7 +326,7 @@ def synthesize(
         total = len(seed_tasks) * variants_per_seed
         if plan.resuming and plan.finished:
             err_console.print(f"continuing the run in {out}: {plan.finished} of {total} samples already finished "
-                              "(--overwrite starts over)", highlight=False)
+                              "(--overwrite starts over)", highlight=False, soft_wrap=True)
         done = [plan.finished if plan.resuming else 0]
         try:
             with Progress(TextColumn("[bold]synthesize"), BarColumn(), MofNCompleteColumn(),
@@ -348,7 +348,8 @@ def synthesize(
         except KeyboardInterrupt:
             again = resume_command(run_flags(seeds, num_seeds, variants_per_seed, backbone, model, base_url,
                                              llm_stages, seed, categories, ids, out))
-            err_console.print(f"interrupted: {done[0]} of {total} samples finished and saved in {out}; "
+            saved = max(done[0], _finished_count(out))  # a sample may finish between the last flush and Ctrl-C
+            err_console.print(f"interrupted: {saved} of {total} samples finished and saved in {out}; "
                               f"continue with:\n  {again}", highlight=False, soft_wrap=True)
             raise typer.Exit(130) from None
     print_report(result.report, out)

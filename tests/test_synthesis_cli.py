@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -151,3 +152,109 @@ def test_kill_after_execute_resumes_the_same_sample_from_its_checkpoint(tmp_path
     assert subprocess.run(fresh_cmd, cwd=ROOT, env=env, capture_output=True, timeout=300).returncode == 0
     assert after == _ids(fresh / "accepted.jsonl")
     assert json.loads((out / "report.json").read_text())["run"]["finished"] == 8
+
+
+# ----------------------------------------------------------------------------- issue 16: no silent loss, no quiet failure
+TWO_SEEDS = ("--id", "multi_turn_base_98,multi_turn_miss_func_17", "--variants_per_seed", "2")
+
+
+def test_out_naming_an_existing_file_is_one_line_and_exit_2(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("mine\n")
+    line = _one_error_line(_invoke("--num_seeds", "1", "--out", str(afile)))
+    assert str(afile) in line and "not a folder" in line
+    assert afile.read_text() == "mine\n"
+
+
+def test_seeds_test_explains_that_the_test_split_is_held_out(tmp_path):
+    line = _one_error_line(_invoke("--seeds", "test", "--out", str(tmp_path / "o")))
+    assert "held out" in line and "no such file" not in line
+
+
+def test_categories_and_id_pick_the_seeds(tmp_path):
+    from rods_cli.synthesize import select_seeds
+
+    assert {t.category for t in select_seeds("train", 6, categories=["miss_func"])} == {"miss_func"}
+    picked = select_seeds("train", 20, ids=["multi_turn_miss_func_17,multi_turn_base_98"])
+    assert [t.id for t in picked] == ["multi_turn_miss_func_17", "multi_turn_base_98"]
+    line = _one_error_line(_invoke("--id", "multi_turn_base_988", "--out", str(tmp_path / "o")))
+    assert "--id multi_turn_base_988" in line and "did you mean multi_turn_base_98" in line
+    line = _one_error_line(_invoke("--categories", "bass", "--out", str(tmp_path / "o")))
+    assert "--categories" in line and "base" in line
+
+
+def test_ctrl_c_says_where_it_stopped_and_the_same_command_continues(tmp_path, monkeypatch):
+    import graphs.results as results
+
+    out = tmp_path / "run"
+    real = results.RunTally.admit
+    seen = {"n": 0}
+
+    def interrupted_at_the_third(self, r):
+        seen["n"] += 1
+        if seen["n"] == 3:
+            raise KeyboardInterrupt
+        return real(self, r)
+
+    monkeypatch.setattr(results.RunTally, "admit", interrupted_at_the_third)
+    res = _invoke(*TWO_SEEDS, "--out", str(out))
+    assert res.exit_code == 130, res.output
+    m = re.search(r"interrupted: (\d) of 4 samples finished", res.output)
+    assert m and int(m.group(1)) >= 2 and "--resume" in res.output
+    assert f"--out {out}" in res.output and "Traceback" not in res.output
+    monkeypatch.setattr(results.RunTally, "admit", real)
+    published = _ids(out / "accepted.jsonl")
+    assert published
+    again = _invoke(*TWO_SEEDS, "--out", str(out))  # the same command, without --resume: continues, never truncates
+    assert again.exit_code == 0, again.output
+    assert "continuing the run" in again.output and f"{m.group(1)} of 4 samples already finished" in again.output
+    after = _ids(out / "accepted.jsonl")
+    assert after[: len(published)] == published
+    fresh = _invoke(*TWO_SEEDS, "--out", str(tmp_path / "fresh"))
+    assert fresh.exit_code == 0 and after == _ids(tmp_path / "fresh" / "accepted.jsonl")
+
+
+@pytest.fixture
+def endpoint_answering_500():
+    """An endpoint that passes the /models preflight, then answers every chat call with HTTP 500."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # quiet
+            pass
+
+        def _send(self, code: int, body: bytes) -> None:
+            self.send_response(code)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):  # noqa: N802
+            self._send(200, b'{"object": "list", "data": [{"id": "m", "object": "model"}]}')
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            self._send(500, b'{"error": {"message": "boom"}}')
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_a_run_whose_samples_fail_on_the_llm_exits_nonzero_naming_the_reasons(tmp_path, endpoint_answering_500):
+    out = tmp_path / "llm"
+    res = runner.invoke(app, ["synthesize", *TWO_SEEDS[:2], "--variants_per_seed", "1", "--backbone", "llm",
+                              "--model", "m", "--base_url", endpoint_answering_500, "--max_retries", "0",
+                              "--out", str(out)], env={"OPENAI_API_KEY": "x", "COLUMNS": "200"})
+    assert res.exit_code == 1, res.output
+    (line,) = [x for x in res.output.splitlines() if x.startswith("error:")]
+    assert "2 of 2 samples failed on the LLM" in line and "llm_unreachable 2" in line
+    report = json.loads((out / "report.json").read_text())
+    assert report["accepted"] == 0
+    # the seeds' value shares are the seeds' own, not 0.00 because nothing was accepted
+    assert report["value_sources"]["all_seeds"]["user"] > 0
+    (row,) = [x for x in res.output.splitlines() if "values from user" in x]
+    assert "0.00 (0) /" not in row

@@ -76,11 +76,14 @@ def test_langgraph_dev_runs_the_graph_and_history_shows_every_stage(tmp_path):
         assert "Failed to get input schema" not in log.read_text()
         thread = client.threads.create()
         stages: set[str] = set()
+        inner_updates: dict[str, object] = {}
         for part in client.runs.stream(thread["thread_id"], "synthesis",
                                        input={"seed_ids": [seed_id], "variants_per_seed": 1},
                                        stream_mode=["updates", "custom"], stream_subgraphs=True):
             if part.event.startswith("updates") and isinstance(part.data, dict):
                 stages.update(part.data)
+                if "|" in part.event:  # an inner node of the per-sample subgraph
+                    inner_updates.update(part.data)
             if part.event.startswith("custom") and isinstance(part.data, dict):
                 stages.add(part.data.get("stage", ""))
         history = client.threads.get_history(thread["thread_id"], limit=50)
@@ -91,6 +94,9 @@ def test_langgraph_dev_runs_the_graph_and_history_shows_every_stage(tmp_path):
         assert result["accepted"] and result["patches"]
         assert {"extract_profile", "sample_plan", "rewrite_turns", "execute_plan", "patch_config",
                 "judge_variant"} <= stages
+        # every inner node's update arrives (it was null for all of them with a narrowed output schema)
+        assert all(isinstance(v, dict) and v for v in inner_updates.values()), inner_updates
+        assert "trace" in inner_updates["execute_plan"] and "patches" in inner_updates["patch_config"]
         assert {"load_seeds", "synthesize_sample", "collect_results"} <= {n for h in history for n in (h.get("next") or [])} | stages
         assert (ROOT / ".langgraph_api").exists() == api_dir_existed
     finally:

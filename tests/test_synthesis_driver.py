@@ -1,0 +1,143 @@
+"""The one sample driver (graphs.driver): bounded checkpoint storage, resume after a stop, node
+updates that stream, typed state accessors, and `rods trace` stepping through a run's samples."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+from typer.testing import CliRunner
+
+from envs.dataset import load_tasks
+from graphs.driver import SamplesStopped, SampleStore, run_samples, synthesize_resumable
+from graphs.synthesis import build_sample_graph, graph, synthesize
+from rods_agents.stages.state import SynthesisContext, count, items, seed_of, verdict_of
+from rods_cli.main import app
+
+SEEDS = ["multi_turn_base_98", "multi_turn_miss_func_17"]  # quick seeds; variant 0 of base_98 is accepted offline
+
+
+def _rows(db, sql: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_finished_samples_keep_their_result_and_steps_but_not_their_checkpoints(tmp_path):
+    seeds = load_tasks(ids=SEEDS)
+    ctx = SynthesisContext(seed=0, variants_per_seed=2)
+    pruned = run_samples(seeds, ctx, tmp_path / "pruned.sqlite")
+    kept = run_samples(seeds, ctx, tmp_path / "kept.sqlite", keep_checkpoints=True)
+    def outcome(rs: list[dict]) -> list[tuple]:
+        return [(r["sample_id"], r["accepted"], r["reasons"], (r.get("task") or {}).get("id")) for r in rs]
+
+    assert outcome(pruned) == outcome(kept) and len(pruned) == 4  # pruning changes storage, not results
+    assert _rows(tmp_path / "pruned.sqlite", "select count(*) from checkpoints") == 0
+    assert _rows(tmp_path / "kept.sqlite", "select count(*) from checkpoints") > 4 * 5
+    assert _rows(tmp_path / "pruned.sqlite", "select count(*) from rods_samples") == 4
+    # bounded: what stays per sample is far smaller than its checkpoints (measured ~1/20)
+    assert (tmp_path / "pruned.sqlite").stat().st_size * 4 < (tmp_path / "kept.sqlite").stat().st_size
+    store = SampleStore(tmp_path / "pruned.sqlite")
+    try:
+        steps = store.steps("multi_turn_base_98#v0")
+    finally:
+        store.close()
+    assert steps[0]["node"] == "extract_profile" and steps[-1]["node"] == "finalize_sample"
+    assert "profile" in steps[0]["update"] and steps[-1]["update"]["results"][0]["sample_id"] == "multi_turn_base_98#v0"
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_stopped_run_resumes_without_running_a_finished_sample_again(tmp_path, concurrency):
+    seeds = load_tasks(ids=SEEDS)
+    ctx = SynthesisContext(seed=0, variants_per_seed=2, concurrency=concurrency)
+    db = tmp_path / "run.sqlite"
+    stop = threading.Event()
+    first: list[dict] = []
+
+    def on_result(r: dict) -> None:
+        first.append(r)
+        stop.set()  # as a Ctrl-C would: samples in flight stop after their node
+
+    with pytest.raises(SamplesStopped) as info:
+        run_samples(seeds, ctx, db, on_result=on_result, stop=stop)
+    assert info.value.finished == len(first) >= 1 and info.value.total == 4
+    events: list[dict] = []
+    again = synthesize_resumable(seeds, ctx, db, on_event=events.append)
+    resumed = [e["sample_id"] for e in events if e.get("status") == "resumed"]
+    assert resumed[: len(first)] == [r["sample_id"] for r in first]
+    assert not [e for e in events if e["sample_id"] in resumed and e.get("stage") == "profile"]  # not re-run
+    fresh = synthesize(seeds, ctx)
+    assert [t.id for t in again.accepted] == [t.id for t in fresh.accepted]
+    assert again.report["samples"] == 4 and _rows(db, "select count(*) from checkpoints") == 0
+
+
+def test_inner_node_updates_stream_instead_of_null():
+    """LangGraph streams only output channels as ``updates``: a narrowed output schema on the per-sample
+    graph made every inner node's update ``None`` (Studio, the SDK)."""
+    inner: dict[str, object] = {}
+    for ns, part in graph.stream({"seed_ids": ["multi_turn_base_98"], "variants_per_seed": 1}, stream_mode="updates",
+                                 subgraphs=True):
+        if ns:
+            inner.update(part)
+    assert {"extract_profile", "sample_plan", "rewrite_turns", "execute_plan", "judge_variant"} <= set(inner)
+    assert all(isinstance(v, dict) and v for v in inner.values()), inner
+    assert "profile" in inner["extract_profile"] and "trace" in inner["execute_plan"]
+
+
+def test_state_accessors_default_and_validate():
+    seed = load_tasks(ids=["multi_turn_base_98"])[0]
+    state = {"seed": seed.model_dump(), "plan_attempt": None, "verdict": None}
+    assert seed_of(state).id == seed.id and count(state, "plan_attempt") == 0 and count(state, "llm_calls") == 0
+    assert items(state, "patches") == [] and verdict_of(state) is None
+    with pytest.raises(KeyError, match="'plan'"):
+        from rods_agents.stages.state import plan_of
+
+        plan_of(state)
+
+
+def test_run_graph_and_sample_graph_share_one_result_shape():
+    seed = load_tasks(ids=["multi_turn_base_98"])[0]
+    out = build_sample_graph().compile().invoke({"sample_id": "multi_turn_base_98#v0", "seed": seed.model_dump(),
+                                                 "variant": 0}, context=SynthesisContext())
+    (via_run,) = synthesize([seed], {"variants_per_seed": 1}).accepted
+    assert out["results"][-1]["task"]["id"] == via_run.id
+
+
+# ----------------------------------------------------------------------------- rods trace
+runner = CliRunner()
+
+
+def test_rods_trace_lists_samples_and_steps_through_one_node_by_node(tmp_path):
+    out = tmp_path / "run"
+    res = runner.invoke(app, ["synthesize", "--id", "multi_turn_base_98", "--variants_per_seed", "1", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    listing = runner.invoke(app, ["trace", str(out)])
+    assert listing.exit_code == 0 and "multi_turn_base_98#v0\taccepted" in listing.output
+    shown = runner.invoke(app, ["trace", str(out), "multi_turn_base_98"], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    nodes = [line.split()[1] for line in lines if line[:3].strip().isdigit()]
+    assert nodes[0] == "extract_profile" and nodes[-1] == "finalize_sample" and "execute_plan" in nodes
+    assert any("profile: {" in line for line in lines) and any("verdict: accepted" in line for line in lines)
+    step = runner.invoke(app, ["trace", str(out), "multi_turn_base_98#v0", "--step", "1"])
+    assert '"node": "extract_profile"' in step.output
+    bad = runner.invoke(app, ["trace", str(out), "multi_turn_base_99#v0"])
+    assert bad.exit_code == 2 and "did you mean multi_turn_base_98#v0" in bad.output
+    assert len([x for x in bad.output.splitlines() if x.strip()]) == 1
+
+
+def test_rods_trace_shows_a_sample_in_flight_from_its_checkpoints(tmp_path):
+    seeds = load_tasks(ids=["multi_turn_base_98"])
+    db = tmp_path / "checkpoints.sqlite"
+
+    def die(_n: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_samples(seeds, SynthesisContext(variants_per_seed=1), db, interrupt_after="execute_plan", on_interrupt=die)
+    shown = runner.invoke(app, ["trace", str(tmp_path), "multi_turn_base_98#v0"])
+    assert shown.exit_code == 0, shown.output
+    assert "in flight: resumes at judge_variant" in shown.output and "execute_plan" in shown.output
