@@ -30,6 +30,10 @@ counters group by the text before the first ':' (or space). Kinds:
   a slot the seed's own text fails the same way is not held against the variant (:func:`seed_unobtainable`);
 - ``category_rule:<category>``: the miss_param / miss_func / long_context rules are broken;
 - ``leftover_name:<where> value=V``: a name the plan renamed is still in the text, config or ground truth;
+- ``unfaithful:<kind> turn=T call=... value=V``: the unfaithful classes found in accepted variants
+  (:mod:`rods_agents.analysis.faithfulness`: ``old_choice_words``, ``fill_not_full``,
+  ``knife_edge_balance``, ``unknown_symbol``, ``old_digits_left``, ``round_made_odd``), each held only where
+  the seed does not do the same;
 - ``filler_argument:sentence|options|person_name turn=T call=M param=P value=V``
   (:mod:`rods_agents.analysis.variant_quality`);
 - novelty (:mod:`rods_agents.analysis.novelty`): ``novelty:seed_text_copy`` (the seed's sentences: word
@@ -51,6 +55,7 @@ from envs.checker import check
 from envs.task import Task
 from envs.tools import held_out
 from rods_agents.analysis.contamination import contamination_threshold, fingerprint, nearest, similarity, test_index
+from rods_agents.analysis.faithfulness import faithfulness_problems
 from rods_agents.analysis.information_structure import InformationStructure, information_structure
 from rods_agents.analysis.novelty import containment, seed_copy_reasons, sibling_copy_reason, user_text
 from rods_agents.analysis.obtainability import public_state, recomposable, state_hints, state_obtainable
@@ -273,6 +278,9 @@ def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace,
     if left:
         reasons += [located_leftover(x) for x in left[:3]]
         detail["leftover_names"] = left[:5]
+    unfaithful = faithfulness_problems(task, seed, trace, profile.arg_sources, seed_profile.arg_sources, renames)
+    if unfaithful:
+        reasons += unfaithful
     filler = filler_arguments(seed, task)
     if filler:
         reasons += [located_filler(x) for x in filler[:3]]

@@ -1,0 +1,265 @@
+"""Faithfulness checks of a variant against its seed: the unfaithful classes found in accepted variants.
+
+Each check returns located verdict reasons (``unfaithful:<kind> turn=T call=... value=...``) and holds a
+variant only to what its seed already does (a flaw the seed has itself is not held against it). The
+classes (docs/variant-novelty.md, issue 13):
+
+- ``old_choice_words``: a choice swapped (``wc`` mode ``'l'`` -> ``'w'``, travel class first -> economy)
+  while the text still says the seed's option ("the number of lines") from the call's turn on;
+- ``fill_not_full``: a turn asks to fill the tank completely / top it off, and the fuel after the call is
+  not the tank's capacity;
+- ``knife_edge_balance``: a balance the variant changed sits within ``KNIFE_EDGE`` dollars above an order
+  or fare the ground truth pays (a state made to just fit, visible to the agent);
+- ``unknown_symbol``: a ticker the environment does not know (not in its default market, its sector lists
+  or the seed's state);
+- ``old_digits_left``: an id renamed with its old digits left in the state ('card_4455' -> 'card_7781' with
+  the card number still ending in 4455);
+- ``round_made_odd``: a round number the user states in the seed ('$10,000', 'last 20 lines') replaced by
+  an odd one ('$9,267').
+
+Words per choice are data: ``prompts/bfcl/choice_words.json``.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from envs.executor import Environment
+from envs.task import Task
+from prompts import load_prompt_json
+from rods_agents.analysis.tracing import Trace
+from rods_agents.analysis.value_sources import ArgSource, _numbers
+from rods_agents.analysis.variant_quality import _bound
+
+KNIFE_EDGE = 5.0
+"""Dollars above a cost that make a balance 'just enough': the doc found 68 balances patched to $1-2 above
+the order cost; a person's balance is rarely within $5 of the one order they are about to place."""
+TANK_CAPACITY = 50.0  # VehicleControlAPI MAX_FUEL_LEVEL (its fillFuelTank docstring: "up to 50 gallons")
+_FILL_FULL = re.compile(r"\b(fill\w*|top\w*)\b[^.?!]{0,40}\b(completely|full|up to the (max|brim|top)|to capacity|max(imum)?)\b"
+                        r"|\btop (it |the tank |her )?off\b|\b(full|complete) tank\b|\btank (is |gets )?full\b"
+                        r"|\bfill (it |her |the tank )?up\b", re.I)
+_DIGITS = re.compile(r"\d{4,}")
+
+
+def _text(task: Task, turn: int) -> str:
+    return "\n".join(m.content for m in task.turns[turn]) if 0 <= turn < len(task.turns) else ""
+
+
+def _calls(task: Task) -> list[tuple[int, int, str, str, dict[str, Any]]]:
+    out = []
+    for t, turn in enumerate(task.ground_truth):
+        for i, call in enumerate(turn):
+            b = _bound(call)
+            if b is not None:
+                out.append((t, i, call, b[0], b[1]))
+    return out
+
+
+# ----------------------------------------------------------------------------- choices
+@lru_cache(maxsize=1)
+def choice_words() -> dict[str, dict[str, list[re.Pattern]]]:
+    data = load_prompt_json("bfcl/choice_words.json")
+    return {slot: {opt: [re.compile(p, re.I) for p in pats] for opt, pats in opts.items()}
+            for slot, opts in data.items() if not slot.startswith("_")}
+
+
+def _says(patterns: list[re.Pattern], text: str) -> re.Match | None:
+    return next((m for p in patterns if (m := p.search(text))), None)
+
+
+def old_choice_words(task: Task, seed: Task) -> list[str]:
+    out: list[str] = []
+    seed_calls = {(t, i): (name, args) for t, i, _, name, args in _calls(seed)}
+    v_calls = _calls(task)
+    for t, i, call, name, args in v_calls:
+        for param, value in args.items():
+            words = choice_words().get(f"{name}.{param}")
+            old = seed_calls.get((t, i))
+            if not words or old is None or old[0] != name or param not in old[1]:
+                continue
+            s_val, v_val = str(old[1][param]), str(value)
+            if s_val == v_val or s_val not in words or v_val not in words:
+                continue
+            if any(n == name and str(a.get(param)) == s_val for _, _, _, n, a in v_calls):
+                continue  # another call still makes the seed's choice: its words may stay
+            for later in range(t, len(task.turns)):
+                m = _says(words[s_val], _text(task, later))
+                if m and not _says(words[v_val], _text(task, later)):
+                    out.append(f"unfaithful:old_choice_words turn={later} call={call[:80]} value={v_val!r} "
+                               f"seed_value={s_val!r} text={m.group(0)!r}")
+                    break
+    return out
+
+
+# ----------------------------------------------------------------------------- fuel
+def _fill_gaps(task: Task) -> list[tuple[int, str, float]]:
+    """(turn, call, level after) for each fillFuelTank a 'fill it completely' turn asks for."""
+    level = float((task.initial_config.get("VehicleControlAPI") or {}).get("fuelLevel", 0.0) or 0.0)
+    out = []
+    for t, _, call, name, args in _calls(task):
+        if name != "fillFuelTank":
+            continue
+        try:
+            level += float(args.get("fuelAmount", 0))
+        except (TypeError, ValueError):
+            continue
+        if _FILL_FULL.search(_text(task, t)) or (t > 0 and not task.ground_truth[t - 1] and _FILL_FULL.search(_text(task, t - 1))):
+            out.append((t, call, level))
+    return out
+
+
+def fill_not_full(task: Task, seed: Task) -> list[str]:
+    seed_short = any(abs(lv - TANK_CAPACITY) > 1e-6 for _, _, lv in _fill_gaps(seed))
+    if seed_short:
+        return []
+    return [f"unfaithful:fill_not_full turn={t} call={call[:80]} value={level:g} capacity={TANK_CAPACITY:g}"
+            for t, call, level in _fill_gaps(task) if abs(level - TANK_CAPACITY) > 1e-6]
+
+
+# ----------------------------------------------------------------------------- balances
+def _leaves(obj: Any, path: tuple = ()) -> dict[tuple, Any]:
+    out: dict[tuple, Any] = {}
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.update(_leaves(v, (*path, str(k))))
+    elif isinstance(obj, list):
+        for k, v in enumerate(obj):
+            out.update(_leaves(v, (*path, k)))
+    else:
+        out[path] = obj
+    return out
+
+
+def _costs(task: Task, trace: Trace) -> list[tuple[int, str, float]]:
+    """(turn, call, amount) the ground truth pays: orders (price x amount) and flights (their fare)."""
+    out = []
+    for rec in trace.calls:
+        a = rec.args
+        try:
+            if rec.name == "place_order" and str(a.get("order_type", "")).lower() == "buy":
+                out.append((rec.turn, rec.call, float(a["price"]) * float(a["amount"])))
+            elif rec.name == "get_flight_cost":
+                out += [(rec.turn, rec.call, n) for n in _numbers(rec.result) if n >= 50]
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def knife_edge_balance(task: Task, seed: Task, trace: Trace, seed_trace: Trace | None = None) -> list[str]:
+    v_leaves, s_leaves = _leaves(task.initial_config), _leaves(seed.initial_config)
+    changed = {p: float(v) for p, v in v_leaves.items() if isinstance(v, int | float) and not isinstance(v, bool)
+               and "balance" in " ".join(str(x).lower() for x in p) and s_leaves.get(p) != v}
+    if not changed:
+        return []
+    out = []
+    for path, bal in changed.items():
+        for t, call, cost in _costs(task, trace):
+            if cost >= 50 and 0 <= bal - cost <= KNIFE_EDGE:
+                out.append(f"unfaithful:knife_edge_balance turn={t} call={call[:80]} value={bal:g} cost={cost:g} "
+                           f"state={'.'.join(str(x) for x in path)}")
+                break
+    return out
+
+
+# ----------------------------------------------------------------------------- tickers
+@lru_cache(maxsize=2)
+def known_symbols(long_context: bool) -> frozenset[str]:
+    """Tickers the TradingBot knows with an empty config: its market, sector lists and name table."""
+    env = Environment(["TradingBot"], {}, long_context)
+    bot = env.instances["TradingBot"]
+    names: set[str] = set(getattr(bot, "stocks", {}) or {})
+    for sector in ("Technology", "Automobile"):
+        names |= set(bot.get_available_stocks(sector).get("stock_list", []))
+    return frozenset(names)
+
+
+def unknown_symbols(task: Task, seed: Task) -> list[str]:
+    if "TradingBot" not in task.involved_classes:
+        return []
+    known = set(known_symbols(task.long_context)) | set((seed.initial_config.get("TradingBot") or {}).get("stocks", {}) or {})
+    for *_, args in _calls(seed):
+        for param in ("symbol", "stock", "stocks"):
+            vals = args.get(param)
+            known |= {v for v in (vals if isinstance(vals, list) else [vals]) if isinstance(v, str)}
+    out = []
+    for t, _, call, _name, args in _calls(task):
+        for param in ("symbol", "stock", "stocks"):
+            vals = args.get(param)
+            for v in vals if isinstance(vals, list) else [vals]:
+                if isinstance(v, str) and v and v not in known:
+                    out.append(f"unfaithful:unknown_symbol turn={t} call={call[:80]} value={v!r}")
+    return out[:3]
+
+
+# ----------------------------------------------------------------------------- renamed ids
+def _holds_digits(s: str, digits: str) -> bool:
+    """``s`` carries ``digits`` as a whole run ('card 4455', 'acct_4455') or as the tail of a long number
+    (a card number '...4455'), not inside another number."""
+    runs = _DIGITS.findall(s)
+    if digits in runs:
+        return True
+    flat = re.sub(r"\D", "", s)
+    return len(flat) >= 12 and flat.endswith(digits)
+
+
+def old_digits_left(task: Task, renames: dict[str, str]) -> list[str]:
+    strings = [s for s in _leaves(task.initial_config).values() if isinstance(s, str)]
+    strings += [k for p in _leaves(task.initial_config) for k in p if isinstance(k, str)]
+    out = []
+    for old, new in renames.items():
+        if not isinstance(old, str) or not isinstance(new, str):
+            continue
+        old_d, new_d = _DIGITS.findall(old), _DIGITS.findall(new)
+        for d in old_d:
+            if d in new_d:
+                continue
+            hit = next((s for s in strings if old not in s and _holds_digits(s, d)), None)
+            if hit is not None:
+                out.append(f"unfaithful:old_digits_left value={new!r} old={old!r} state_value={hit[:40]!r}")
+                break
+    return out
+
+
+# ----------------------------------------------------------------------------- round numbers
+def is_round(x: float) -> bool:
+    """A number people say: 10,000, 2,500, 150, 45, 20, 7 (not 9,267, 2,537 or 45.99)."""
+    if x != int(x) or x == 0:
+        return False
+    n = abs(int(x))
+    digits = len(str(n))
+    if digits <= 1:
+        return True
+    if digits == 2:
+        return n % 5 == 0
+    return n % (5 * 10 ** (digits - 3)) == 0
+
+
+def round_made_odd(task: Task, seed: Task, sources: list[ArgSource], seed_sources: list[ArgSource]) -> list[str]:
+    seed_vals = {(a.turn, a.index, a.param): a for a in seed_sources if a.source == "user"}
+    out = []
+    for a in sources:
+        s = seed_vals.get((a.turn, a.index, a.param))
+        if a.source != "user" or s is None:
+            continue
+        try:
+            sv, vv = float(s.value), float(a.value)
+        except ValueError:
+            continue
+        if sv != vv and abs(sv) >= 10 and is_round(sv) and not is_round(vv):
+            out.append(f"unfaithful:round_made_odd turn={a.turn} call={a.method} param={a.param} value={a.value} "
+                       f"seed_value={s.value}")
+    return out[:3]
+
+
+def faithfulness_problems(task: Task, seed: Task, trace: Trace, sources: list[ArgSource],
+                          seed_sources: list[ArgSource], renames: dict[str, str] | None = None) -> list[str]:
+    """Every located ``unfaithful:<kind>`` reason of ``task`` against ``seed`` (see the module docstring)."""
+    return (old_choice_words(task, seed) + fill_not_full(task, seed) + knife_edge_balance(task, seed, trace)
+            + unknown_symbols(task, seed) + old_digits_left(task, renames or {})
+            + round_made_odd(task, seed, sources, seed_sources))
+
+
+__all__ = ["KNIFE_EDGE", "choice_words", "faithfulness_problems", "fill_not_full", "is_round", "knife_edge_balance",
+           "known_symbols", "old_choice_words", "old_digits_left", "round_made_odd", "unknown_symbols"]
