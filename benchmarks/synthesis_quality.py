@@ -21,7 +21,10 @@ over train seeds and measures, per seed category:
 - patch share: accepted variants repaired by the config patch agent;
 - ground truths failing the trace checks: accepted variants whose ground truth, executed again, errors or
   does not pass ``envs.checker.check(strict_tools=True)`` against itself (seeds that fail it themselves,
-  e.g. miss_func_49, only count when the non-strict check fails too).
+  e.g. miss_func_49, only count when the non-strict check fails too);
+- unfaithful variants: accepted variants with a problem :mod:`rods_agents.analysis.faithfulness` finds (a
+  choice swapped with the old option's words left, 'fill it completely' not full, a knife-edge balance,
+  a ticker the environment does not know, an id renamed with its old digits left, a round number made odd).
 
 Novelty (``rods_agents.analysis.novelty``; docs/variant-novelty.md), per seed category:
 
@@ -53,9 +56,11 @@ from rich.table import Table
 
 from envs.checker import check
 from envs.task import Task
+from rods_agents.analysis.faithfulness import faithfulness_problems
 from rods_agents.analysis.information_structure import InformationStructure, information_structure, structure_mismatches
 from rods_agents.analysis.novelty import containment, near_copy, new_only_in_digits, user_text
 from rods_agents.analysis.tracing import trace_task
+from rods_agents.analysis.value_sources import classify_arguments
 from rods_agents.analysis.variant_quality import (
     filler_arguments,
     leftover_names,
@@ -97,6 +102,13 @@ def near_copy_stats(tasks: list[Task]) -> dict[str, dict[str, int]]:
             row["pairs"] += 1
             row["near_copies"] += int(copy)
     return out
+
+
+def unfaithful(task: Task, seed: Task) -> list[str]:
+    """The faithfulness problems of ``task`` against ``seed`` (:mod:`rods_agents.analysis.faithfulness`)."""
+    trace, seed_trace = trace_task(task), trace_task(seed)
+    return faithfulness_problems(task, seed, trace, classify_arguments(task, trace), classify_arguments(seed, seed_trace),
+                                 (task.provenance or {}).get("renames") or {})
 
 
 def fails_trace_checks(task: Task, seed: Task) -> bool:
@@ -177,6 +189,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "patched": bool(prov.get("patches")),
             "digits_only": new_only_in_digits(task, seed),
             "trace_check_failed": fails_trace_checks(task, seed),
+            "unfaithful": bool(unfaithful(task, seed)),
         }
         for key in (seed.category, "all"):
             c[key].update({k: int(v) for k, v in flags.items()})
@@ -195,6 +208,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "scenario_near_copy_share": _share(copies[key]["near_copies"], copies[key]["pairs"]),
             "scenarios_covered": len(covered), "scenarios_seeded": len(seeded[key]),
             "gt_trace_check_failures": x["trace_check_failed"],
+            "unfaithful_variants": x["unfaithful"],
             "samples": x["samples"], "accepted": acc, "acceptance": _share(acc, x["samples"]),
             "same_skeleton": _share(x["same_skeleton"], acc),
             "same_ground_truth": x["same_ground_truth"],
@@ -237,7 +251,8 @@ ROWS = [("samples", "samples"), ("accepted", "accepted"), ("acceptance", "accept
         ("withheld value stated", "withheld_stated"), ("another parameter withheld", "withheld_other_param"),
         ("variants with leftover old names", "leftover_old_names"), ("variants with filler arguments", "filler_arguments"),
         ("repaired by the patch agent", "patch_share"),
-        ("ground truths failing the trace checks", "gt_trace_check_failures")]
+        ("ground truths failing the trace checks", "gt_trace_check_failures"),
+        ("unfaithful (old choice words, knife-edge, unknown ticker, ...)", "unfaithful_variants")]
 
 
 def _fmt(v: Any) -> str:

@@ -129,4 +129,4 @@ def test_quality_benchmark_counts_copies_breaks_and_leftovers():
     # two turns (below 0.8); the two variants of scenario 94 make one same-scenario pair, a near-copy (same calls)
     assert m["changed_methods"] == 0.0 and m["digits_only"] == 1.0 and m["containment_above_0_8"] == 0.5
     assert (m["scenario_pairs"], m["scenario_near_copies"], m["scenarios_covered"], m["scenarios_seeded"]) == (1, 1, 1, 1)
-    assert m["gt_trace_check_failures"] == 0
+    assert m["gt_trace_check_failures"] == 0 and m["unfaithful_variants"] == 0
