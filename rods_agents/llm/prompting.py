@@ -673,8 +673,8 @@ def changes_text(seed: Task, ground_truth: list[list[str]], initial_config: dict
             diffs = [f"{k}: {json.dumps(oa.get(k), default=str)} -> {json.dumps(na.get(k), default=str)}"
                      for k in dict.fromkeys([*oa, *na]) if oa.get(k) != na.get(k)]
             if on != nn:
-                lines.append(f"Turn {t + 1}, call {i + 1}: the seed's {on} is now {nn} (say what {nn} does, not "
-                             f"what {on} did)" + (f"; {'; '.join(diffs)}" if diffs else ""))
+                lines.append(f"Turn {t + 1}, call {i + 1}: the seed's {on} is now {nn}"
+                             + (f"; {'; '.join(diffs)}" if diffs else ""))
             elif diffs:
                 lines.append(f"Turn {t + 1}, call {i + 1} ({nn}): " + "; ".join(diffs))
     return "\n".join(lines) or "(no call changed: the change is in the state)"
