@@ -246,7 +246,7 @@ def endpoint_answering_500():
 
 def test_a_run_whose_samples_fail_on_the_llm_exits_nonzero_naming_the_reasons(tmp_path, endpoint_answering_500):
     out = tmp_path / "llm"
-    res = runner.invoke(app, ["synthesize", *TWO_SEEDS[:2], "--variants_per_seed", "1", "--backbone", "llm",
+    res = runner.invoke(app, ["synthesize", "--num_seeds", "2", "--variants_per_seed", "1", "--backbone", "llm",
                               "--model", "m", "--base_url", endpoint_answering_500, "--max_retries", "0",
                               "--out", str(out)], env={"OPENAI_API_KEY": "x", "COLUMNS": "200"})
     assert res.exit_code == 1, res.output
