@@ -201,3 +201,13 @@ def test_novelty_metrics_on_hand_made_tasks():
     v5 = _task("v5", 2, "completely different words here today", ["cd(folder='x2')"])
     v3b = _task("v3b", 2, "one two three four five six", ["cd(folder='x7')"])
     assert near_copy(v5, v3b) == "calls" and near_copy(v5, v3) is None
+
+
+def test_a_value_the_seed_leaves_to_find_in_the_state_stated_names_the_call_and_value():
+    seed = _seed("base_5")  # turn 0: cd(folder='project'), a folder the user never names
+    sp = skill_profile(seed)
+    assert sp.turns[0].discovered == ["cd.folder='project'"]
+    v = seed.model_copy(deep=True)
+    v.turns[0] = _msg(seed.turns[0][0].content + " Use 'project'.")
+    assert compare_skill_profiles(sp, skill_profile(v))[0].startswith(
+        "information_structure:state_value_stated turn=0 call=cd.folder value=\"'project'\"")

@@ -134,6 +134,8 @@ class TurnSkills(BaseModel):
     calls: list[SkillCall] = Field(default_factory=list)
     discovered: list[str] = Field(default_factory=list, description="'method.param=value' the assistant must find "
                                   "in the explorable state (value source 'state').")
+    stated: list[str] = Field(default_factory=list, description="'method.param=value' the user states (not "
+                              "compared count for count: named when a discovered value becomes stated).")
     conditions: list[str] = Field(default_factory=list, description="Condition cues.")
     references: list[str] = Field(default_factory=list, description="'kind|method.param|cue' per reference.")
     transformations: list[str] = Field(default_factory=list, description="'kind|method.param|cue' per transformation.")
@@ -218,6 +220,8 @@ def skill_profile(task: Task, trace: Trace | None = None, profile: Any = None) -
                 edges.append(e)
         elif a.source == "state":
             turns[a.turn].discovered.append(f"{a.method}.{a.param}={a.value[:60]}")
+        elif a.source == "user":
+            turns[a.turn].stated.append(f"{a.method}.{a.param}={a.value[:60]}")
     for ts in info.turns:
         if ts.turn >= len(turns):
             continue
@@ -316,11 +320,17 @@ def _flow(seed: SkillProfile, variant: SkillProfile) -> list[str]:
 def _discovered(t: int, s: TurnSkills, v: TurnSkills, fallbacks: int) -> list[str]:
     have = len(v.discovered) + fallbacks
     if have < len(s.discovered):
-        return [_reason("information_structure:state_value_stated", t, None,
-                        seed_values=", ".join(s.discovered), variant_values=", ".join(v.discovered) or "none")]
+        # the variant's stated values at this turn that its seed left to find: the slots the seed discovered
+        s_slots = {d.split("=", 1)[0] for d in s.discovered}
+        v_slots = {d.split("=", 1)[0] for d in v.discovered}
+        now = [x for x in v.stated if x.split("=", 1)[0] in s_slots - v_slots] or v.stated[:1]
+        call, _, value = (now[0] if now else "=").partition("=")
+        return [_reason("information_structure:state_value_stated", t, call or None, value=value,
+                        seed_found_in_state=", ".join(s.discovered))]
     if len(v.discovered) > len(s.discovered):
-        return [_reason("information_structure:state_value_added", t, None,
-                        value=", ".join(v.discovered[len(s.discovered):]))]
+        extra = [d for d in v.discovered if d.split("=", 1)[0] not in {x.split("=", 1)[0] for x in s.discovered}]
+        call, _, value = (extra or v.discovered[len(s.discovered):])[0].partition("=")
+        return [_reason("information_structure:state_value_added", t, call, value=value)]
     return []
 
 
