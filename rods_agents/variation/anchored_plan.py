@@ -66,9 +66,6 @@ def _fs_kinds(tree: Any, out: dict[str, str]) -> dict[str, str]:
     return out
 
 
-_ROUND_FACTORS = (0.5, 0.6, 0.75, 0.8, 1.2, 1.25, 1.5, 2.0, 2.5, 3.0)
-
-
 def _trailing_zeros(n: int) -> int:
     z = 0
     while n and n % 10 == 0:
@@ -78,16 +75,22 @@ def _trailing_zeros(n: int) -> int:
 
 
 def _round_perturb(value: int | float, rng: Any, grow: bool) -> int | float | None:
-    """A new number as round as the old one ('$10,000' -> '$8,000', '50 shares' -> '40 shares'): people
-    state round amounts, and a round figure turned odd ('$9,267') reads as a made-up task. None when ``value``
-    is not round."""
+    """A new number as round as the old one ('$10,000' -> '$8,500', '50 shares' -> '40 shares'): people
+    state round amounts, and a round figure turned odd ('$9,267') reads as a made-up task. Steps of half the
+    old value's last round unit, within about a fifth of it (or 1.6-3 times it, ``grow``). None when
+    ``value`` is not round."""
     if isinstance(value, bool) or not float(value).is_integer() or abs(value) < 10:
         return None
-    z = min(_trailing_zeros(int(value)), 3)
+    old = int(value)
+    z = min(_trailing_zeros(old), 3)
     if z == 0:
         return None
-    factors = [f for f in _ROUND_FACTORS if (f >= 1.6 if grow else True)]
-    news = sorted({int(value * f) for f in factors if int(value * f) % 10 ** z == 0 and int(value * f) != int(value)})
+    unit = 5 * 10 ** (z - 1)
+    if grow:
+        news = {int(round(old * f / unit)) * unit for f in (1.6, 2.0, 2.5, 3.0)}
+    else:
+        news = {old + k * unit for k in range(-4, 5) if k and abs(k * unit) <= max(unit, old * 0.25)}
+    news = sorted(n for n in news if n > 0 and n != old)
     if not news:
         return None
     new = rng.choice(news)
@@ -519,6 +522,7 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     if d.attempt < 2:
         _city_pair_swap(d, bound, swaps)
         _stock_swap(d, bound, swaps)
+        _route_swap(d, bound, swaps)
     substitutions = _method_swaps(d, bound)
     phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
     return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases}
@@ -671,6 +675,68 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
         head_o, head_n = companies[symbol].split()[0], companies[new].split()[0]
         if head_o != companies[symbol] and re.search(rf"\b{re.escape(head_o)}\b", text):
             swaps.setdefault(head_o, head_n)  # 'Zeta' on its own
+
+
+@lru_cache(maxsize=1)
+def _routes() -> frozenset[tuple[str, str]]:
+    """Airport pairs the travel environment prices (its fare table, run, not parsed)."""
+    from envs.bfcl_data import env_class
+    from rods_agents.analysis.value_sources import airport_cities
+
+    api = env_class("TravelAPI")()
+    api._load_scenario({}, long_context=False)
+    out = set()
+    for a in airport_cities():
+        for b in airport_cities():
+            if a == b:
+                continue
+            try:
+                res = api.get_flight_cost(travel_from=a, travel_to=b, travel_date="2026-12-25", travel_class="economy")
+            except Exception:  # noqa: BLE001 - an unpriced route raises in the environment's own code
+                continue
+            if isinstance(res, dict) and "travel_cost_list" in res:
+                out.add((a, b))
+    return frozenset(out)
+
+
+_ROUTE_METHODS = {"get_flight_cost", "book_flight"}
+
+
+def _route_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
+    """A flight the user states (airport codes or their cities) becomes another route the travel environment
+    prices: the new endpoint replaces the old code and city name everywhere, the other endpoint stays where
+    it is not stated (found by a lookup). Not where any flight of the task is to or from another airport,
+    or where an airport is named only inside a dictated text."""
+    from rods_agents.analysis.value_sources import airport_cities
+
+    flights = {(args.get("travel_from"), args.get("travel_to")) for r, args in bound if r.name in _ROUTE_METHODS}
+    if len(flights) != 1 or not d.p(0.7):
+        return
+    (src, dst), = flights
+    cities = airport_cities()
+    if src not in cities or dst not in cities or src in swaps or dst in swaps:
+        return
+    text = " ".join(d.turn_text)
+
+    def stated(code: str) -> bool:
+        hits = [f for f in (code, cities[code]) if Substitution({f: "\0"}, derived_forms=False).found(text)]
+        stated_src = all(d.sources.get((r.turn, r.index, p), None) is None or d.sources[(r.turn, r.index, p)].source == "user"
+                         for r, args in bound for p, v in args.items() if v == code)
+        return bool(hits) and stated_src
+
+    movable = [c for c in (src, dst) if stated(c)]
+    if not movable:
+        return
+    named = {c for c in cities if Substitution({c: "\0", cities[c]: "\0"}, derived_forms=False).found(text)}
+    options_ = [(a, b) for a, b in _routes() if (a, b) != (src, dst) and (a == src or src in movable)
+                and (b == dst or dst in movable) and not ({a, b} - {src, dst}) & named]
+    if not options_:
+        return
+    a, b = d.rng.choice(sorted(options_))
+    for old, new in ((src, a), (dst, b)):
+        if old != new:
+            swaps[old] = new
+            swaps[cities[old]] = cities[new]
 
 
 def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str],
