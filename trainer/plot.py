@@ -217,9 +217,7 @@ def _histograms(fig: Any, reports: list[EpochReport], zero: bool, shaping: str |
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
         fig.legend(handles[:1], labels[:1], loc="upper right", fontsize=7, frameon=False)
-    what = "group mean reward per epoch (the detector's view)"
-    if shaping:
-        what += f": {synthetic_note(shaping)}"
+    what = "group mean reward per epoch (the detector's view" + ("; synthetic rewards)" if shaping else ")")
     fig.suptitle(what + (f": {ZERO_NOTE}" if zero else ""), fontsize=10,
                  color="firebrick" if zero or shaping else "black")
 
