@@ -177,6 +177,12 @@ def resolve(spec: str) -> EnvClass:
     return env
 
 
+def forget_user_classes() -> None:
+    """Forget the user classes resolved so far (the catalog and knowledge then cover BFCL's alone): for tests
+    and long-lived processes that load unrelated environments one after the other."""
+    _USER.clear()
+
+
 def known_classes() -> list[str]:
     """BFCL's classes, then every user class resolved so far in this process (what the synthesis catalog covers)."""
     return [*BFCL_CLASSES, *_USER]
@@ -279,5 +285,6 @@ def source_text(spec: str) -> str:
         return ""
 
 
-__all__ = ["BFCL_CLASSES", "EnvClass", "EnvironmentClassError", "class_name", "function_docs", "is_bfcl",
+__all__ = ["BFCL_CLASSES", "EnvClass", "EnvironmentClassError", "class_name", "forget_user_classes", "function_docs",
+           "is_bfcl",
            "known_classes", "openai_tool", "resolve", "scenario_config", "source_text"]

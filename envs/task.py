@@ -189,6 +189,11 @@ def human_tasks(spec: str) -> tuple[Task, ...]:
     return tuple(_HUMAN.get(spec, {}).values())
 
 
+def forget_human_tasks() -> None:
+    """Forget the remembered user-class tasks (see :func:`human_tasks`)."""
+    _HUMAN.clear()
+
+
 def _remember(task: Task) -> None:
     if task.provenance is None:
         for spec in task.involved_classes:
@@ -333,6 +338,7 @@ __all__ = [
     "category_of",
     "category_tasks",
     "dedupe_tasks",
+    "forget_human_tasks",
     "human_tasks",
     "iter_jsonl",
     "new_file_mode",
