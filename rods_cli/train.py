@@ -234,6 +234,8 @@ def _run_totals(run_dir: Path) -> dict[str, Any]:
 
 RUN_FILES = ("curriculum.jsonl", "rods_summary.json", "log_history.json", "rods_curriculum.json")
 """Files that mark a folder as holding a ``rods train`` run (with its ``checkpoint-*`` folders)."""
+RUN_DIRS = ("synthesis",)
+"""Folders of a run that ``--overwrite`` removes with its checkpoints (checkpointed synthesis rounds)."""
 
 
 def existing_run(out: Path) -> str | None:
@@ -261,8 +263,9 @@ def check_output_dir(out: Path, resume: bool, overwrite: bool) -> None:
     if held:
         import shutil
 
-        for ckpt in out.glob("checkpoint-*"):
-            shutil.rmtree(ckpt)
+        for folder in [*out.glob("checkpoint-*"), out / RUN_DIRS[0]]:  # the old run's synthesis rounds too: a
+            if folder.is_dir():  # fresh run must not resume them
+                shutil.rmtree(folder)
         for name in RUN_FILES:
             (out / name).unlink(missing_ok=True)
         console.print(f"--overwrite: removed the earlier run in {out} ({held})", markup=False, highlight=False)

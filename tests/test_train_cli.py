@@ -176,6 +176,8 @@ def _old_run(tmp_path):
     (run / "checkpoint-8").mkdir(parents=True)
     (run / "checkpoint-8" / "model.safetensors").write_text("weights")
     (run / "curriculum.jsonl").write_text("{}\n")
+    (run / "synthesis").mkdir()
+    (run / "synthesis" / "round-e0-abc.sqlite").write_text("an old run's round")
     return run
 
 
@@ -203,6 +205,7 @@ def test_overwrite_starts_over_and_resume_continues(tmp_path, monkeypatch):
     res = _train("--config", TINY, "--output_dir", str(run), "--overwrite")
     assert res.exit_code == 0 and "removed the earlier run" in res.output
     assert not (run / "checkpoint-8").exists() and not (run / "curriculum.jsonl").exists() and seen == [True, False]
+    assert not (run / "synthesis").exists()  # a fresh run must not resume the old run's synthesis rounds
 
 
 def test_ctrl_c_says_where_it_stopped_and_how_to_continue(tmp_path, monkeypatch):
