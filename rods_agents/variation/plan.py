@@ -5,13 +5,11 @@ the offline and LLM plan stages share.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from prompts import PROMPTS_DIR as PROMPTS  # noqa: F401 - the one prompts/ loader; PROMPTS re-exported
-from prompts import load_prompt_json
 
 _FILENAME = re.compile(r"^([A-Za-z0-9]+(?:([_\-])[A-Za-z0-9]+)*)\.([A-Za-z0-9]{1,5})$")
 
@@ -45,11 +43,6 @@ class Plan(BaseModel):
     attempt: int = 0
 
 
-@lru_cache(maxsize=1)
-def vocab() -> dict[str, list[str]]:
-    return load_prompt_json("bfcl/offline_vocab.json")
-
-
 def config_strings(obj: Any, out: set[str]) -> set[str]:
     """Every string of a config (keys and values), added to ``out``."""
     if isinstance(obj, str):
@@ -63,33 +56,6 @@ def config_strings(obj: Any, out: set[str]) -> set[str]:
         for v in obj:
             config_strings(v, out)
     return out
-
-
-def fresh_value(old: str, rng: Any, taken: set[str]) -> str | None:
-    """A new value with the shape of ``old``, or None when ``old`` has no resampleable shape."""
-    v = vocab()
-    for _ in range(50):
-        if m := _FILENAME.match(old):
-            sep = m.group(2) or "_"
-            n = max(1, min(3, len(re.split(r"[_\-]", m.group(1)))))
-            new = sep.join(rng.sample(v["words"], n)) + "." + m.group(3)
-        elif _IDENT.match(old):
-            n = max(1, min(3, old.count("_") + 1))
-            new = "_".join(rng.sample(v["words"], n))
-        elif _TICKER.match(old):
-            new = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ") for _ in old)
-        elif _FULL_NAME.match(old):
-            new = f"{rng.choice(v['first_names'])} {rng.choice(v['last_names'])}"
-        elif _NAME.match(old):
-            new = rng.choice(v["first_names"])
-        elif " " in old.strip() and len(old) >= 15 and not re.search(r"[\n{}\[\]]", old):
-            w1, w2 = rng.sample(v["words"], 2)
-            new = rng.choice(v["sentences"]).format(w1=w1, w2=w2)
-        else:
-            return None
-        if new not in taken and new.lower() != old.lower():
-            return new
-    return None
 
 
 def replace_in_config(obj: Any, mapping: dict[str, str]) -> Any:
