@@ -66,8 +66,10 @@ def test_installed_wheel_runs_outside_the_repo(built, tmp_path):
                            str(site), str(wheel)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     env = {**os.environ, "PYTHONPATH": str(site)}  # ahead of the editable install of the checkout
+    # trainer.integrations.verl: the class paths a verl export's configs name must import from an install
     where = subprocess.run([sys.executable, "-c", "import envs.dataset, prompts, rods_agents.stages.plan_sampling as p; "
-                            "print(envs.dataset.__file__); print(prompts.PROMPTS_DIR); print(p.__file__)"],
+                            "import trainer.integrations.verl as v; print(envs.dataset.__file__); "
+                            "print(prompts.PROMPTS_DIR); print(p.__file__); print(v.__file__)"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert where.returncode == 0, where.stderr[-2000:]
     assert all(line.startswith(str(site)) for line in where.stdout.split()), where.stdout
