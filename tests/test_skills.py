@@ -211,3 +211,12 @@ def test_a_value_the_seed_leaves_to_find_in_the_state_stated_names_the_call_and_
     v.turns[0] = _msg(seed.turns[0][0].content + " Use 'project'.")
     assert compare_skill_profiles(sp, skill_profile(v))[0].startswith(
         "information_structure:state_value_stated turn=0 call=cd.folder value=\"'project'\"")
+
+
+def test_an_execution_error_names_the_turn_the_call_and_the_error():
+    seed = _seed("base_1")
+    v = seed.model_copy(deep=True)
+    v.ground_truth[3] = ["tail(file_name='nope.txt',lines=20)"]
+    reasons, _ = _judge(v, seed)
+    assert reasons == ["execution_error:missing_entity turn=3 call=tail(file_name='nope.txt',lines=20) "
+                       "error='tail: nope.txt: No such file or directory'"]

@@ -4,8 +4,9 @@ Every reason is ``<kind>[:<sub>]`` then, where they apply, the turn, the call an
 ``information_structure:implicit_made_explicit turn=2 call=cd(folder='tmp') kind='navigation' cue='go to'``;
 counters group by the text before the first ':' (or space). Kinds:
 
-- ``execution_error`` / ``invalid_config``: a ground-truth call returned an error from the task's own
-  initial_config;
+- ``execution_error:<error kind> turn=T call=... error=...`` / ``invalid_config:initial_config turn=T ...``: a ground-truth
+  call returned an error from the task's own initial_config (the kind from
+  :func:`rods_agents.analysis.execution.classify_error`);
 - ``recheck_failed``: ``envs.checker.check(strict_tools=True)`` does not pass the ground truth against
   itself (seeds that already fail it, e.g. miss_func_49, only fail on new violations);
 - ``skill_profile:<what>`` and ``information_structure:<what>``: the variant breaks its seed's skill-level
@@ -55,6 +56,7 @@ from envs.checker import check
 from envs.task import Task
 from envs.tools import held_out
 from rods_agents.analysis.contamination import contamination_threshold, fingerprint, nearest, similarity, test_index
+from rods_agents.analysis.execution import classify_error
 from rods_agents.analysis.faithfulness import faithfulness_problems
 from rods_agents.analysis.information_structure import InformationStructure, information_structure
 from rods_agents.analysis.novelty import containment, seed_copy_reasons, sibling_copy_reason, user_text
@@ -247,8 +249,11 @@ def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace,
     reasons: list[str] = []
     detail: dict[str, Any] = {}
     if trace.errors:
-        config_error = (trace.errors[0].error or "").startswith(CONFIG_ERROR)
-        reasons.append("invalid_config" if config_error else "execution_error")
+        first = trace.errors[0]
+        config_error = (first.error or "").startswith(CONFIG_ERROR)
+        where = f" turn={first.turn} call={first.call[:80]} error={(first.error or '')[:100]!r}"
+        reasons.append("invalid_config:initial_config" + where if config_error
+                       else f"execution_error:{classify_error(first.error or '')}" + where)
         detail["errors"] = [e.error for e in trace.errors][:3]
         return reasons, detail
     score = check(task, [[gt] for gt in task.ground_truth], strict_tools=True)
@@ -323,7 +328,8 @@ def judge_variant(state: dict, runtime: Any = None) -> dict:
         trace = Trace.model_validate(state["trace"])
         renames = (state.get("plan") or {}).get("renames") or {}
         reasons, detail = judge(task, seed, Profile.model_validate(state["profile"]), trace, renames)
-        if state.get("patch_failed") and reasons[:1] in (["execution_error"], ["invalid_config"]):
+        if state.get("patch_failed") and reasons and reasons[0].split(":")[0].split(" ")[0] in ("execution_error",
+                                                                                             "invalid_config"):
             reasons.append("patch_exhausted")
             if state.get("llm_error"):
                 detail["llm_patch"] = state["llm_error"]  # why every LLM patch proposal was refused
