@@ -149,8 +149,10 @@ def _costs(task: Task, trace: Trace) -> list[tuple[int, str, float]]:
 
 def knife_edge_balance(task: Task, seed: Task, trace: Trace, seed_trace: Trace | None = None) -> list[str]:
     v_leaves, s_leaves = _leaves(task.initial_config), _leaves(seed.initial_config)
+    seed_numbers = {float(v) for v in s_leaves.values() if isinstance(v, int | float) and not isinstance(v, bool)}
+    # a balance the plan set: not one of the seed's numbers (a renamed card keeps its balance under a new key)
     changed = {p: float(v) for p, v in v_leaves.items() if isinstance(v, int | float) and not isinstance(v, bool)
-               and "balance" in " ".join(str(x).lower() for x in p) and s_leaves.get(p) != v}
+               and "balance" in " ".join(str(x).lower() for x in p) and float(v) not in seed_numbers}
     if not changed:
         return []
     out = []

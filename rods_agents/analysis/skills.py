@@ -349,7 +349,7 @@ def _info(t: int, s: TurnSkills, v: TurnSkills, fallback: bool) -> list[str]:
         if not fallback:
             kind, slot, cue = _parts(s.references[len(v.references)])
             out.append(_reason("information_structure:reference_dropped", t, slot, kind=kind, seed_cue=cue))
-    elif s_kinds != v_kinds:
+    elif s_kinds != v_kinds and len(v.references) == len(s.references):
         out.append(_reason("information_structure:reference_kind_changed", t,
                            seed=",".join(sorted(s_kinds.elements())), variant=",".join(sorted(v_kinds.elements()))))
     if v.unresolved_picks > s.unresolved_picks and len(v.references) <= len(s.references):
