@@ -103,7 +103,7 @@ def test_tiny_cpu_closed_loop_two_epochs_then_resume(tmp_path, monkeypatch):
     assert history[-1]["epoch"] == 2 and max(h["step"] for h in history) == summary["global_step"]
     assert 0 < history[0]["epoch"] <= 1
     # the model card names the base model (not "[None]")
-    assert "fine-tuned version of [rods-tiny]" in (run_dir / "README.md").read_text()
+    assert "fine-tuned version of `rods-tiny` (a local model" in (run_dir / "README.md").read_text()
 
     rollouts, records, boundaries = spy.of("rollout"), spy.of("record"), [e[1] for e in spy.of("boundary")]
     assert len(boundaries) == 2 and summary["global_step"] == len(rollouts) >= 4

@@ -130,7 +130,8 @@ def _card(tmp_path, model_name):
 def test_model_card_links_only_hub_models_and_loads_the_run(tmp_path):
     """Before: `[rods-tiny](https://huggingface.co/rods-tiny)` (no such page) and `pipeline(..., model="None")`."""
     card = _card(tmp_path, "rods-tiny")
-    assert "huggingface.co/rods-tiny" not in card and 'model="None"' not in card
+    assert "huggingface.co/rods-tiny" not in card and 'model="None"' not in card and "huggingface.co/None" not in card
+    assert "fine-tuned version of `rods-tiny` (a local model, not on the Hugging Face Hub)" in card
     assert f'model="{tmp_path}"' in card
     card = _card(tmp_path, "Qwen/Qwen3-4B-Instruct-2507")
     assert "[Qwen/Qwen3-4B-Instruct-2507](https://huggingface.co/Qwen/Qwen3-4B-Instruct-2507)" in card

@@ -175,6 +175,11 @@ class CurriculumGRPOTrainer(GRPOTrainer):
                                       dataset_name=dataset_name or "gorilla-llm/Berkeley-Function-Calling-Leaderboard")
         finally:
             cfg._name_or_path, self.hub_model_id = saved, saved_hub
+        card = Path(self.args.output_dir) / "README.md"
+        if not is_hub_id(name) and card.exists():  # TRL renders a missing base model as a link to hub page "None"
+            text = card.read_text(encoding="utf-8")
+            local = f"`{name}` (a local model, not on the Hugging Face Hub)"
+            atomic_write_text(card, text.replace("[None](https://huggingface.co/None)", local))
 
     def _issue_warnings_after_load(self, load_result: Any) -> None:
         """No "missing keys ['lm_head.weight']" on resume: a model with tied embeddings saves the output
