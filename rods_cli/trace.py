@@ -72,6 +72,9 @@ def summarize(update: dict, state: dict[str, Any]) -> list[str]:
             parts.append(f"errors: {len(value)}" + (f" ({_short(value[0].get('kind') or value[0], 50)})" if value else ""))
         elif isinstance(value, list):
             parts.append(f"{key}: [{len(value)}]")
+        elif isinstance(value, dict) and isinstance(previous, dict):
+            changed = [k for k in value if previous.get(k) != value[k]] + [k for k in previous if k not in value]
+            parts.append(f"{key}.{{{', '.join(changed[:4])}{', ...' if len(changed) > 4 else ''}}} changed")
         elif isinstance(value, dict):
             parts.append(f"{key}: {{{len(value)} keys}}")
         else:
