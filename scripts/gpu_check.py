@@ -6,9 +6,14 @@ master weights + bf16, gradient checkpointing, token-level IS) on one base and o
 epoch boundary with offline synthesis (``synthetic_boundary`` reward shaping makes both tasks boundary tasks,
 since random weights score 0). Generation is vLLM colocate when vLLM imports, else transformers ``generate``.
 
-Prints a table and ONE JSON line: step time, rollout tokens/s, peak GPU memory, the share of weights the steps
-changed, IS ratio stats (vLLM only), and whether every miss_func episode showed the evaluator's tools at every
-turn. ``--cpu`` runs the same code on a tiny model (the CPU rehearsal the tests use).
+Prints a table and ONE JSON line: step time, rollout tokens/s, peak GPU memory, KV/activation headroom (what the
+card has left after the peak, as KV-cache tokens of this model, and the activations measured against the
+estimate), the share and relative size of the weight change, IS ratio stats (vLLM only), the recipe's rollout
+sizing on 80 GB cards with the measured first-prompt lengths, and whether every miss_func episode showed the
+evaluator's tools at every turn. ``--cpu`` runs the same code on a tiny model (the CPU rehearsal).
+
+Only ``gpu_check.json`` is written to ``--out`` (the folder whose files come back); the model, the run and its
+synthesis checkpoints go to ``--work`` (/tmp by default).
 """
 
 from __future__ import annotations
@@ -87,9 +92,45 @@ def check_miss_func(rollouts: list, tok) -> dict:
     return {"miss_func_episodes": episodes, "miss_func_revealed": revealed, "miss_func_tools_match": ok}
 
 
+def headroom(trainer, rollouts: list, static_gib: float | None) -> dict:
+    """What the card has left after the peak (as KV-cache tokens of this model) and the activations measured
+    against ``trainer.gpu_settings``' estimate for the longest trained sequence."""
+    import torch
+
+    from trainer.gpu_settings import GIB, activation_bytes_per_token, kv_bytes_per_token
+
+    cfg = trainer.model.config.to_dict()
+    free, total = torch.cuda.mem_get_info()
+    peak_alloc, peak_res = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+    head = total - peak_res
+    longest = max((len(t.prompt_ids) + len(t.completion_ids) for _, r in rollouts for t in r.traces), default=0)
+    residual = 4 if next(trainer.model.parameters()).dtype == torch.float32 else 2
+    states = sum(p.numel() for p in trainer.model.parameters()) * (4 + 8)  # fp32 grads + AdamW m, v
+    return {
+        "gpu_total_gib": total / GIB, "peak_reserved_gib": peak_res / GIB, "headroom_gib": head / GIB,
+        "headroom_kv_tokens": int(head // kv_bytes_per_token(cfg)),
+        "kv_bytes_per_token": kv_bytes_per_token(cfg), "longest_sequence": longest,
+        "activations_measured_gib": max(0.0, peak_alloc / GIB - (static_gib or 0.0) - states / GIB),
+        "activations_estimated_gib": longest * activation_bytes_per_token(cfg, residual) / GIB,
+    }
+
+
+def recipe_sizing(prompt_tokens: int) -> dict:
+    """The GPU recipe's rollout sizing on 8 x 80 GB under FSDP2 (``trainer.gpu_settings.rollout_sizing``); the
+    measured first-prompt length when known (this tokenizer, not Qwen's), else the documented 9k."""
+    from rods_cli.train import parse_recipe
+    from trainer.gpu_settings import FIRST_PROMPT_TOKENS, QWEN3_4B, rollout_sizing
+
+    args = parse_recipe(ROOT / "recipes" / "qwen3-4b-rods.yaml", ["--use_cpu", "true", "--bf16", "false",
+                                                                  "--output_dir", "/tmp/rods-sizing"])
+    s = rollout_sizing(args, QWEN3_4B, prompt_tokens=max(prompt_tokens, FIRST_PROMPT_TOKENS))
+    return {**s.model_dump(), "fits": s.fits, "advice": s.advice()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="runs/gpu-check")
+    ap.add_argument("--out", default="runs/gpu-check", help="Where gpu_check.json goes (small files only).")
+    ap.add_argument("--work", default="/tmp/rods-gpu-check", help="Model, run folder and checkpoints (large).")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--layers", type=int, default=36, help="Decoder layers (36 = Qwen3-4B; fewer if time demands).")
     ap.add_argument("--cpu", action="store_true", help="Rehearsal on CPU with a tiny model of the same code path.")
@@ -104,15 +145,16 @@ def main() -> int:
     from rods_cli.train import parse_recipe
     from trainer.grpo import build_trainer
 
-    out = Path(opt.out)
+    out, work = Path(opt.out), Path(opt.work)
     out.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
     cuda = torch.cuda.is_available() and not opt.cpu
     use_vllm = cuda and importlib.util.find_spec("vllm") is not None
-    model_dir = out / ("model-cpu" if opt.cpu else f"model-{opt.layers}l")
+    model_dir = work / ("model-cpu" if opt.cpu else f"model-{opt.layers}l")
     build_s = 0.0 if (model_dir / "config.json").exists() else build_model(model_dir, opt.layers, opt.cpu,
                                                                              "cuda" if cuda else "cpu")
     overrides = [
-        "--model_name_or_path", str(model_dir), "--output_dir", str(out / "run"), "--task_split", "all",
+        "--model_name_or_path", str(model_dir), "--output_dir", str(work / "run"), "--task_split", "all",
         "--task_ids", *TASKS, "--num_generations", "4", "--per_device_train_batch_size", "1",
         "--gradient_accumulation_steps", "8", "--max_steps", str(opt.steps), "--num_train_epochs", "3",
         "--max_completion_length", str(opt.max_completion_length), "--max_new_tokens_per_step",
@@ -145,12 +187,18 @@ def main() -> int:
                                                 "layers.0.mlp.down_proj.weight", "norm.weight"))]
     before = {n: params[n].detach().float().cpu().clone() for n in watched}
     if cuda:
+        torch.cuda.synchronize()
+        static_gib = torch.cuda.memory_allocated() / 1024**3  # weights (+ reference model) before any step
         torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     trainer.train()
     train_s = time.perf_counter() - t0
     changed = sum(int((params[n].detach().float().cpu() != before[n]).sum()) for n in watched)
     total = sum(before[n].numel() for n in watched)
+    delta = sum(float((params[n].detach().float().cpu() - before[n]).norm() ** 2) for n in watched) ** 0.5
+    norm0 = sum(float(before[n].norm() ** 2) for n in watched) ** 0.5
+    memory = headroom(trainer, rollouts, static_gib if cuda else None) if cuda else {}
+    prompt_lens = [len(t.prompt_ids) for _, r in rollouts for t in r.traces]
 
     rows = [h for h in trainer.state.log_history if "step_time" in h or "loss" in h]
     print(f"{'step':>4} " + " ".join(f"{k.split('/')[-1][:14]:>14}" for k in KEYS))
@@ -173,8 +221,10 @@ def main() -> int:
         "is_ratio_min": mean("sampling/importance_sampling_ratio/min"),
         "is_ratio_mean": mean("sampling/importance_sampling_ratio/mean"),
         "is_ratio_max": mean("sampling/importance_sampling_ratio/max"),
-        "peak_gpu_gib": torch.cuda.max_memory_allocated() / 1024**3 if cuda else None,
-        "weights_changed_share": changed / max(total, 1),
+        "peak_gpu_gib": torch.cuda.max_memory_allocated() / 1024**3 if cuda else None, **memory,
+        "weights_changed_share": changed / max(total, 1), "weights_relative_change": delta / max(norm0, 1e-12),
+        "first_prompt_tokens_max": max(prompt_lens, default=0),
+        "recipe_rollout_sizing": recipe_sizing(max(prompt_lens, default=0)),
         **check_miss_func(rollouts, trainer.processing_class),
     }
     (out / "gpu_check.json").write_text(json.dumps(summary, indent=1))

@@ -5,24 +5,31 @@ boundary seeds and gets accepted tasks back. The backbone is ``offline`` (no LLM
 ``llm`` (an OpenAI-compatible server, e.g. a vLLM instance serving the synthesis model on its own
 GPUs, as in the paper) for the stages in ``synthesis_llm_stages``.
 
-**Overlap (why a background worker).** A synthesis round against an LLM takes minutes; run inside
+**Overlap (why background rounds).** A synthesis round against an LLM takes minutes; run inside
 the epoch-end callback it idles every GPU, and every other rank waits in a broadcast bounded by the
-process-group timeout. :class:`BackgroundSynthesizer` runs rounds on a daemon thread of rank 0: the
-epoch boundary submits the seeds detection chose, waits at most ``synthesis_wait_s`` for rounds in
-flight, hands over whatever has landed (those variants enter the candidate queue now and train
-from the next boundary's injection on, never mid-epoch), and returns; late rounds land at a later
-boundary. ``synthesis_wait_s: -1`` waits for every round (synchronous and deterministic: the CPU
-tests). Only the boundary's outcome is broadcast (:func:`on_main_process`).
+process-group timeout. :class:`BackgroundSynthesizer` runs rounds on daemon threads of rank 0, side
+by side (their samples together bounded by ``synthesis_concurrency``): the epoch boundary submits the
+seeds detection chose (or step dispatch submitted them during the epoch), waits at most
+``synthesis_wait_s`` for rounds in flight, hands over whatever has landed in submission order (those
+variants enter the candidate queue now and train from the next boundary's injection on, never
+mid-epoch), and returns; late rounds land at a later boundary. The last boundary does not collect:
+a variant handed over then could never train. ``synthesis_wait_s: -1`` waits for every round
+(synchronous and deterministic: the CPU tests). Only the boundary's outcome is broadcast
+(:func:`on_main_process`).
 
 **Failures are loud.** A round that raises, or whose samples all failed to reach the server, is a
 failed round: logged as an error, counted in ``rods/synthesis_errors``, written to
 ``curriculum.jsonl`` (``synthesis_error``). After ``synthesis_max_failures`` failed rounds in a row
-the run stops with one error (``synthesis_on_failure: stop``) or switches to the offline backbone
-with an error line (``offline``). :func:`preflight` refuses to start against an unreachable server.
+the run stops (``synthesis_on_failure: stop``: :class:`SynthesisUnavailable` carries the boundary's
+outcome, the curriculum finishes the boundary, the trainer writes its checkpoint and only then stops,
+with the failed rounds back in flight) or switches to the offline backbone with an error line
+(``offline``). :func:`preflight` refuses to start against an unreachable server.
 
-**Resume.** :meth:`BackgroundSynthesizer.state_dict` (saved with the curriculum in every
-checkpoint) holds the rounds still in flight (their seed tasks) and results not yet handed over;
-loading resubmits the former, so a killed run loses no round.
+**Resume.** Each round is one LangGraph run of the sample driver (``graphs.driver``, shared with
+``rods synthesize``) on its own checkpoint file (:func:`round_db`). :meth:`BackgroundSynthesizer.state_dict`
+(saved with the curriculum in every checkpoint) holds the rounds still in flight and results not yet
+handed over; loading resubmits the former onto the same files, so finished samples are read back and
+interrupted ones continue after their last node: a killed run loses no round and redoes no sample.
 """
 
 from __future__ import annotations
