@@ -13,15 +13,15 @@ import re
 
 import pytest
 
-from envs.task import bfcl_task
-from envs.task import Message
+from envs.task import Message, bfcl_task
+from rods_agents.analysis.faithfulness import known_symbols
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.run.runtime import rng_for
 from rods_agents.stages.plan_sampling import sample_variant_plan
 from rods_agents.variation.anchored_plan import resample_state
 from rods_agents.variation.config_rules import _add_balance
-from rods_agents.variation.value_kinds import fresh, pools
+from rods_agents.variation.value_kinds import fresh
 
 
 def _plans(seed, n: int = 12):
@@ -62,7 +62,7 @@ def test_a_patched_balance_is_round_and_well_above_the_cost():
 
 
 def test_a_new_ticker_is_one_the_environment_knows():
-    known = {k for k in pools()["company_of_ticker"] if not k.startswith("_")}
+    known = known_symbols(False)  # the TradingBot's market and sector lists
     for i in range(40):
         new = fresh("AAPL", "ticker", rng_for("ticker", i), {"AAPL"})
         assert new in known

@@ -35,7 +35,8 @@ def carry_plan(seed: Task, plan: Plan) -> list[list[Message]]:
             for t, turn in enumerate(seed.turns)]
 
 
-def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any) -> tuple[list[list[Message]], list[dict]]:
+def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any, slot: int | None = None
+                 ) -> tuple[list[list[Message]], list[dict]]:
     """User turns for ``plan`` and where their wording came from.
 
     First the seed's own turns with the plan's renames, new numbers, swapped options and method phrases
@@ -51,7 +52,7 @@ def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any) -> tuple[li
     draft = seed.model_copy(update={"turns": carried, "ground_truth": plan.ground_truth,
                                     "initial_config": plan.initial_config})
     seed_info = profile.information if profile.information is not None else information_structure(seed)
-    return transplant_turns(seed, seed_info, draft, rng)
+    return transplant_turns(seed, seed_info, draft, rng, slot)
 
 
 def variant_id(seed: Task, variant: int, run_seed: int, attempt: int) -> str:
@@ -74,7 +75,10 @@ def rewrite_turns(state: dict, runtime: Any = None) -> dict:
         plan = Plan.model_validate(state["plan"])
         run_seed = getattr(getattr(runtime, "context", None), "seed", 0) if runtime is not None else 0
         rng = rng_for(run_seed, seed.id, state.get("variant", 0), plan.attempt, "rewrite")
-        turns, donors = rewrite_plan(seed, profile, plan, rng)
+        from rods_agents.variation.anchored_plan import sibling_slot
+
+        turns, donors = rewrite_plan(seed, profile, plan, rng,
+                                     sibling_slot(seed.category, int(state.get("variant", 0)), plan.attempt))
         task = build_variant(seed, turns, plan, int(state.get("variant", 0)), run_seed)
     emit(runtime, state, "rewrite", "ok", donors=len(donors))
     return {"task": task.model_dump(), "timings": timings, "plan": {**state["plan"], "donors": donors}}

@@ -21,12 +21,14 @@ from rods_agents.run.runtime import emit, rng_for, stage_timer
 from rods_agents.variation.plan import Plan
 
 
-def sample_variant_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int = 0) -> Plan:
+def sample_variant_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int = 0,
+                        slot: int | None = None) -> Plan:
     """Draw one candidate plan anchored on the seed (see :mod:`rods_agents.variation.anchored_plan`);
-    deterministic given ``rng``'s state."""
+    deterministic given ``rng``'s state. ``slot`` (:func:`rods_agents.variation.anchored_plan.sibling_slot`)
+    coordinates choices among a scenario's samples so that siblings differ."""
     from rods_agents.variation.anchored_plan import anchored_plan
 
-    return Plan(**anchored_plan(seed, profile, trace, rng, attempt))
+    return Plan(**anchored_plan(seed, profile, trace, rng, attempt, slot=slot))
 
 
 def sample_plan(state: dict, runtime: Any = None) -> dict:
@@ -39,7 +41,10 @@ def sample_plan(state: dict, runtime: Any = None) -> dict:
         attempt = int(state.get("plan_attempt", 0))
         ctx_seed = getattr(getattr(runtime, "context", None), "seed", 0) if runtime is not None else 0
         rng = rng_for(ctx_seed, seed.id, state.get("variant", 0), attempt)
-        plan = sample_variant_plan(seed, profile, trace, rng, attempt)
+        from rods_agents.variation.anchored_plan import sibling_slot
+
+        plan = sample_variant_plan(seed, profile, trace, rng, attempt,
+                                   slot=sibling_slot(seed.category, int(state.get("variant", 0)), attempt))
     emit(runtime, state, "plan", "ok", attempt=attempt)
     return {"plan": plan.model_dump(), "timings": timings, "patches": [], "patch_attempts": 0}
 

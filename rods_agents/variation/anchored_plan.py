@@ -46,7 +46,6 @@ from rods_agents.variation.value_kinds import (
     mode_words,
     options,
     pools,
-    swap_option,
 )
 
 _PROTECTED = {".", "..", "/", "~", "", "*"}
@@ -254,7 +253,7 @@ def resample_state(config: dict, trace: Trace, rng: Any) -> dict[str, Any]:
         if float(old) in numbers_used or r >= 0.7 or _fills_to_capacity(cls, old, trace):
             continue
         short = _short_draw(cls, old, trace, rng) if r < 0.35 else None
-        node[path[-1]] = short if short is not None else draw(old, rng)
+        node[path[-1]] = short if short is not None else _clear_of_costs(cls, draw(old, rng), trace)
         changes[f"{cls}.{'.'.join(path)}"] = node[path[-1]]
     cards = config.get("TravelAPI", {}).get("credit_card_list")
     booked = {r.args.get("card_id") for r in trace.calls if r.name == "book_flight"}
@@ -268,6 +267,23 @@ def resample_state(config: dict, trace: Trace, rng: Any) -> dict[str, Any]:
 
 
 TANK_CAPACITY = 50.0
+
+
+def _clear_of_costs(cls: str, value: float, trace: Trace) -> float:
+    """A resampled balance, round (to 100), and not a knife edge: at least a quarter above any order the plan
+    pays (then raised to :func:`rods_agents.variation.config_rules.round_balance`), or below it (the patch
+    agent then repairs it the same way)."""
+    if cls != "TradingBot":
+        return value
+    from rods_agents.variation.config_rules import round_balance
+
+    value = float(max(100, round(value / 100.0) * 100))
+    for r in trace.calls:
+        if r.name == "place_order" and str(r.args.get("order_type", "")).lower() == "buy":
+            cost = float(r.args.get("price", 0) or 0) * float(r.args.get("amount", 0) or 0)
+            if cost <= value < cost * 1.25:
+                value = round_balance(cost)
+    return value
 
 
 def _fills_to_capacity(cls: str, level: Any, trace: Trace) -> bool:
@@ -353,6 +369,7 @@ class _Draw:
     def __init__(self, seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int, force: bool) -> None:
         self.seed, self.profile, self.trace, self.rng = seed, profile, trace, rng
         self.attempt, self.force = attempt, force
+        self.slot: int | None = None
         self.turn_text = [" ".join(m.content for m in turn) for turn in seed.turns]
         self.sources = {(a.turn, a.index, a.param): a for a in profile.arg_sources}
         self.composed = any(a.source == "composed" and a.value.strip("'\"") not in _PROTECTED
@@ -371,6 +388,19 @@ class _Draw:
 
     def later_text(self, turn: int) -> str:
         return " ".join(self.turn_text[turn:])
+
+    def pick(self, options: list[Any], key: str) -> Any:
+        """One of ``options``. With a sibling slot (:func:`sibling_slot`), a choice coordinated across the
+        scenario's samples: the options in one order per scenario, sample ``slot`` takes the slot-th, so the
+        eight samples of a scenario (four categories x two variants) take different ones while options last
+        (random draws collide: 'first' -> 'economy' twice is one task told twice)."""
+        options = sorted(options, key=repr)
+        if self.slot is None:
+            return self.rng.choice(options)
+        import random
+
+        random.Random(f"{self.seed.scenario}|{key}").shuffle(options)
+        return options[self.slot % len(options)]
 
     def p(self, base: float) -> bool:
         return self.force or self.rng.random() < base
@@ -497,6 +527,9 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                 if new is not None:
                     renames[s] = new
                     taken.add(new)
+            if rec.name == "fillFuelTank" and _fills_to_capacity(
+                    "VehicleControlAPI", seed.initial_config.get("VehicleControlAPI", {}).get("fuelLevel", 0) or 0, d.trace):
+                continue  # "fill it up": the amount is what the tank lacks
             if (not d.composed and (d.attempt == 0 or d.force) and src is not None and src.source == "user"
                     and isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > 1
                     and repr(value) not in numbers and has_number(d.text_upto(rec.turn), value)
@@ -654,7 +687,10 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
     stocks = d.seed.initial_config.get("TradingBot", {}).get("stocks")
     if not isinstance(stocks, dict) or any(r.name in _SECTOR_LOOKUPS for r, _ in bound):
         return
-    companies = {k: v for k, v in pools().get("company_of_ticker", {}).items() if not k.startswith("_")}
+    from rods_agents.analysis.faithfulness import known_symbols
+
+    known = known_symbols(d.seed.long_context)
+    companies = {k: v for k, v in pools().get("company_of_ticker", {}).items() if not k.startswith("_") and k in known}
     used = [v for r, args in bound for p, v in args.items() if p in _STOCK_PARAMS and isinstance(v, str)]
     text = " ".join(d.turn_text)
     for symbol in dict.fromkeys(used):
@@ -669,7 +705,7 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
                          and not Substitution({k: "\0", companies[k]: "\0"}, derived_forms=False).found(text))
         if not choices:
             continue
-        new = d.rng.choice(choices)
+        new = d.pick(choices, f"stock|{symbol}")
         swaps[symbol] = new
         swaps[companies[symbol]] = companies[new]
         head_o, head_n = companies[symbol].split()[0], companies[new].split()[0]
@@ -732,7 +768,7 @@ def _route_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
                 and (b == dst or dst in movable) and not ({a, b} - {src, dst}) & named]
     if not options_:
         return
-    a, b = d.rng.choice(sorted(options_))
+    a, b = d.pick(options_, "route")
     for old, new in ((src, a), (dst, b)):
         if old != new:
             swaps[old] = new
@@ -748,7 +784,8 @@ def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str
         return
     words = mode_words(rec.name, param)
     text = d.turn_text[rec.turn] if rec.turn < len(d.turn_text) else ""
-    new = swap_option(value, rec.name, param, d.rng)
+    others = [o for o in options(rec.name, param) if o != value]
+    new = d.pick(others, key) if value in options(rec.name, param) and others else None
     if new is None:
         return
     if sum(r.name == rec.name for r in d.trace.calls) > 1:
@@ -970,8 +1007,14 @@ def _patchable(draft: Task, rounds: int = 3) -> bool:
     return False
 
 
-def anchored_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int = 0, tries: int = 6
-                  ) -> dict[str, Any]:
+def sibling_slot(category: str, variant: int, attempt: int = 0) -> int:
+    """The sample's place among its scenario's samples (the four BFCL categories share a scenario)."""
+    cats = ("base", "miss_func", "miss_param", "long_context")
+    return (cats.index(category) if category in cats else 0) + 4 * int(variant) + 8 * int(attempt)
+
+
+def anchored_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int = 0, tries: int = 6,
+                  slot: int | None = None) -> dict[str, Any]:
     """The plan's fields (see :class:`rods_agents.stages.plan_sampling.Plan`) for one draw."""
     bound = _bound(trace, seed)
     seed_parsed = _parsed(seed.ground_truth)
@@ -979,6 +1022,7 @@ def anchored_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt:
     best: dict[str, Any] | None = None
     for n in range(tries):
         d = _Draw(seed, profile, trace, rng, attempt, force=n >= 1)
+        d.slot = None if slot is None else slot + 16 * n
         changes = draw_changes(d, bound)
         # progressively more conservative until the seed's yes/no outcomes hold and the plan runs
         for level in range(4):

@@ -228,8 +228,9 @@ def _sentence(text: str) -> str:
     return text if text[-1:] in ".?!" else text + "."
 
 
-def _assemble(seed: Task, seed_info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str],
-              allowed: set[float], values: str, used: set[str], rng: Any) -> tuple[str, list[Donor]] | None:
+def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str],
+              allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None = None
+              ) -> tuple[str, list[Donor]] | None:
     """One wording of a turn from donors: the whole turn from one donor where one fits, else the calls in
     consecutive segments (at most ``MAX_SEGMENTS``), each from a donor asking for just those calls the
     same way (longest segment first). A turn with a reference or a transformation takes only donors with
@@ -248,7 +249,16 @@ def _assemble(seed: Task, seed_info: Any, g: int, methods: tuple[str, ...], targ
             seg_sig = sig if (start, stop) == (0, n) else segment_signature()
             pool = [d for d in donors_for(methods[start:stop], seg_sig, seed.scenario,
                                           cue_key(seed_info, g) if delicate else None) if d.task_id not in used]
-            rng.shuffle(pool)
+            if slot is None:
+                rng.shuffle(pool)
+            else:  # one order per scenario and turn, rotated by the sample's slot: siblings take other donors
+                pool.sort(key=lambda d: (d.task_id, d.turn, d.text))
+                random.Random(f"{seed.scenario}|{turn}|{start}|{stop}").shuffle(pool)
+                k = slot % len(pool) if pool else 0
+                pool = pool[k:] + pool[:k]
+            # an opening turn from an opening turn, a follow-up from a follow-up: an introduction ("I'm
+            # planning a trip ...") reads oddly mid-conversation and a follow-up ("that file") at the start
+            pool.sort(key=lambda d: (d.turn == 0) != (turn == 0))
             seg_target = _rebased(target, start, stop)
             found = next(((text, d) for d in pool[:MAX_TRIES]
                           if (text := reinstantiate(d, seg_target, world, allowed, values)) is not None), None)
@@ -263,7 +273,8 @@ def _assemble(seed: Task, seed_info: Any, g: int, methods: tuple[str, ...], targ
     return " ".join(_sentence(p) for p, _ in parts), [d for _, d in parts]
 
 
-def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any) -> tuple[list[list[Message]], list[dict]]:
+def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: int | None = None
+                     ) -> tuple[list[list[Message]], list[dict]]:
     """The variant's turns with as many as possible replaced by re-instantiated donor turns, and the
     provenance of each replacement ({'turn', 'donor', 'donor_turn'}). ``variant`` holds the carried turns,
     the plan's ground truth and config; ``seed_info`` is the seed's information structure."""
@@ -289,8 +300,9 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any) -> tup
         carried = next(m.content for m in turns[t] if m.role == "user")
         allowed = _numbers(gt_text) | _numbers(carried)
         tried: set[str] = set()
-        for _ in range(ASSEMBLIES):
-            built = _assemble(seed, seed_info, g, methods, target, world, allowed, gt_text, used, rng)
+        for i in range(ASSEMBLIES):
+            built = _assemble(seed, seed_info, t, g, methods, target, world, allowed, gt_text, used, rng,
+                              None if slot is None else slot + i)
             if built is None:
                 break
             text, donors = built

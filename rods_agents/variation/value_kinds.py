@@ -161,9 +161,10 @@ def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None
             new = rng.choice(p["addresses"])
         elif kind == "sentence":
             new = rng.choice(p["sentences"].get(cls or "", p["sentences"]["default"]))
-        elif kind == "ticker":  # a stock the environment lists (get_symbol_by_name's table), never a made-up one
-            known = sorted(k for k in p.get("company_of_ticker", {}) if not k.startswith("_"))
-            new = rng.choice(known) if known else old
+        elif kind == "ticker":  # a stock the environment lists (its market and sector lists), never a made-up one
+            from rods_agents.analysis.faithfulness import known_symbols
+
+            new = rng.choice(sorted(known_symbols(False)))
         elif kind == "id":
             new = _new_digits(old, rng)
         elif kind == "date":  # whole weeks later or earlier: 'next Tuesday 2026-11-10' stays a Tuesday
