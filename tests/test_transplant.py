@@ -96,3 +96,23 @@ def test_a_turn_with_a_condition_keeps_the_seeds_wording():
         if ts.conditions and task.turns[t]:
             assert task.turns[t][0].content == carried[t][0].content
     assert any(ts.conditions for ts in info.turns)
+
+
+def test_a_route_is_carried_with_its_cities_and_no_airport_of_the_donors_trip_stays():
+    def flight(text: str) -> Donor:
+        return Donor("multi_turn_base_0", 0, 0, text, ("get_flight_cost",),
+                     (_slot("travel_from", "LAX"), _slot("travel_to", "JFK")), "{}", frozenset())
+
+    target = (_slot("travel_from", "WLB"), _slot("travel_to", "PHV"))
+    text = reinstantiate(flight("How much is a flight from Los Angeles (LAX) to JFK?"), target, set(), set(), "WLB PHV")
+    assert text == "How much is a flight from Willowbend (WLB) to PHV?"
+    assert reinstantiate(flight("Fly me from LAX to John F. Kennedy (JFK)."), target, set(), set(), "WLB PHV") is None
+
+
+def test_a_ticker_is_carried_in_its_own_case_only():
+    donor = Donor("multi_turn_base_0", 0, 0, "Before buying Zeta Corp, show me ZETA.", ("get_stock_info",),
+                  (_slot("symbol", "ZETA"),), "{}", frozenset({"zeta"}))
+    assert reinstantiate(donor, (_slot("symbol", "GM"),), {"gm"}, set(), "GM") is None  # never 'GM Corp'
+    plain = Donor("multi_turn_base_0", 0, 0, "Show me ZETA.", ("get_stock_info",), (_slot("symbol", "ZETA"),), "{}",
+                  frozenset({"zeta"}))
+    assert reinstantiate(plain, (_slot("symbol", "GM"),), {"gm"}, set(), "GM") == "Show me GM."

@@ -39,7 +39,13 @@ from envs.task import Message, Task
 from rods_agents.analysis.information_structure import _QUOTED, information_structure, structure_mismatches
 from rods_agents.analysis.obtainability import public_state, state_obtainable
 from rods_agents.analysis.tracing import Trace, trace_task
-from rods_agents.analysis.value_sources import _numbers, classify_arguments, user_text_upto
+from rods_agents.analysis.value_sources import (
+    CITY_ALIASES,
+    _numbers,
+    airport_cities,
+    classify_arguments,
+    user_text_upto,
+)
 from rods_agents.variation.seed_anchor import Substitution, substitute_numbers
 from rods_agents.variation.turn_bank import (
     Donor,
@@ -143,6 +149,16 @@ def value_map(donor: Donor, target: tuple[Slot, ...]) -> tuple[dict[str, str], d
     return strings, numbers
 
 
+_CODE = re.compile(r"[A-Z]{2,5}")
+# airports the donors name by their own names: detected (never carried), so a donor's trip cannot stay
+_AIRPORT_NAMES = {"JFK": ("John F. Kennedy", "Kennedy"), "ORD": ("O'Hare", "OHare"), "LHR": ("Heathrow",),
+                  "CDG": ("Charles de Gaulle",), "HND": ("Haneda",)}
+
+
+def _word_in(word: str, text: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", text) is not None
+
+
 _TOKEN = re.compile(r"[\w.\-@#$/']+")
 
 
@@ -167,7 +183,17 @@ def reinstantiate(donor: Donor, target: tuple[Slot, ...], world: set[str], allow
     if mapping is None:
         return None
     strings, numbers = mapping
-    text = substitute_numbers(Substitution(strings).text(donor.text), numbers)
+    cities = airport_cities()
+    for old, new in list(strings.items()):  # an airport's city goes with its code ('Los Angeles' for LAX)
+        if old in cities and new in cities and cities[old] != cities[new]:
+            if strings.setdefault(cities[old], cities[new]) != cities[new]:
+                return None
+    caps = {o: n for o, n in strings.items() if _CODE.fullmatch(o)}
+    text = donor.text
+    for old, new in caps.items():  # a ticker or an airport code in its own case only: 'ZETA', not 'Zeta Corp'
+        text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(old)}(?![A-Za-z0-9])", new, text)
+    rest = {o: n for o, n in strings.items() if o not in caps}
+    text = substitute_numbers(Substitution(rest).text(text), numbers)
     for new in strings.values():  # 'a business class' -> 'an economy class'
         if new[:1].isalpha() and new not in donor.text:
             article = "an" if new[0].lower() in "aeiou" else "a"
@@ -177,6 +203,11 @@ def reinstantiate(donor: Donor, target: tuple[Slot, ...], world: set[str], allow
     new_values = {v.lower() for v in strings.values()}
     if any(e in donor.entities and e not in world and e not in new_values for e in _phrases(lower)):
         return None
+    ours = {c.lower() for code, c in cities.items() if _word_in(code, variant_values)} | world
+    named = {c for code, c in cities.items()
+             for f in (code, c, *CITY_ALIASES.get(c, ()), *_AIRPORT_NAMES.get(code, ())) if _word_in(f, text)}
+    if any(c.lower() not in ours for c in named):
+        return None  # an airport of the donor's trip (its code, city or name) the variant does not fly
     known = variant_values.lower()
     for m in _QUOTED.finditer(text):
         quoted = m.group(0)[1:-1].strip().lower()
