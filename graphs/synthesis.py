@@ -30,17 +30,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from envs.task import Task
-from graphs.results import (
-    REJECTION_FIELDS,
-    STAGES,
-    Deduper,
-    SynthesisReport,
-    SynthesisResult,
-    build_report,
-    dedupe_results,
-    finalize_results,
-    issue_key,
-)
+from graphs.results import SynthesisReport, SynthesisResult, finalize_results
 from rods_agents.run.outcome import PIPELINE_EXCEPTION, Verdict
 from rods_agents.run.runtime import context_of, emit
 from rods_agents.stages.coherence_rewrite import refine_node, rewrite_node
@@ -269,7 +259,6 @@ async def asynthesize(seeds: list[Task], config: SynthesisContext | dict | None 
     return _result_of(out, time.perf_counter() - start)
 
 
-__all__ = ["REJECTION_FIELDS", "STAGES", "Deduper", "SynthesisContext", "SynthesisReport", "SynthesisResult",
-           "as_context", "asynthesize", "build_report", "build_sample_graph", "build_synthesis_graph", "collect_results",
-           "dedupe_results", "fan_out", "finalize_results", "finalize_sample", "graph", "guarded", "issue_key",
+__all__ = ["SynthesisContext", "SynthesisReport", "SynthesisResult", "as_context", "asynthesize", "build_sample_graph",
+           "build_synthesis_graph", "collect_results", "fan_out", "finalize_results", "finalize_sample", "graph", "guarded",
            "load_seeds", "sample_id", "start_plan_round", "synthesize", "warm_caches"]

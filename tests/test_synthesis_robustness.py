@@ -14,7 +14,8 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from envs.dataset import load_tasks
-from graphs.synthesis import Deduper, dedupe_results, issue_key, synthesize
+from graphs.results import Deduper, dedupe_results, issue_key
+from graphs.synthesis import synthesize
 from rods_agents.analysis.tracing import CONFIG_ERROR, trace_task
 from rods_agents.llm.backbone import LLMBackbone, LLMOutputError
 from rods_agents.stages.state import SynthesisContext

@@ -108,10 +108,6 @@ class SampleState(TypedDict, total=False):
     results: Annotated[list[dict], operator.add]
 
 
-class SampleOutput(TypedDict):
-    results: Annotated[list[dict], operator.add]
-
-
 # ----------------------------------------------------------------------------- typed accessors
 CounterKey = Literal["plan_attempt", "patch_attempts", "refine_rounds", "llm_calls", "variant"]
 ListField = Literal["errors", "patches", "rejections", "judge"]
@@ -182,5 +178,5 @@ def timings_of(state: Mapping[str, Any]) -> dict[str, float]:
 __all__ = ["CounterKey", "ListField", "count", "items", "plan_of", "profile_of", "sample_id", "seed_of", "seed_trace_of",
            "task_of", "timings_of", "trace_of", "verdict_of",
            "LLM_STAGES", "Argument", "ConfigPatchProposal", "JudgeVerdict", "NewValue", "PlanProposal", "PlannedCall",
-           "Rename", "RewrittenTurns", "SampleOutput", "SampleResult", "SampleState", "SynthesisContext",
+           "Rename", "RewrittenTurns", "SampleResult", "SampleState", "SynthesisContext",
            "SynthesisInput", "SynthesisState", "SynthesizeSample", "Verdict"]
