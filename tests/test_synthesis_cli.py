@@ -258,3 +258,34 @@ def test_a_run_whose_samples_fail_on_the_llm_exits_nonzero_naming_the_reasons(tm
     assert report["value_sources"]["all_seeds"]["user"] > 0
     (row,) = [x for x in res.output.splitlines() if "values from user" in x]
     assert "0.00 (0) /" not in row
+
+
+@pytest.mark.slow
+def test_a_real_ctrl_c_exits_130_naming_the_command_that_continues(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "rods_cli.synthesize", *TWO_SEEDS, "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        report = out / "report.json"
+        if report.exists() and json.loads(report.read_text())["run"]["finished"] >= 1:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    text = err.decode()
+    assert proc.returncode == 130, text[-2000:]
+    assert "interrupted:" in text and "of 4 samples finished and saved" in text and "Traceback" not in text
+    (again,) = [line.strip() for line in text.splitlines() if line.strip().startswith("rods synthesize ")]
+    assert again.endswith("--resume") and f"--out {out}" in again
+    before = _ids(out / "accepted.jsonl")
+    rerun = subprocess.run([sys.executable, "-m", "rods_cli.main", *again.split()[1:]], cwd=ROOT, env=env,
+                           capture_output=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
+    assert _ids(out / "accepted.jsonl")[: len(before)] == before
+    assert json.loads((out / "report.json").read_text())["run"]["finished"] == 4
