@@ -52,6 +52,13 @@ def test_micro_batches_are_cut_to_their_own_widest_row_and_keep_every_token():
     assert round(padded_fraction([dict(batch)]), 3) == round(1 - 48 / 96, 3)
 
 
+def test_rows_of_equal_length_follow_the_tie_order():
+    batch = _batch([4, 4, 4, 4, 9, 9])
+    rows = [c["advantages"].tolist() for c in length_aware_split(batch, 3, tie_order=[5, 3, 4, 0, 2, 1])]
+    assert rows == [[5.0, 4.0], [3.0, 0.0], [2.0, 1.0]]
+    assert [c["advantages"].tolist() for c in length_aware_split(batch, 3)] == [[4.0, 5.0], [0.0, 1.0], [2.0, 3.0]]
+
+
 def test_widths_respect_pad_to_multiple_of_and_refuse_an_uneven_split():
     assert [c["completion_ids"].shape[1] for c in length_aware_split(_batch(), 4, pad_to_multiple_of=4)] == [12, 12, 4, 4]
     with pytest.raises(ValueError, match="do not split"):

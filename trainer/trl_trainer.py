@@ -49,14 +49,15 @@ and old log-probabilities computed over the whole generation batch)."""
 
 
 # ---------------------------------------------------------------------------------------------- micro-batches
-def length_aware_split(batch: dict[str, Any], n_chunks: int, pad_to_multiple_of: int | None = None
-                       ) -> list[dict[str, Any]]:
+def length_aware_split(batch: dict[str, Any], n_chunks: int, pad_to_multiple_of: int | None = None,
+                       tie_order: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """Split a generation batch into ``n_chunks`` micro-batches of rows of similar completion length.
 
     TRL pads every completion to the widest one of the generation batch and splits it at random, so
     each micro-batch costs the widest episode of all (a 30k-token episode makes every micro-batch
-    30k wide). Here rows are sorted by their completion length (longest first; stable, so ties keep
-    TRL's group order) and each micro-batch keeps only the columns its own rows use. Only
+    30k wide). Here rows are sorted by their completion length (longest first; rows of equal length
+    in ``tie_order``, a permutation of the rows, else in batch order) and each micro-batch keeps only
+    the columns its own rows use. Only
     right-padded completion columns are cut: a causal model's logits for earlier positions do not
     depend on trailing padding, so the loss is unchanged (the prompt's left padding is kept, see
     :data:`PROMPT_KEYS`). Per-row values (advantages), lists and scalars travel with their rows.
@@ -67,7 +68,8 @@ def length_aware_split(batch: dict[str, Any], n_chunks: int, pad_to_multiple_of:
         raise ValueError(f"{n} rows do not split into {n_chunks} micro-batches")
     width = mask.shape[1]
     lengths = _row_lengths(mask)
-    order = sorted(range(n), key=lambda i: -int(lengths[i]))
+    rank = {row: r for r, row in enumerate(tie_order)} if tie_order is not None else {}
+    order = sorted(range(n), key=lambda i: (-int(lengths[i]), rank.get(i, i)))
     size = n // n_chunks
     chunks = []
     for c in range(n_chunks):
@@ -215,8 +217,9 @@ class CurriculumGRPOTrainer(GRPOTrainer):
                 from trl.trainer.utils import shuffle_sequence_dict, split_tensor_dict
 
                 chunks = split_tensor_dict(shuffle_sequence_dict(batch), self.args.steps_per_generation)
-            else:
-                chunks = length_aware_split(batch, self.args.steps_per_generation, self.pad_to_multiple_of)
+            else:  # ties in a random order drawn as TRL's shuffle draws it (the same RNG stream as TRL's)
+                ties = torch.randperm(batch["completion_mask"].shape[0]).tolist()
+                chunks = length_aware_split(batch, self.args.steps_per_generation, self.pad_to_multiple_of, ties)
             self._metrics["train"]["rods/pad_frac"].append(padded_fraction(chunks))
             self._buffered_inputs = chunks
         return self._buffered_inputs[self._step % self.args.steps_per_generation]
