@@ -156,7 +156,7 @@ def main() -> int:
     overrides = [
         "--model_name_or_path", str(model_dir), "--output_dir", str(work / "run"), "--task_split", "all",
         "--task_ids", *TASKS, "--num_generations", "4", "--per_device_train_batch_size", "1",
-        "--gradient_accumulation_steps", "8", "--max_steps", str(opt.steps), "--num_train_epochs", "3",
+        "--gradient_accumulation_steps", "8", "--steps_per_generation", "8", "--max_steps", str(opt.steps), "--num_train_epochs", "3",
         "--max_completion_length", str(opt.max_completion_length), "--max_new_tokens_per_step",
         str(opt.max_new_tokens_per_step), "--max_steps_per_turn", "1", "--beta", "0.0",
         "--reward_shaping", "synthetic_boundary", "--seeds_per_epoch", "2", "--seed_quotas",

@@ -85,7 +85,7 @@ fi
 export TRL_EXPERIMENTAL_SILENCE=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 export RODS_CACHE=${RODS_CACHE:-$WORK/cache} PYTHONUNBUFFERED=1
 timeout --signal=TERM --kill-after=15 "$LIMIT_S" "$PY" scripts/gpu_check.py --out "$OUT" --work "$WORK" \
-  --layers "$LAYERS" --steps "$STEPS" "${@}" 2>&1 | grep -v -E "Loading weights|it/s\]$" | tee "$OUT/check.log" | tail -40
+  --layers "$LAYERS" --steps "$STEPS" "${@}" 2>&1 | grep --line-buffered -v -E "Loading weights|it/s\]$" | tee "$OUT/check.log" | tail -40
 RC=${PIPESTATUS[0]}
 echo "wall_s=$(( $(date +%s) - START )) rc=$RC"
 [[ $RC -eq 0 ]] || tail -1 "$OUT/check.log" | grep -q '^{' || echo "{\"error\": \"gpu_check.py exited $RC (124 = over ${LIMIT_S}s)\"}"
