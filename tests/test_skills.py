@@ -21,7 +21,7 @@ from rods_agents.analysis.skills import (
     skill_profile,
 )
 from rods_agents.analysis.tracing import trace_task
-from rods_agents.stages.verdict import judge
+from rods_agents.stages.verdict import category_violations, judge
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -220,3 +220,12 @@ def test_an_execution_error_names_the_turn_the_call_and_the_error():
     reasons, _ = _judge(v, seed)
     assert reasons == ["execution_error:missing_entity turn=3 call=tail(file_name='nope.txt',lines=20) "
                        "error='tail: nope.txt: No such file or directory'"]
+
+
+def test_a_held_out_function_used_early_names_the_turn_and_the_call():
+    seed = _seed("miss_func_0")  # sort is revealed at turn 3
+    v = seed.model_copy(deep=True)
+    sort_call = next(c for t in seed.ground_truth for c in t if c.startswith("sort("))
+    v.ground_truth[0] = [*seed.ground_truth[0], sort_call]
+    found = category_violations(v, seed, profile_task(seed))
+    assert f"category_rule:miss_func turn=0 call={sort_call} why='held out at this turn'" in found, found

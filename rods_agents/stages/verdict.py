@@ -29,7 +29,7 @@ counters group by the text before the first ':' (or space). Kinds:
   rebuilt from obtainable pieces following a recipe the text states (a value the variant and its seed
   both pick out by a cued reference or transformation counts as obtainable: :func:`obtainability_problems`);
   a slot the seed's own text fails the same way is not held against the variant (:func:`seed_unobtainable`);
-- ``category_rule:<category>``: the miss_param / miss_func / long_context rules are broken;
+- ``category_rule:<category> turn=T call=... why=...``: the miss_param / miss_func / long_context rules are broken;
 - ``leftover_name:<where> value=V``: a name the plan renamed is still in the text, config or ground truth;
 - ``unfaithful:<kind> turn=T call=... value=V``: the unfaithful classes found in accepted variants
   (:mod:`rods_agents.analysis.faithfulness`: ``old_choice_words``, ``fill_not_full``,
@@ -73,25 +73,31 @@ NEAR_COPY_CALLS = 0.9
 
 
 def category_violations(task: Task, seed: Task, profile: Profile) -> list[str]:
+    """The category rules ``task`` breaks, each located: ``category_rule:miss_func turn=1
+    call=sort(file_name='a') why='held-out function used before its reveal'``."""
     out = []
     if task.long_context != seed.long_context:
-        out.append("category_rule:long_context")
+        out.append("category_rule:long_context why='long context differs from the seed'")
     if task.category == "miss_param":
         for k in profile.miss_param_turns:
             if task.ground_truth[k] or not task.ground_truth[k + 1] or not task.turns[k + 1]:
-                out.append("category_rule:miss_param")
+                out.append(f"category_rule:miss_param turn={k} why='the withholding turn must be empty and the next "
+                           f"turn supply the value'")
     if task.category == "miss_func":
-        for reveal, names in task.missed_function.items():
+        for reveal in task.missed_function:
             if task.turns[reveal]:
-                out.append("category_rule:miss_func")
-            before = {c.split("(", 1)[0] for t in range(reveal) for c in task.ground_truth[t]}
-            if before & set(names):
-                out.append("category_rule:miss_func")
+                out.append(f"category_rule:miss_func turn={reveal} why='the reveal turn has user text'")
             for t in range(len(task.ground_truth)):
-                used = {c.split("(", 1)[0] for c in task.ground_truth[t]}
-                if used & held_out(task, t):
-                    out.append("category_rule:miss_func")
+                for c in task.ground_truth[t]:
+                    if c.split("(", 1)[0] in held_out(task, t):
+                        out.append(f"category_rule:miss_func turn={t} call={c[:80]} why='held out at this turn'")
     return sorted(set(out))
+
+
+def _rule_key(reason: str) -> str:
+    """A category violation without its call text: the seed's own violations (miss_func_49) are matched by rule
+    and turn, so a variant that renames the arguments of the seed's early call is not charged for it."""
+    return reason.split(" call=", 1)[0].split(" why=", 1)[0]
 
 
 @lru_cache(maxsize=2048)
@@ -278,7 +284,8 @@ def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace,
         reasons += [located_unobtainable(p) for p in unobtainable[:3]]
         detail["unobtainable"] = unobtainable[:5]
     # BFCL itself has a few seeds that use a held-out function early (miss_func_49): only new violations count
-    reasons += sorted(set(category_violations(task, seed, seed_profile)) - set(category_violations(seed, seed, seed_profile)))
+    seed_rules = {_rule_key(r) for r in category_violations(seed, seed, seed_profile)}
+    reasons += [r for r in category_violations(task, seed, seed_profile) if _rule_key(r) not in seed_rules]
     left = leftover_names(task, renames or {})
     if left:
         reasons += [located_leftover(x) for x in left[:3]]
