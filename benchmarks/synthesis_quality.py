@@ -26,7 +26,7 @@ over train seeds and measures, per seed category:
   choice swapped with the old option's words left, 'fill it completely' not full, a knife-edge balance,
   a ticker the environment does not know, an id renamed with its old digits left, a round number made odd).
 
-Novelty (``rods_agents.analysis.novelty``; docs/variant-novelty.md), per seed category:
+Novelty (``rods_agents.analysis.novelty``; issue 13), per seed category:
 
 - word 5-gram containment of a variant's user text in its seed's: mean, and share above 0.8;
 - new only in digits: the user text equals the seed's once digits are masked, or the method sequence and

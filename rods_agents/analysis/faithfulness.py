@@ -2,7 +2,7 @@
 
 Each check returns located verdict reasons (``unfaithful:<kind> turn=T call=... value=...``) and holds a
 variant only to what its seed already does (a flaw the seed has itself is not held against it). The
-classes (docs/variant-novelty.md, issue 13):
+classes (issue 13):
 
 - ``old_choice_words``: a choice swapped (``wc`` mode ``'l'`` -> ``'w'``, travel class first -> economy)
   while the text still says the seed's option ("the number of lines") from the call's turn on;

@@ -17,7 +17,7 @@ API (stable; the verdict, the dedupe and ``benchmarks/synthesis_quality.py`` use
 
 Why n-grams of five words: a run of five words is a phrase; a variant that keeps most of its seed's
 five-word runs keeps its sentences (the seed-anchored copies measured 0.873 on average,
-docs/variant-novelty.md), while a text written anew shares only the dictated values and a few stock
+issue 13), while a text written anew shares only the dictated values and a few stock
 phrases. Containment (not Jaccard) because a copy that adds a sentence is still a copy.
 """
 
