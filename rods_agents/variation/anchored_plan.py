@@ -33,6 +33,7 @@ from typing import Any
 
 from envs.executor import CallError, parse_call, to_call_string
 from envs.task import Task
+from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace, bind_args, limit_flips, outcome_flips, trace_task
@@ -49,7 +50,7 @@ from rods_agents.variation.value_kinds import (
 )
 
 _PROTECTED = {".", "..", "/", "~", "", "*"}
-_SYMBOL_LOOKUPS = {"get_symbol_by_name", "get_available_stocks", "filter_stocks_by_price"}
+_SYMBOL_LOOKUPS = knowledge.symbol_lookups()
 # amounts that may grow past what the state allows (the patch agent then repairs the state)
 _GROWABLE = {("place_order", "amount"), ("fillFuelTank", "fuelAmount"), ("transfer_funds", "amount")}
 
@@ -511,6 +512,8 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                 if s in own_symbols and not _ticker_renamable(s, all_text):
                     continue
                 kind = kind_of(s, rec.name, param, fs.get(s))
+                if kind in (None, "title") and knowledge.is_user_class(rec.cls):
+                    kind = knowledge.derived_kind(s) or kind  # no pools for this class: a handle or a name by its shape
                 if kind == "first_name" and s in first_names:
                     renames[s] = first_names[s]
                     continue
@@ -523,7 +526,8 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                     continue  # the text says it in a form the rewrite cannot carry
                 if kind == "sentence" or (kind == "title" and not d.force):
                     continue  # dictated free text stays (a pool sentence would be off-topic); titles change their head noun
-                new = fresh(s, kind, d.rng, taken, rec.cls, pronoun=_pronoun(all_text))
+                new = (knowledge.derived_value(s, kind, d.rng, taken, rec.cls) if kind in knowledge.DERIVED_KINDS
+                       else fresh(s, kind, d.rng, taken, rec.cls, pronoun=_pronoun(all_text)))
                 if new is not None:
                     renames[s] = new
                     taken.add(new)

@@ -36,6 +36,7 @@ import re
 from typing import Any
 
 from envs.task import Message, Task
+from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import _QUOTED, information_structure, structure_mismatches
 from rods_agents.analysis.obtainability import public_state, state_obtainable
 from rods_agents.analysis.tracing import Trace, trace_task
@@ -278,7 +279,7 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             if delicate and (start, stop) != (0, n):
                 continue
             seg_sig = sig if (start, stop) == (0, n) else segment_signature()
-            pool = [d for d in donors_for(methods[start:stop], seg_sig, seed.scenario,
+            pool = [d for d in donors_for(methods[start:stop], seg_sig, knowledge.donor_key(seed),
                                           cue_key(seed_info, g) if delicate else None) if d.task_id not in used]
             if slot is None:
                 rng.shuffle(pool)

@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from envs.task import Task
+from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import InformationStructure, information_structure
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import ArgSource, classify_arguments, is_flag
@@ -48,7 +49,7 @@ class Slot:
 @dataclass(frozen=True)
 class Donor:
     task_id: str
-    scenario: int
+    scenario: int | str  # BFCL's scenario index, or a user task's own id (knowledge.donor_key)
     turn: int
     text: str
     methods: tuple[str, ...]
@@ -189,7 +190,7 @@ def partial_donors(task: Task, t: int, text: str, methods: tuple[str, ...], slot
             hi = bounds[sentence_of[b]] if b < len(methods) else len(text)
             part = text[lo:hi].strip()
             run = tuple(Slot(x.index - a, x.param, x.value, x.source, x.flag) for x in slots if a <= x.index < b)
-            out.append(Donor(task.id, task.scenario, t, part, methods[a:b], run, segment_signature(), entities,
+            out.append(Donor(task.id, knowledge.donor_key(task), t, part, methods[a:b], run, segment_signature(), entities,
                              cue_key(info, g)))
     return out
 
@@ -205,13 +206,16 @@ def _user_text(task: Task, turn: int) -> str:
     return "\n".join(m.content for m in task.turns[turn] if m.role == "user").strip()
 
 
-@lru_cache(maxsize=1)
 def turn_bank() -> dict[tuple[str, ...], tuple[Donor, ...]]:
-    """Explicit method sequence -> the train turns that ask for exactly those calls (built once, a few seconds)."""
-    from envs.dataset import load_split
+    """The bank of the donors in use: BFCL's train split and the seeds of user classes (knowledge.donor_tasks)."""
+    return _turn_bank(knowledge.donor_ids())
 
+
+@lru_cache(maxsize=2)
+def _turn_bank(donor_ids: tuple[str, ...]) -> dict[tuple[str, ...], tuple[Donor, ...]]:
+    """Explicit method sequence -> the train turns that ask for exactly those calls (built once, a few seconds)."""
     bank: dict[tuple[str, ...], list[Donor]] = defaultdict(list)
-    for task in load_split("train"):
+    for task in knowledge.donor_tasks():  # BFCL's train split, then a user class's seeds
         trace = trace_task(task)
         if trace.errors:
             continue
@@ -227,14 +231,14 @@ def turn_bank() -> dict[tuple[str, ...], tuple[Donor, ...]]:
             if not methods or _states_implicit_values(info, g, all_slots):
                 continue
             text = _user_text(task, t)
-            bank[methods].append(Donor(task.id, task.scenario, t, text, methods, slots,
+            bank[methods].append(Donor(task.id, knowledge.donor_key(task), t, text, methods, slots,
                                        portable_signature(info, g), entities, cue_key(info, g)))
             for part in partial_donors(task, t, text, methods, slots, info, g, entities):
                 bank[part.methods].append(part)
     return {k: tuple(v) for k, v in bank.items()}
 
 
-def donors_for(methods: tuple[str, ...], signature: str, exclude_scenario: int, cues: str | None = None) -> list[Donor]:
+def donors_for(methods: tuple[str, ...], signature: str, exclude_scenario: int | str, cues: str | None = None) -> list[Donor]:
     """Bank turns of other scenarios asking for ``methods`` with the same portable signature (and, when
     given, the same cue words); one per distinct text (the four categories of a scenario repeat their turns)."""
     seen: set[str] = set()

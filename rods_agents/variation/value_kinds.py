@@ -14,7 +14,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from prompts import load_prompt_json
+from rods_agents.analysis import knowledge
 from rods_agents.analysis.value_sources import enum_values
 
 PROMPTS_FILE = "bfcl/offline_value_kinds.json"
@@ -36,7 +36,7 @@ _TEXT_PARAMS = {"content", "message", "description", "comment_content", "resolut
 
 @lru_cache(maxsize=1)
 def pools() -> dict[str, Any]:
-    return load_prompt_json(PROMPTS_FILE)
+    return knowledge.value_pools()
 
 
 def options(method: str, param: str) -> tuple[str, ...]:
