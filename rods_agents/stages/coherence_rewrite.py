@@ -56,8 +56,10 @@ def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any, slot: int |
 
 
 def variant_id(seed: Task, variant: int, run_seed: int, attempt: int) -> str:
+    """The seed's id (its own seed's, when the seed is a variant) plus ``__rods_<hash>``: any id scheme keeps its
+    variants traceable (for BFCL's ids this is ``multi_turn_<category>_<n>__rods_<hash>``, as before)."""
     digest = hashlib.sha256(f"{seed.id}|{variant}|{run_seed}|{attempt}".encode()).hexdigest()[:8]
-    return f"multi_turn_{seed.category}_{seed.scenario}__rods_{digest}"
+    return f"{seed.id.split('__rods_', 1)[0]}__rods_{digest}"
 
 
 def build_variant(seed: Task, turns: list[list[Message]], plan: Plan, variant: int, run_seed: int) -> Task:
