@@ -28,7 +28,7 @@ from typing import Any
 
 from envs.executor import Environment
 from envs.task import Task
-from prompts import load_prompt_json
+from rods_agents.analysis import knowledge
 from rods_agents.analysis.tracing import Trace
 from rods_agents.analysis.value_sources import ArgSource, _numbers
 from rods_agents.analysis.variant_quality import _bound
@@ -60,7 +60,7 @@ def _calls(task: Task) -> list[tuple[int, int, str, str, dict[str, Any]]]:
 # ----------------------------------------------------------------------------- choices
 @lru_cache(maxsize=1)
 def choice_words() -> dict[str, dict[str, list[re.Pattern]]]:
-    data = load_prompt_json("bfcl/choice_words.json")
+    data = knowledge.table("choice_words")
     return {slot: {opt: [re.compile(p, re.I) for p in pats] for opt, pats in opts.items()}
             for slot, opts in data.items() if not slot.startswith("_")}
 

@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 
 from envs.task import Task
 from prompts import PROMPTS_DIR as PROMPTS
-from prompts import load_prompt_json
+from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.obtainability import public_state
 from rods_agents.analysis.tracing import CallRecord, Trace, trace_task
@@ -140,10 +140,15 @@ class _Lexicon:
         self.transformations = [re.compile(p, re.I) for p in data["transformations"]]
 
 
-@lru_cache(maxsize=1)
 def lexicon() -> _Lexicon:
-    """The per-method phrase table and cue lists (prompts/bfcl/method_lexicon.json)."""
-    return _Lexicon(load_prompt_json("bfcl/method_lexicon.json"))
+    """The per-method phrase table and cue lists: BFCL's (prompts/bfcl/method_lexicon.json) plus entries derived
+    for the user classes in use (rods_agents.analysis.knowledge)."""
+    return _lexicon(tuple(knowledge.known_classes()))
+
+
+@lru_cache(maxsize=8)
+def _lexicon(classes: tuple[str, ...]) -> _Lexicon:
+    return _Lexicon(knowledge.method_lexicon())
 
 
 def _first(patterns: list[re.Pattern], text: str) -> re.Match | None:

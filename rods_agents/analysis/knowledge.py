@@ -39,6 +39,7 @@ BFCL_TABLES = {
     "templates": "bfcl/offline_templates.json",
     "narratives": "bfcl/offline_narratives.json",
     "skill_classes": "bfcl/skill_classes.json",
+    "choice_words": "bfcl/choice_words.json",
 }
 """Table name -> BFCL's data file (under ``prompts/``)."""
 

@@ -41,7 +41,7 @@ import networkx as nx
 from pydantic import BaseModel, Field
 
 from envs.task import Task
-from prompts import load_prompt_json
+from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.information_structure import InformationStructure, information_structure
 from rods_agents.analysis.tracing import Trace, trace_task
@@ -59,7 +59,7 @@ ADVISORY = frozenset({"information_structure:explicit_made_implicit"})
 @lru_cache(maxsize=1)
 def _tables() -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
     """(method -> class id, method -> kind, class id -> methods) from prompts/bfcl/skill_classes.json."""
-    data = load_prompt_json(SKILL_DATA)
+    data = knowledge.skill_classes()
     of: dict[str, str] = {}
     members: dict[str, list[str]] = {}
     for env, classes in data["classes"].items():

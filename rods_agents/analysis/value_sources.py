@@ -29,7 +29,7 @@ from pydantic import BaseModel
 
 from envs.executor import Environment
 from envs.task import Task
-from prompts import load_prompt_json
+from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.tracing import Trace
 
@@ -192,7 +192,7 @@ def airport_cities() -> dict[str, str]:
 @lru_cache(maxsize=1)
 def choice_phrases() -> dict[str, dict[str, str]]:
     """``method.param`` -> {repr(value): words}: choices the rewrite says in words (prompts/bfcl/value_phrases.json)."""
-    return load_prompt_json("bfcl/value_phrases.json")
+    return knowledge.value_phrases()
 
 
 @cache

@@ -15,7 +15,7 @@ from typing import Any
 
 from envs.executor import CallError, parse_call
 from envs.task import Task
-from prompts import load_prompt_json
+from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.tracing import bind_args
 from rods_agents.analysis.value_sources import enum_values
@@ -78,11 +78,7 @@ def person_names() -> frozenset[str]:
     """First and last names the offline backbone draws from (prompts/bfcl/offline_vocab.json and, where it
     exists, prompts/bfcl/offline_value_kinds.json)."""
     names: list[str] = []
-    for file in ("bfcl/offline_vocab.json", "bfcl/offline_value_kinds.json"):
-        try:
-            data = load_prompt_json(file)
-        except FileNotFoundError:
-            continue
+    for data in (knowledge.vocab(), knowledge.value_pools()):
         names += list(data.get("first_names", [])) + list(data.get("last_names", []))
     return frozenset(n for n in names if isinstance(n, str))
 
