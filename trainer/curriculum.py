@@ -37,7 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from envs.task import Task, atomic_write_text
+from envs.task import Task, atomic_write_text, category_of
 from trainer.buffer import BoundaryReport, BufferConfig, ReplayBuffer
 from trainer.detection import BoundaryDetector, DetectorConfig, format_changes
 from trainer.dispatch import dispatches_in_epoch, step_seeds
@@ -118,7 +118,7 @@ class Curriculum:
         self.run_dir = Path(run_dir) if run_dir else None
         self._known: dict[str, Task] = {t.id: t for t in seeds}
         # classes come from the live task table (seeds, queued and injected variants), read at record time
-        self.detector = BoundaryDetector(classes=self._classes_of, config=DetectorConfig(
+        self.detector = BoundaryDetector(category=self._category_of, classes=self._classes_of, config=DetectorConfig(
             alpha_minus=args.alpha_minus, alpha_plus=args.alpha_plus, history_size=max(8, args.drift_window),
         ))
         self.buffer = ReplayBuffer(seeds, BufferConfig(
@@ -148,6 +148,11 @@ class Curriculum:
     def task(self, task_id: str) -> Task:
         """A task of the pool or the queue by id (the rollout function's lookup)."""
         return self._known[task_id]
+
+    def _category_of(self, task_id: str) -> str | None:
+        """A task's category from the task table (any id scheme), else parsed from a BFCL-style id."""
+        t = self._known.get(task_id)
+        return t.category if t is not None else category_of(task_id)
 
     def _classes_of(self, task_id: str) -> list[str] | None:
         t = self._known.get(task_id)

@@ -16,7 +16,8 @@ from typing import Any
 
 from envs.executor import CallError, parse_call
 from envs.task import Task
-from prompts import load_prompt, load_prompt_json
+from prompts import load_prompt
+from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog, class_source_text
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace, bind_args, trace_task
@@ -143,7 +144,7 @@ def ground_truth_text(task: Task, trace: Trace | None = None) -> str:
 # ----------------------------------------------------------------------------- functions and state
 def function_docs(classes: list[str], held_out: dict[int, list[str]] | None = None) -> str:
     """One line per function of ``classes``: parameters (* = required), options, preconditions, held-out note."""
-    table = load_prompt_json("bfcl/llm_preconditions.json")
+    table = knowledge.preconditions()
     by_attr, by_method = table.get("attributes", {}), table.get("methods", {})
     reveal_of = {n: t for t, names in (held_out or {}).items() for n in names}
     lines = []
