@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from envs.classes import class_name
 from envs.executor import Environment, parse_call, to_call_string
 from envs.task import Message, Task
 from rods_agents.analysis.catalog import build_catalog
@@ -243,7 +244,7 @@ def _resolve(node: Any, parts: list[str]) -> tuple[dict, str] | None:
 
 def _apply_new_value(config: dict, path: str, value: Any, classes: list[str]) -> None:
     cls, _, rest = path.partition(".")
-    if cls not in classes or not rest or not _PATH.match(rest):
+    if cls not in {class_name(c) for c in classes} or not rest or not _PATH.match(rest):
         raise ValueError(f"new value at {path!r}: not 'Class.dot.path' of an involved class")
     found = _resolve(config.get(cls), rest.split("."))
     if found is None:
@@ -323,7 +324,7 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
         changes[nv.path] = value
     if ground_truth == seed.ground_truth and config == seed.initial_config:
         raise ValueError("the plan is a copy of the seed: change entities, values or functions")
-    probe = Task(id=f"multi_turn_{seed.category}_{seed.scenario}__probe", category=seed.category, scenario=seed.scenario,
+    probe = Task(id=f"{seed.id}__probe", category=seed.category, scenario=seed.scenario,
                  turns=[[] for _ in ground_truth], initial_config=config, involved_classes=list(seed.involved_classes),
                  missed_function=dict(seed.missed_function), ground_truth=ground_truth)
     unfixable = [r for r in trace_task(probe).errors if classify_error(r.error or "") in ("bad_call", "other")]
@@ -398,11 +399,12 @@ _PATH = re.compile(r"^[A-Za-z_][\w\-]*(\.[\w\-]+){0,11}$")
 
 def apply_proposal(config: dict, proposal: ConfigPatchProposal, classes: list[str]) -> None:
     """Apply a patch proposal to ``config`` in place, refusing anything but a scalar field edit."""
-    if proposal.cls not in classes:
+    key = class_name(proposal.cls)  # initial_config is keyed by class name (a user class is named by import path)
+    if key not in {class_name(c) for c in classes}:
         raise ValueError(f"class {proposal.cls!r} is not involved")
     if not _PATH.match(proposal.path):
         raise ValueError(f"bad path {proposal.path!r}")
-    node = config.setdefault(proposal.cls, {})
+    node = config.setdefault(key, {})
     keys = proposal.path.split(".")
     for key in keys[:-1]:
         if not isinstance(node.get(key, {}), dict):
