@@ -5,8 +5,8 @@ Usage::
     .venv/bin/python scripts/side_by_side.py RUN_DIR [-n 10] [--seed 0]
 
 Each example shows, per turn, the seed's user text and the variant's, with both ground truths, and
-the plan's changes (renames, numbers, swapped options, re-derived values, state patches) from the
-variant's provenance. The draw is ``random.Random(seed).sample`` over the accepted variants in file
+the plan's changes (renames, numbers, swapped options, re-derived values, state changes and patches, and
+where the provenance has them the train turns the wording came from) from the variant's provenance. The draw is ``random.Random(seed).sample`` over the accepted variants in file
 order, so the same folder and seed give the same examples.
 """
 
@@ -39,8 +39,8 @@ def _cell(s: str) -> str:
 def example(variant: Task, seed: Task, index: int) -> str:
     prov = variant.provenance or {}
     lines = [f"### {index}. `{seed.id}` -> `{variant.id}`", ""]
-    changes = {k: prov.get(k) for k in ("renames", "numbers", "swaps", "derived", "substitutions", "patches")
-               if prov.get(k)}
+    changes = {k: prov.get(k) for k in ("renames", "numbers", "swaps", "derived", "substitutions", "state_changes",
+                                        "patches", "donors") if prov.get(k)}
     if changes:
         lines += ["Changes: " + "; ".join(f"**{k}** `{json.dumps(v)[:300]}`" for k, v in changes.items()), ""]
     lines += ["| turn | seed | variant |", "|---|---|---|"]

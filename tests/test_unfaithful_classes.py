@@ -84,3 +84,11 @@ def test_a_renamed_card_takes_its_digits_into_its_card_number(seed_id):
             number = re.sub(r"\D", "", str(card["card_number"]))
             assert number.endswith(run) and not number.endswith(old_run), (card_id, card["card_number"])
     assert renamed, "no plan renamed the card: the test would prove nothing"
+
+
+def test_a_route_is_not_swapped_where_the_text_calls_an_airport_by_its_own_name():
+    """base_173: "from Los Angeles Internationa (LAX) to John F. Kennedy (JFK)": a new code for JFK would leave
+    'John F. Kennedy' naming the old airport."""
+    seed = bfcl_task("multi_turn_base_173")
+    for plan in _plans(seed, 8):
+        assert "JFK" not in plan.swaps, plan.swaps

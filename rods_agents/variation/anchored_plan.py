@@ -764,6 +764,15 @@ def _route_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
                          for r, args in bound for p, v in args.items() if v == code)
         return bool(hits) and stated_src
 
+    from rods_agents.analysis.value_sources import CITY_ALIASES
+    from rods_agents.variation.transplant import _AIRPORT_NAMES
+
+    # an airport the text also calls by its own name ('John F. Kennedy') or an alias ('LA') keeps it: the name
+    # would not follow the new code
+    for code in (src, dst):
+        if any(re.search(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", text)
+               for n in (*_AIRPORT_NAMES.get(code, ()), *CITY_ALIASES.get(cities[code], ()))):
+            return
     movable = [c for c in (src, dst) if stated(c)]
     if not movable:
         return
