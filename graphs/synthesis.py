@@ -39,7 +39,7 @@ from rods_agents.stages.execution_orchestrator import execute_plan
 from rods_agents.stages.finalize import finalize_sample
 from rods_agents.stages.judge import judge_candidate
 from rods_agents.stages.profile_extraction import extract_profile
-from rods_agents.stages.replan import start_plan_round
+from rods_agents.stages.replan import start_plan_round, wants_text_fix
 from rods_agents.stages.state import (
     SampleState,
     SynthesisContext,
@@ -115,10 +115,15 @@ def _replan_or_finish(state: SampleState, runtime: Runtime[SynthesisContext]) ->
 
 
 def route_after_verdict(state: SampleState, runtime: Runtime[SynthesisContext]
-                        ) -> Literal["judge_candidate", "sample_plan", "finalize_sample"]:
+                        ) -> Literal["judge_candidate", "refine_turns", "sample_plan", "finalize_sample"]:
+    """Accepted: the judge (LLM) or done. Rejected for the words alone (a text fault): back to the LLM
+    rewrite with the reasons, keeping the plan (once per plan). Any plan fault: re-plan (bounded)."""
     verdict = verdict_of(state)
+    ctx = context_of(runtime)
     if verdict is not None and verdict.accepted:
-        return "judge_candidate" if context_of(runtime).uses_llm("judge") else "finalize_sample"
+        return "judge_candidate" if ctx.uses_llm("judge") else "finalize_sample"
+    if wants_text_fix(state, ctx.uses_llm("rewrite")):
+        return "refine_turns"
     return _replan_or_finish(state, runtime)
 
 
@@ -154,7 +159,7 @@ def build_sample_graph() -> StateGraph:
     g.add_conditional_edges("rewrite_turns", route_after_rewrite)  # invalid LLM output ends the sample
     g.add_conditional_edges("execute_plan", route_after_execute)  # errors go to the patch agent (bounded)
     g.add_conditional_edges("patch_config", route_after_patch)  # re-execute the patched config
-    g.add_conditional_edges("judge_variant", route_after_verdict)  # accepted: LLM judge; rejected: re-plan (bounded)
+    g.add_conditional_edges("judge_variant", route_after_verdict)  # accepted: LLM judge; text fault: rewrite; else re-plan
     g.add_conditional_edges("judge_candidate", route_after_judge)  # fixable: one refine round; else re-plan
     g.add_conditional_edges("refine_turns", route_after_refine)  # the refined text goes through the rules again
     g.add_edge("finalize_sample", END)

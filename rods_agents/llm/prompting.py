@@ -623,7 +623,8 @@ def rejection_text(rejection: dict[str, Any]) -> str:
         if key in _DETAIL_SKIP or value in (None, [], {}, ""):
             continue
         parts.append(f"{key}: {_one_line(json.dumps(value, default=str), MAX_REJECTION_CHARS)}")
-    return f"- attempt {int(rejection.get('attempt', 0)) + 1}: {reasons}" + ("".join(f"\n    {p}" for p in parts))
+    note = " (a fault in the words: the rewrite was asked to fix it with this plan kept)" if rejection.get("text_fault") else ""
+    return f"- attempt {int(rejection.get('attempt', 0)) + 1}{note}: {reasons}" + ("".join(f"\n    {p}" for p in parts))
 
 
 def previous_text(rejections: list[dict[str, Any]]) -> str:

@@ -102,17 +102,51 @@ def _rewrite_with_llm(state: dict, runtime: Any, task: Task, timings_state: dict
     return {"task": task.model_dump(), "timings": timings, **charge(state, "rewrite", usage)}
 
 
+def _last_text_feedback(state: dict) -> str:
+    """The text faults of the last rejection (a re-plan after a mixed rejection): the new rewrite is told
+    what was wrong with the previous words too (before, a rewrite after a re-plan got no feedback)."""
+    from rods_agents.stages.replan import text_feedback
+
+    last = (state.get("rejections") or [None])[-1]
+    if not isinstance(last, dict):
+        return ""
+    return text_feedback(list(last.get("reasons") or []), last.get("detail") or {})
+
+
 def rewrite_node(state: dict, runtime: Any = None) -> dict:
     """Node ``rewrite_turns`` body: the seed-anchored offline turns, then (LLM rewrite stage) the LLM's."""
     out = rewrite_turns(state, runtime)
     if backbone_for(runtime, "rewrite") is None or "task" not in out:
         return out
     return {**out, **_rewrite_with_llm(state, runtime, Task.model_validate(out["task"]),
-                                       {"timings": out.get("timings", {})})}
+                                       {"timings": out.get("timings", {})}, feedback=_last_text_feedback(state))}
+
+
+def _text_fault_refine(state: dict, runtime: Any) -> dict:
+    """A rule rejection of the words alone: the rewrite again with the reasons, the plan kept. The rejection
+    is recorded (``text_fault``) for the planner and to bound these rounds; the verdict's ``plan_attempt``
+    increment is undone, since the plan did not fail."""
+    from rods_agents.run.outcome import Verdict
+    from rods_agents.stages.replan import rejection_record, text_feedback
+
+    verdict = Verdict.of(dict(state))
+    assert verdict is not None
+    attempt = int((state.get("plan") or {}).get("attempt", 0) or 0)
+    rejections = [*(state.get("rejections") or []),
+                  rejection_record(verdict, len(state.get("rejections") or []), text_fault=True, plan_attempt=attempt)]
+    emit(runtime, state, "refine", "start", source="verdict", reasons=list(verdict.reasons))
+    out = _rewrite_with_llm(state, runtime, Task.model_validate(state["task"]), state,
+                            feedback=text_feedback(list(verdict.reasons), verdict.detail))
+    return {**out, "rejections": rejections, "plan_attempt": attempt} | ({} if "verdict" in out else {"verdict": None})
 
 
 def refine_node(state: dict, runtime: Any = None) -> dict:
-    """Node ``refine_turns``: the one refine round, a rewrite of the candidate's text with the judge's critique."""
+    """Node ``refine_turns``: a rewrite of the candidate's text with the judge's critique (the one refine
+    round), or with the rule checks' reasons when they rejected the words alone (the plan is kept)."""
+    verdict = state.get("verdict") or {}
+    if verdict and not verdict.get("accepted") and not any(str(r).startswith("judge_rejected")
+                                                            for r in verdict.get("reasons") or []):
+        return _text_fault_refine(state, runtime)
     last = (state.get("judge") or [{}])[-1]
     feedback = str(last.get("critique") or last.get("reasoning") or "")
     rounds = int(state.get("refine_rounds", 0) or 0) + 1
