@@ -51,3 +51,73 @@ def test_a_text_fault_goes_back_to_the_rewrite_with_its_reasons_and_the_plan_is_
     assert len(rewrites) == 2 and "leftover_name:text" in rewrites[1] and "the plan and its calls are fine" in rewrites[1]
     assert result.accepted, result.rejected
     assert result.accepted[0].provenance["llm_calls"] == 4
+
+
+# ----------------------------------------------------------------------------- 2. validators that contradicted the prompt
+def _seed(seed_id: str):
+    from rods_agents.analysis.profile import profile_task
+    from rods_agents.analysis.tracing import trace_task
+
+    seed = load_tasks(ids=[seed_id])[0]
+    trace = trace_task(seed)
+    return seed, trace, profile_task(seed, trace)
+
+
+def test_a_number_an_earlier_call_printed_is_not_a_value_to_state_after_a_swap():
+    """Before: base_59's logarithm(value=<distance>) swapped for square_root(number=<distance>): 'number' has
+    no source in the seed, and only strings were looked up in earlier results, so the rewrite had to state
+    the distance turn 1 returns (trial 0038: an easier text, then data_flow_dropped)."""
+    from rods_agents.analysis.tracing import trace_task
+    from rods_agents.llm.prompting import values_by_turn
+
+    seed, _, profile = _seed("multi_turn_base_59")
+    gt = [list(t) for t in seed.ground_truth]
+    gt[4] = ["square_root(number=980.0, precision=10)"]
+    candidate = seed.model_copy(update={"ground_truth": gt})
+    values = values_by_turn(profile, gt, trace_task(candidate), candidate)
+    assert 980.0 not in values[4]["state"] and 980.0 in values[4]["unstated"], values[4]
+
+
+def test_a_name_hint_is_not_offered_for_a_value_the_seed_picks_by_a_filter():
+    """Before: long_context_13 picks the file to tail by a filter ('the alphabetically first file'); the rewrite
+    prompt offered "name those by: the file with 'report' in its name", which makes the task easier (trial 0023)."""
+    from rods_agents.analysis.tracing import trace_task
+    from rods_agents.llm.prompting import values_by_turn
+
+    seed, trace, profile = _seed("multi_turn_long_context_13")
+    hints = values_by_turn(profile, seed.ground_truth, trace_task(seed), seed)[0]["hints"]
+    assert not [h for h in hints if "in its name" in h], hints
+    assert any("filter reference" in h for h in hints), hints
+
+
+def test_a_stale_quoted_value_a_date_in_words_and_a_plain_word_function_name():
+    """Before: (a) a draft quoting the seed's old data made it a value to state (miss_param_15 lost, trial 0048);
+    (b) 'must state 2026-11-20' refused 'November 20th, 2026' (the seed says dates in words); (c) 'comment'
+    was refused as a leaked function name (trial 0013)."""
+    from rods_agents.llm.backbone import validate_rewrite
+
+    values = [{"state": [], "unstated": [], "new": []}]
+    stale = ["Put 'Student | Math | Art' into the data file."]
+    text = ["Put the crop table into the data file."]
+    assert validate_rewrite({"narrative": "n", "turns": text}, stale,
+                            [["echo(content='Crop | Yield', file_name='harvest.csv')"]], values, [0]) == text
+    used = ["Put 'Crop | Yield' into the data file."]
+    try:
+        validate_rewrite({"narrative": "n", "turns": text}, used,
+                         [["echo(content='Crop | Yield', file_name='harvest.csv')"]], values, [0])
+        raise AssertionError("a quoted value the calls use must still be stated")
+    except ValueError as exc:
+        assert "Crop | Yield" in str(exc)
+    dated = [{"state": ["2026-11-20"], "unstated": [], "new": []}]
+    for said in ("Book it for Friday, November 20th, 2026.", "Book it for the 20th of Nov."):
+        assert validate_rewrite({"narrative": "n", "turns": [said]}, ["Book it on 2026-11-20."],
+                                [["book_flight(travel_date='2026-11-20')"]], dated, [0]) == [said]
+    reply = ["Then add a reply under that post saying we loved it."]
+    assert validate_rewrite({"narrative": "n", "turns": reply}, ["Then reply to it."],
+                            [["comment(tweet_id=1, comment_content='we loved it')"]], values, [0]) == reply
+    try:
+        validate_rewrite({"narrative": "n", "turns": ["Use post_tweet for it."]}, ["Post it."],
+                         [["post_tweet(content='x')"]], values, [0])
+        raise AssertionError("an identifier-like function name is still a leak")
+    except ValueError as exc:
+        assert "post_tweet" in str(exc)

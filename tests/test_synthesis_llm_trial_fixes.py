@@ -79,12 +79,13 @@ def test_apostrophes_are_not_values_the_rewrite_must_state():
     rewrite of such a draft (10 of 11 trial refusals). A real quoted value is still required."""
     draft = "I'm sure the file is there, and I'm in a hurry: open 'notes.txt' for me."
     values = [{"state": [], "unstated": []}]
+    gt = [["cat(file_name='notes.txt')"]]  # the quoted value is one the variant's calls use
     ok = validate_rewrite({"narrative": "n", "turns": ["I am certain the file exists and I am in a hurry, so "
-                                                        "please open notes.txt for me."]}, [draft], [[]], values, [0])
+                                                        "please open notes.txt for me."]}, [draft], gt, values, [0])
     assert ok and "notes.txt" in ok[0]
     with pytest.raises(ValueError, match="notes.txt"):
         validate_rewrite({"narrative": "n", "turns": ["I am certain the file exists and I am in a hurry, "
-                                                      "please open it."]}, [draft], [[]], values, [0])
+                                                      "please open it."]}, [draft], gt, values, [0])
 
 
 # ----------------------------------------------------------------------------- 3. the rewrite follows the plan's swaps
@@ -310,10 +311,10 @@ def test_a_changed_argument_the_state_still_holds_is_no_leftover_rename_and_a_fo
 
 def test_a_turn_whose_function_the_plan_swapped_may_be_written_without_the_drafts_words():
     """Rehearsal: after view_messages_sent -> get_message_stats, 'shares no word with its draft' refused
-    the faithful new wording of that turn."""
+    the faithful new wording of that turn. The second trial met the same refusal on turns whose function
+    was not swapped (3 refusals, contradicting "do not reuse the seed's sentences"): the check is gone."""
     drafts = ["Could you double check if the message is sent?"]
     text = ["Finally, pull up my messaging statistics so I can see where things stand."]
     values = [{"state": [], "unstated": []}]
-    with pytest.raises(ValueError, match="shares no word"):
-        validate_rewrite({"narrative": "n", "turns": text}, drafts, [[]], values, [0])
+    assert validate_rewrite({"narrative": "n", "turns": text}, drafts, [[]], values, [0]) == text
     assert validate_rewrite({"narrative": "n", "turns": text}, drafts, [[]], values, [0], swapped={0}) == text

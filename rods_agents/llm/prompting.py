@@ -543,6 +543,7 @@ def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]], trace: 
     """
     out: list[dict[str, list[Any]]] = [{"state": [], "unstated": [], "new": []} for _ in ground_truth]
     seen: set[tuple[int, int, str]] = set()
+    picks = _reference_picks(seed_profile)
     for a in seed_profile.arg_sources:
         if a.turn >= len(ground_truth) or a.index >= len(ground_truth[a.turn]):
             continue
@@ -553,7 +554,12 @@ def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]], trace: 
         if is_flag(a.method, a.param, value) or is_choice(a.method, a.param, value):
             continue
         _add(out[a.turn], "state" if a.source == "user" else "unstated", value)
-        if a.source == "state" and trace is not None and task is not None:
+        picked = picks.get((a.turn, a.param))
+        if a.source == "state" and picked:  # the seed picks it by a reference: a name hint would make it easier
+            out[a.turn].setdefault("hints", []).extend(
+                f"{v} -> pick it the way the seed does ({picked}), never by a word of its name"
+                for v in _scalars(value) if isinstance(v, str))
+        elif a.source == "state" and trace is not None and task is not None:
             out[a.turn].setdefault("hints", []).extend(_hints(task, trace, a.turn, a.index, value))
     results = [r.result for r in trace.calls] if trace is not None else []
     pos_of = {(r.turn, r.index): p for p, r in enumerate(trace.calls)} if trace is not None else {}
@@ -564,13 +570,35 @@ def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]], trace: 
                 if (t, i, param) in seen or value is None or is_flag(name, param, value) or is_choice(name, param, value):
                     continue
                 earlier = results[: pos_of.get((t, i), 0)]
+                # a number an earlier call printed (a distance, a count) is read there, not stated: before, a
+                # swapped-in function's number was "must state" and the text had to restate turn 1's result
                 from_result = any(isinstance(v, str) and len(v) >= 2 and any(v in r for r in earlier)
+                                  or _is_number(v) and any(_is_number(leaf) and float(leaf) == float(v)
+                                                           for r in earlier for leaf in _leaves(r))
                                   for v in _scalars(value))
                 _add(out[t], "unstated" if from_result else "state", value)
                 if not from_result:
                     _add(out[t], "new", value)
     for turn in out:  # a value stated by the user is never also "unstated"
         turn["unstated"] = [v for v in turn["unstated"] if v not in turn["state"]]
+    return out
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _reference_picks(profile: Profile) -> dict[tuple[int, str], str]:
+    """(turn, param) -> "a <kind> reference, cue '...'" for the values the seed's text picks by position,
+    property or filter (from its information structure)."""
+    info = _dump(getattr(profile, "information", None))
+    out: dict[tuple[int, str], str] = {}
+    for turn in (info or {}).get("turns") or [] if isinstance(info, dict) else []:
+        for ref in (_dump(turn) if not isinstance(turn, dict) else turn).get("references") or []:
+            ref = _dump(ref)
+            if isinstance(ref, dict) and ref.get("param") is not None:
+                out[(int(ref.get("turn", -1)), str(ref["param"]))] = (f"a {ref.get('kind')} reference, cue "
+                                                                    f"{ref.get('cue', '')!r}")
     return out
 
 
