@@ -7,6 +7,7 @@ Each test fails on the code before its fix (named in its docstring).
 from __future__ import annotations
 
 import json
+import re
 
 from langchain_core.messages import AIMessage
 
@@ -121,3 +122,38 @@ def test_a_stale_quoted_value_a_date_in_words_and_a_plain_word_function_name():
         raise AssertionError("an identifier-like function name is still a leak")
     except ValueError as exc:
         assert "post_tweet" in str(exc)
+
+
+# ----------------------------------------------------------------------------- 3. what the plan prompt lacked
+def _plan_prompt(seed_id: str) -> str:
+    from rods_agents.llm.prompting import render_plan_prompt
+
+    seed, trace, profile = _seed(seed_id)
+    return render_plan_prompt(seed, profile, trace, seed.ground_truth, {})
+
+
+def _swaps_of(prompt: str, method: str) -> str:
+    line = next(x for x in prompt.splitlines() if re.match(rf"\s+\d+\.\d+ {method}\(", x))
+    return line.split(";", 1)[1] if ";" in line else line
+
+
+def test_the_plan_prompt_gives_the_tables_the_rules_and_only_swaps_that_keep_the_profile():
+    """Before (trial 0001, 0006, 0030, 0035): no route table for get_flight_cost nor distance table for
+    estimate_distance (the planner recalled BFCL's from memory); book_flight's rule "balance at least the
+    budget limit" unsaid; "a rename applies everywhere" while renames never reach text inside a longer string;
+    a failing call's outcome (a refused login) not required; get_outside_temperature_from_weather_com (always
+    {"error": 404}) and get_booking_history (drops the booking id's data flow) offered as swaps."""
+    travel = _plan_prompt("multi_turn_miss_param_177")
+    assert re.search(r"get_flight_cost\(.*Only these values are known to its code: .*SFO -> LAX 200", travel)
+    assert re.search(r"book_flight\(.*at least the budget limit", travel)
+    assert "no other function of its skill" in _swaps_of(travel, "retrieve_invoice")
+    assert "does NOT reach text inside a longer" in travel and "fails the same way" in travel
+    assert "card id" in travel and "expiry" in travel
+    vehicle = _plan_prompt("multi_turn_base_59")
+    assert re.search(r"estimate_distance\(.*62947/47329 -> 1053\.0", vehicle)
+    assert re.search(r"get_zipcode_based_on_city\(.*Silverpine -> \"62947\"", vehicle)
+    assert "square_root" in _swaps_of(vehicle, "logarithm")  # its required 'number' takes the distance
+    weather = _plan_prompt("multi_turn_base_91")
+    assert "weather_com" not in _swaps_of(weather, "get_outside_temperature_from_google")
+    tickets = _plan_prompt("multi_turn_long_context_125")
+    assert "get_user_tickets" not in _swaps_of(tickets, "get_ticket")

@@ -147,6 +147,7 @@ def function_docs(classes: list[str], held_out: dict[int, list[str]] | None = No
     table = knowledge.preconditions()
     by_attr, by_method = table.get("attributes", {}), table.get("methods", {})
     reveal_of = {n: t for t, names in (held_out or {}).items() for n in names}
+    tables = lookup_tables(list(classes))
     lines = []
     for name, spec in sorted(build_catalog().methods.items()):
         if spec.cls not in classes:
@@ -168,10 +169,78 @@ def function_docs(classes: list[str], held_out: dict[int, list[str]] | None = No
                 if attr in spec.reads and not (attr in _LOGIN_ATTRS and attr in spec.writes) and phrase not in pre]
         if pre:
             line += " Needs: " + "; ".join(dict.fromkeys(pre)) + "."
+        if name in tables:
+            line += f" Only these values are known to its code: {tables[name]}."
         if name in reveal_of:
             line += f" HELD OUT: not available before turn {reveal_of[name] + 1}."
         lines.append(line)
     return "\n".join(lines)
+
+
+MAX_TABLE_CHARS = 2500
+
+
+def _constant(node: Any) -> Any:
+    """A literal's value (``ast.literal_eval`` of a node: constants, tuples, dicts; never code), else None."""
+    import ast
+
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        return None
+
+
+def _method_table(fn: Any) -> str:
+    """The lookup table a method's own code holds, in words: a dict literal keyed by pairs (a route's fare)
+    or an if/elif chain comparing arguments with strings and returning a literal (a city's zip code, a
+    distance between two zip codes). '' when it holds none."""
+    import ast
+
+    for node in ast.walk(fn):  # {("SFO", "LAX"): 200, ...}
+        if isinstance(node, ast.Dict) and len(node.keys) >= 4:
+            table = _constant(node)
+            if isinstance(table, dict) and all(isinstance(k, tuple) and len(k) == 2 for k in table):
+                groups: dict[Any, list[str]] = {}
+                for (a, b), v in table.items():
+                    groups.setdefault(a, []).append(f"{b} {v}")
+                return "; ".join(f"{a} -> {', '.join(v)}" for a, v in groups.items())
+    rows = []
+    params = {a.arg for a in fn.args.args}
+    for node in ast.walk(fn):  # if x == "a" and y == "b": result = {...} / return {...}
+        compares = [c for c in ast.walk(node.test) if isinstance(c, ast.Compare)] if isinstance(node, ast.If) else []
+        if not compares or not node.body or not all(
+                isinstance(c.left, ast.Name) and c.left.id in params and all(isinstance(o, ast.Eq) for o in c.ops)
+                for c in compares):
+            continue
+        first = node.body[0]
+        value = _constant(first.value) if isinstance(first, ast.Return | ast.Assign) and first.value is not None else None
+        keys = list(dict.fromkeys(c.value for c in ast.walk(node.test) if isinstance(c, ast.Constant)
+                                  and isinstance(c.value, str)))
+        if value is None or not keys:
+            continue
+        shown = next(iter(value.values())) if isinstance(value, dict) and len(value) == 1 else value
+        rows.append(f"{'/'.join(keys[:2])} -> {json.dumps(shown, default=str)}")
+    return ", ".join(rows) if len(rows) >= 4 else ""
+
+
+def lookup_tables(classes: list[str]) -> dict[str, str]:
+    """Per method of ``classes``, the table of values its code knows (read from the class's source with
+    ``ast``, never executed). Why: the trial's planner had to recall BFCL's route table and distance table
+    from memory (get_flight_cost fails on a route it does not price; estimate_distance knows a few pairs)."""
+    import ast
+
+    out: dict[str, str] = {}
+    for cls in classes:
+        try:
+            tree = ast.parse(class_source_text(cls))
+        except (SyntaxError, ValueError, TypeError):
+            continue
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_"):
+                table = _method_table(fn)
+                if table:
+                    out[fn.name] = _one_line(table, MAX_TABLE_CHARS)
+    return out
 
 
 def _walk_strings(obj: Any, keys: set[str], values: set[str], depth: int = 0) -> None:
@@ -831,13 +900,32 @@ def _function_line(name: str) -> str:
 
 
 # ----------------------------------------------------------------------------- the profile the verdict checks
+def offered_swaps(method: str, fed_params: set[str]) -> list[str]:
+    """The functions a call may be swapped for that keep what the verdict checks: not one that errors in the
+    environment (``never_swap_in`` of ``llm_preconditions.json``), nor one with fewer parameters than the
+    values earlier results feed this call (get_booking_history for retrieve_invoice(access_token, booking_id)
+    drops the booking id's data flow). Before, the trial's planner learned both from rejections."""
+    from rods_agents.analysis.skills import skill_mates
+
+    never = set(knowledge.preconditions().get("never_swap_in", []))
+    methods = build_catalog().methods
+    own = {p.name for p in methods[method].params} if method in methods else set()
+
+    def keeps_flow(mate: str) -> bool:  # each fed value has a parameter to go to: its own or a new required one
+        params = {p.name for p in methods[mate].params} if mate in methods else own
+        required = {p.name for p in methods[mate].params if p.required} if mate in methods else own
+        return all(p in params or required - own for p in fed_params if p)
+
+    return [m for m in skill_mates(method) if m not in never and keeps_flow(m)]
+
+
 def profile_text(seed: Task, profile: Profile, trace: Trace) -> str:
     """The skill-level profile the verdict compares (:mod:`rods_agents.analysis.skills`), per turn, in words.
 
     Why: the verdict refuses any plan that breaks it; a planner that is not told the rule can only
     guess (before, every function swap that changed a turn's count of value sources was refused
     although the prompt never said so)."""
-    from rods_agents.analysis.skills import skill_mates, skill_profile
+    from rods_agents.analysis.skills import skill_profile
 
     skills = getattr(profile, "skills", None) or skill_profile(seed, trace, profile)
     lines = ["Per turn, position by position (turn.call):"]
@@ -847,7 +935,7 @@ def profile_text(seed: Task, profile: Profile, trace: Trace) -> str:
             continue
         lines.append(f"Turn {t + 1}:")
         for c in turn.calls:
-            mates = skill_mates(c.method)
+            mates = offered_swaps(c.method, {e.param for e in skills.data_edges if e.target == (t, c.index)})
             lines.append(f"  {t + 1}.{c.index + 1} {c.call}: skill {c.skill.split('/', 1)[1]} (kind {c.kind}), "
                          f"{'asked for in the text' if c.explicit else 'left implicit (the user does not ask for it)'}"
                          + (f"; may be swapped for {', '.join(mates)}" if mates else "; no other function of its skill"))
