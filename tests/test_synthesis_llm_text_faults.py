@@ -157,3 +157,18 @@ def test_the_plan_prompt_gives_the_tables_the_rules_and_only_swaps_that_keep_the
     assert "weather_com" not in _swaps_of(weather, "get_outside_temperature_from_google")
     tickets = _plan_prompt("multi_turn_long_context_125")
     assert "get_user_tickets" not in _swaps_of(tickets, "get_ticket")
+
+
+# ----------------------------------------------------------------------------- 4. the drafts the LLM sees
+def test_the_rewrite_prompt_says_the_drafts_are_mechanical_and_the_values_count():
+    """Before: drafts garbled by value substitution ("between the business two airports", "San Francisco
+    International (ORD)", "precision of 12.5") or taken from another task were shown as what each turn must
+    ask; the model could not tell which to trust (trial 0012, 0020, 0036, 0046)."""
+    from rods_agents.llm.prompting import render_rewrite_prompt
+
+    seed, trace, profile = _seed("multi_turn_base_59")
+    slots = [t for t, m in enumerate(seed.turns) if m]
+    prompt = render_rewrite_prompt(seed, profile, trace, seed.ground_truth,
+                                   [seed.turns[t][0].content for t in slots], slots)
+    flat = " ".join(prompt.split())
+    assert "substituted mechanically" in flat and "what counts" in flat and "required only where" in flat
