@@ -172,3 +172,4 @@ def test_the_rewrite_prompt_says_the_drafts_are_mechanical_and_the_values_count(
                                    [seed.turns[t][0].content for t in slots], slots)
     flat = " ".join(prompt.split())
     assert "substituted mechanically" in flat and "what counts" in flat and "required only where" in flat
+    assert "keep those cue words" in flat  # the lexical checks find a reference or transformation by its cue

@@ -68,7 +68,8 @@ def text_feedback(reasons: list[str], detail: dict | None = None) -> str:
             + "\n".join(lines) + "\n(information_structure:* = keep the seed's implicit steps, conditions, "
             "references (position/property/filter, with the seed's kind of cue) and transformations as listed; "
             "leftover_name:text = an old name or value the plan replaced is still in the words (also as an "
-            "ordinary word): remove it; unobtainable_value:no_hint = the text gives no way to single out that "
+            "ordinary word): remove it; seed_cue='X' = the check looks for the words X in that turn: use them; "
+            "unobtainable_value:no_hint = the text gives no way to single out that "
             "value: say the words that identify it, the way the seed does)")
 
 
