@@ -108,8 +108,10 @@ def tasks_command(
             typer.echo(json.dumps(row))
         return
     table = Table(title=f"{len(rows)} tasks ({split})")
-    for col in ("id", "category", "scenario", "involved_classes", "turns", "calls"):
-        table.add_column(col)
+    # ids are never cut: variants of one seed differ only in their suffix ("...__rods_<hash>")
+    table.add_column("id", no_wrap=True, min_width=max((len(r["id"]) for r in rows), default=2))
+    for col in ("category", "scenario", "involved_classes", "turns", "calls"):
+        table.add_column(col, overflow="fold")
     for row in rows:
         table.add_row(row["id"], row["category"], "-" if row["scenario"] is None else str(row["scenario"]),
                       ", ".join(row["involved_classes"]),

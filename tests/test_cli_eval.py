@@ -42,6 +42,25 @@ def test_tasks_jsonl_lists_split():
     assert {"id", "category", "scenario"} <= rows[0].keys()
 
 
+def test_tasks_table_shows_whole_ids_on_an_80_column_terminal(tmp_path):
+    """Variants of one seed differ only in their id suffix: a cut id makes them look alike."""
+    seeds = [json.loads(line) for line in runner.invoke(
+        app, ["tasks", "--split", "train", "-c", "base", "--format", "jsonl"]).output.splitlines()[:1]]
+    from envs.dataset import load_tasks
+
+    seed = load_tasks(ids=[seeds[0]["id"]])[0]
+    rows = []
+    for suffix in ("__rods_0a1b2c3d", "__rods_9f8e7d6c"):
+        entry = seed.to_bfcl()
+        rows.append({**entry, "id": seed.id + suffix})
+    path = tmp_path / "variants.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = runner.invoke(app, ["tasks", "--tasks", str(path)], env={"COLUMNS": "80"}, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    for r in rows:
+        assert r["id"] in result.output
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [("{not json\n", "tasks.jsonl:1: malformed JSON"),
