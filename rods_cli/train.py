@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 TRAIN_CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 """Overrides pass through to the recipe parser; ``--help`` is the command's own (the RODS fields)."""
 
-TRACKERS = {"tensorboard": (("tensorboard", "tensorboardX"), "pip install 'rods[track]'"),
-            "trackio": (("trackio",), "pip install 'rods[track]'"),
+TRACKERS = {"tensorboard": (("tensorboard", "tensorboardX"), "pip install -e '.[track]' (from the RODS checkout)"),
+            "trackio": (("trackio",), "pip install -e '.[track]' (from the RODS checkout)"),
             "wandb": (("wandb",), "pip install wandb"),
             "mlflow": (("mlflow",), "pip install mlflow"),
             "comet_ml": (("comet_ml",), "pip install comet_ml")}

@@ -71,10 +71,13 @@ def test_missing_config_is_one_line():
 def test_a_missing_tracker_is_one_clear_line(backend, monkeypatch, tmp_path):
     import rods_cli.train as train_cli
 
-    monkeypatch.setattr(train_cli.importlib.util, "find_spec", lambda name: None)
+    real = train_cli.importlib.util.find_spec
+    trackers = {m for modules, _ in train_cli.TRACKERS.values() for m in modules}
+    monkeypatch.setattr(train_cli.importlib.util, "find_spec",
+                        lambda name, *a: None if name in trackers else real(name, *a))
     res = _train("--config", TINY, "--output_dir", str(tmp_path), "--report_to", backend)
     assert res.exit_code == 2, res.output
-    assert f"error: report_to={backend} needs `pip install 'rods[track]'`" in res.output
+    assert f"error: report_to={backend} needs `pip install -e '.[track]' (from the RODS checkout)`" in res.output
     assert "Traceback" not in res.output
 
 
