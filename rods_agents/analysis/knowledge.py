@@ -40,6 +40,7 @@ BFCL_TABLES = {
     "narratives": "bfcl/offline_narratives.json",
     "skill_classes": "bfcl/skill_classes.json",
     "choice_words": "bfcl/choice_words.json",
+    "dictated": "bfcl/offline_dictated.json",
 }
 """Table name -> BFCL's data file (under ``prompts/``)."""
 
@@ -115,6 +116,11 @@ def method_lexicon() -> dict[str, Any]:
 def value_pools() -> dict[str, Any]:
     """Pools the offline plan draws new values from (shared by every environment: names, words, file stems)."""
     return table("value_pools")
+
+
+def dictated() -> dict[str, Any]:
+    """Dictated texts of the seeds (tweets, messages) and hashtags, each with texts of the same purpose."""
+    return table("dictated")
 
 
 def vocab() -> dict[str, Any]:

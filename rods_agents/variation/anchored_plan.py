@@ -556,13 +556,49 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                 taken.add(new)
     _digit_companions(renames, config_strings)
     _untangle(renames, d.rng, taken, fs)
-    if d.attempt < 2:
-        _city_pair_swap(d, bound, swaps)
-        _stock_swap(d, bound, swaps)
-        _route_swap(d, bound, swaps)
+    option_swaps = sorted(swaps)  # documented options (a sector, a class): dropped before the entities are
+    # entity swaps on every attempt: a later attempt that kept the seed's entities would be new only in
+    # digits (the verdict's novelty:digits_only), so it draws other entities instead (another sibling slot)
+    _city_pair_swap(d, bound, swaps)
+    _stock_swap(d, bound, swaps)
+    _route_swap(d, bound, swaps)
+    _dictated_swap(d, bound, renames, swaps)
     substitutions = _method_swaps(d, bound)
     phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
-    return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases}
+    return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases,
+            "option_swaps": option_swaps}
+
+
+_DICTATED_PARAMS = {"content", "message", "comment_content", "description", "tags", "hashtags"}
+
+
+def _dictated_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dict[str, str],
+                   swaps: dict[str, str]) -> None:
+    """A text the user dictates word for word (a tweet, a message) or a hashtag becomes another text of the
+    same purpose and topic (``prompts/bfcl/offline_dictated.json``), one per sibling (:meth:`_Draw.pick`):
+    the variant posts or sends something of its own, so it is new beyond digits. Only where the text quotes
+    it exactly, it holds no other value the plan changes (a city swapped in a tweet's story), and no longer
+    argument contains it (a search for a word of it)."""
+    table = knowledge.dictated()
+    pool = {**table.get("sentences", {}), **table.get("hashtags", {})}
+    text = " ".join(d.turn_text)
+    arg_strings = {x for r in d.trace.calls for x in _scalar_strings(list(r.args.values()))}
+    changed = [o for o in {**renames, **swaps} if len(o) >= 3]
+    for rec, args in bound:
+        for param, value in args.items():
+            if param not in _DICTATED_PARAMS:
+                continue
+            for s in _scalar_strings(value):
+                if s not in pool or s in renames or s in swaps or s not in text:
+                    continue
+                src = d.sources.get((rec.turn, rec.index, param))
+                if src is not None and src.source not in ("user", "state"):
+                    continue
+                if any(o in s for o in changed) or any(s != x and s in x for x in arg_strings):
+                    continue
+                choices = [c for c in pool[s] if c not in text]
+                if choices:
+                    renames[s] = d.pick(choices, f"dictated|{s}")
 
 
 def _digit_companions(renames: dict[str, str], config_strings: set[str]) -> None:
@@ -671,14 +707,35 @@ def _city_pair_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: di
     text = " ".join(d.turn_text)
     if any(c in swaps or d.feeds_composed(c) or not Substitution({c: "\0"}).found(text) for c in cities):
         return
-    pairs = [p for p in _distance_pairs() if p != tuple(cities) and not set(p) & set(cities)
-             and not any(Substitution({x: "\0"}).found(text) for x in p)]
+    # another pair the tables know; a pair that keeps one city in its place counts too (SF -> Rivermist
+    # becomes SF -> Stonebrook), so each sibling of a scenario can take its own (:meth:`_Draw.pick`)
+    pairs = [p for p in _distance_pairs() if p != tuple(cities)
+             and all(x == c or (x not in cities and not Substitution({x: "\0"}).found(text))
+                     for x, c in zip(p, cities, strict=True))]
     if pairs and d.p(0.7):
-        new = d.rng.choice(pairs)
-        swaps[cities[0]], swaps[cities[1]] = new
+        new = d.pick(pairs, "city_pair")
+        for old, x in zip(cities, new, strict=True):
+            if old != x:
+                swaps[old] = x
 
 
 _STOCK_PARAMS = {"symbol", "stock"}
+
+
+@lru_cache(maxsize=1)
+def _sector_symbols() -> frozenset[str]:
+    """Every symbol a sector lookup of the trading environment lists (its tables, run, not parsed)."""
+    from envs.bfcl_data import env_class
+
+    api = env_class("TradingBot")()
+    api._load_scenario({}, long_context=False)
+    out: set[str] = set()
+    for sector in options("get_available_stocks", "sector"):
+        listed = api.get_available_stocks(sector)
+        out |= set(listed.get("stock_list", [])) if isinstance(listed, dict) else set()
+    return frozenset(out)
+
+
 _SECTOR_LOOKUPS = {"get_available_stocks", "filter_stocks_by_price"}
 
 
@@ -686,11 +743,14 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
     """The stock a task trades becomes another stock the environment lists (its config's stock table and
     get_symbol_by_name's company table), its company's name with it ('Zeta Corp' -> 'Omega Industries'):
     another market situation, not a made-up ticker. Prices read from results follow (:func:`rederive`). Not
-    where the task looks stocks up by sector (the sector lists are the environment's and fixed), where the
-    text names the stock in neither form, or where a dictated text quotes it."""
+    a stock a sector list names when the task looks stocks up by sector (those lists are the environment's
+    and fixed), where the text names the stock in neither form, or where a dictated text quotes it."""
     stocks = d.seed.initial_config.get("TradingBot", {}).get("stocks")
-    if not isinstance(stocks, dict) or any(r.name in _SECTOR_LOOKUPS for r, _ in bound):
+    if not isinstance(stocks, dict):
         return
+    # next to a sector lookup, the stocks the sector lists name stay put (those lists are the environment's
+    # and fixed); a stock outside every sector list ('Quasar Ltd.') still becomes another such stock
+    fixed = _sector_symbols() if any(r.name in _SECTOR_LOOKUPS for r, _ in bound) else frozenset()
     from rods_agents.analysis.faithfulness import known_symbols
 
     known = known_symbols(d.seed.long_context)
@@ -698,7 +758,7 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
     used = [v for r, args in bound for p, v in args.items() if p in _STOCK_PARAMS and isinstance(v, str)]
     text = " ".join(d.turn_text)
     for symbol in dict.fromkeys(used):
-        if symbol in swaps or symbol not in stocks or symbol not in companies or not d.p(0.7):
+        if symbol in swaps or symbol in fixed or symbol not in stocks or symbol not in companies or not d.p(0.7):
             continue
         forms = [symbol, companies[symbol]]
         if not any(Substitution({f: "\0"}, derived_forms=False).found(text) for f in forms):
@@ -706,6 +766,7 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
         if any(symbol in x and x != symbol for _r, args in bound for x in _scalar_strings(list(args.values()))):
             continue  # inside a dictated text ('bought ZETA today'): the text is the user's
         choices = sorted(k for k in stocks if k in companies and k not in used and k not in swaps.values()
+                         and k not in fixed
                          and not Substitution({k: "\0", companies[k]: "\0"}, derived_forms=False).found(text))
         if not choices:
             continue
@@ -793,7 +854,7 @@ def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str
     key = f"{rec.name}.{param}"
     from rods_agents.variation.value_kinds import pools
 
-    if key not in pools()["swappable"] or d.attempt >= 2 or not d.p(0.5):
+    if key not in pools()["swappable"] or not d.p(0.5):
         return
     words = mode_words(rec.name, param)
     text = d.turn_text[rec.turn] if rec.turn < len(d.turn_text) else ""
@@ -830,7 +891,7 @@ def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str
 
 
 def _method_swaps(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> list[dict[str, Any]]:
-    if d.attempt >= 2 or d.composed:
+    if d.composed:
         return []
     catalog = build_catalog()
     feeds = {e["source"] for e in d.profile.edges if e["kind"] == "data"}
@@ -1037,13 +1098,20 @@ def anchored_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt:
         d = _Draw(seed, profile, trace, rng, attempt, force=n >= 1)
         d.slot = None if slot is None else slot + 16 * n
         changes = draw_changes(d, bound)
-        # progressively more conservative until the seed's yes/no outcomes hold and the plan runs
-        for level in range(4):
+        # progressively more conservative until the seed's yes/no outcomes hold and the plan runs; the entities
+        # (another stock, city pair, route) outlive the documented options (a sector swap that breaks a
+        # reference must not take the stock swap with it)
+        for level in range(5):
             if level >= 1:
                 changes = {**changes, "state": False}
             if level >= 2:
                 changes = {**changes, "numbers": {}}
-            if level >= 3:
+            if level == 3:
+                if not changes.get("option_swaps"):
+                    continue
+                changes = {**changes, "substitutions": [], "phrases": [],
+                           "swaps": {k: v for k, v in changes["swaps"].items() if k not in changes["option_swaps"]}}
+            if level >= 4:
                 changes = {**changes, "swaps": {}, "substitutions": [], "phrases": []}
             plan = _realize(seed, profile, trace, bound, changes, d, rng, attempt)
             if plan is None:
