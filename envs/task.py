@@ -213,9 +213,10 @@ def read_tasks(path: str | Path) -> list[Task]:
             tasks.append(Task.from_bfcl(obj))
         except ValidationError as exc:
             first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"])
+            loc = ".".join(str(p) for p in first["loc"])  # empty for a whole-model check: no dangling ": "
             msg = first["msg"].removeprefix("Value error, ")
-            raise TaskFileError(f"{path}:{lineno}: invalid task {obj.get('id')!r}: {loc}: {msg}") from None
+            where = f"{loc}: " if loc else ""
+            raise TaskFileError(f"{path}:{lineno}: invalid task {obj.get('id')!r}: {where}{msg}") from None
     return tasks
 
 

@@ -12,8 +12,8 @@ from rich.markup import escape  # messages quote user text and schemas: '[...]' 
 
 from envs.task import InputError
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(emoji=False)  # ":A" in "pkg.mod:A" is text, not an emoji code
+err_console = Console(stderr=True, emoji=False)
 
 # Only failures caused by the user's input; anything else is a bug and keeps its traceback.
 USER_ERRORS = (InputError, FileNotFoundError, ConnectionError, ValidationError)

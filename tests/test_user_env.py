@@ -214,8 +214,9 @@ def test_a_crm_seed_file_loads_evaluates_and_names_bad_lines(tmp_path, monkeypat
              "ground_truth": [["bump_counter(by=3)"]]}
     path = tmp_path / "seeds.jsonl"
     path.write_text(json.dumps(entry) + "\n" + json.dumps({**entry, "initial_config": {spec: {}}}) + "\n")
-    with pytest.raises(TaskFileError, match=r"seeds.jsonl:2: .*keyed by class name.*\['CounterAPI'\]"):
+    with pytest.raises(TaskFileError, match=r"seeds.jsonl:2: .*keyed by class name.*\['CounterAPI'\]") as info:
         read_tasks(path)
+    assert ": :" not in str(info.value), str(info.value)  # a whole-entry check has no field to name
     path.write_text(json.dumps(entry) + "\n")
     (task,) = read_tasks(path)
     env = Environment(task.involved_classes, task.initial_config)
@@ -365,3 +366,18 @@ def test_an_llm_config_patch_names_a_user_class_by_its_config_key(seeds):
     assert list(config) == ["LibraryAPI"] and config["LibraryAPI"]["books"]["B102"]["copies"] == 3
     with pytest.raises(ValueError, match="not involved"):
         apply_proposal(config, ConfigPatchProposal(cls="TicketAPI", path="x", value=1), task.involved_classes)
+
+
+def test_cli_errors_print_class_paths_as_text_not_emoji(tmp_path):
+    """Rich turns ':A' into an emoji code by default; 'pkg.mod:A' in an error must print as typed."""
+    from typer.testing import CliRunner
+
+    from rods_cli.main import app
+
+    entry = {"id": "t1", "question": [[{"role": "user", "content": "Hi."}]], "initial_config": {},
+             "involved_classes": ["nosuchpkg_rods.m:A"], "ground_truth": [["f()"]]}
+    path = tmp_path / "seeds.jsonl"
+    path.write_text(json.dumps(entry) + "\n")
+    result = CliRunner().invoke(app, ["eval", "--tasks", str(path), "--policy", "oracle"])
+    assert result.exit_code == 2
+    assert "nosuchpkg_rods.m:A" in result.output, result.output
