@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, Field
 
 from envs.checker import check
+from envs.executor import ERROR_PREFIX, Environment
 from envs.runner import Episode, Policy, run_episode
 from envs.task import Task
 
@@ -113,3 +114,19 @@ def aggregate(entries: list[EntryResult], repeats: int = 1, policy_name: str = "
         categories=categories, entries=sorted(entries, key=lambda e: (e.repeat, e.id)),
         malformed_calls=sum(e.malformed_calls for e in entries),
     )
+
+
+# A ground-truth call that names no tool or does not parse: an oracle run reproduces the error and still
+# "passes", so a typo in a seed would go unnoticed (environment errors such as a refused login can be intended).
+_BROKEN = ("is not defined", "unparsable", "invalid syntax", "not a call")
+
+
+def broken_ground_truth(task: Task) -> list[str]:
+    """The ground-truth calls of ``task`` that name no tool of its classes or do not parse, as ``turn T: call``."""
+    env = Environment(task.involved_classes, task.initial_config, long_context=task.category == "long_context")
+    out = []
+    for turn, calls in enumerate(task.ground_truth):
+        for call, result in zip(calls, env.run(calls), strict=True):
+            if result.startswith(ERROR_PREFIX) and any(b in result for b in _BROKEN):
+                out.append(f"turn {turn}: {call} ({result.removeprefix(ERROR_PREFIX)})")
+    return out

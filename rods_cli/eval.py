@@ -12,10 +12,10 @@ from rich.table import Table
 
 from envs.bfcl_data import CATEGORIES
 from envs.dataset import load_tasks
-from envs.evaluate import Report, evaluate_async
+from envs.evaluate import Report, broken_ground_truth, evaluate_async
 from envs.policies import check_script_covers, make_policy
 from envs.task import InputError, atomic_write_text
-from rods_cli.common import console, user_errors
+from rods_cli.common import console, err_console, user_errors
 
 SPLITS = ["train", "test", "all"]
 
@@ -60,6 +60,8 @@ def eval_command(
             raise InputError("no tasks selected")
         pol = make_policy(policy, model=model, base_url=base_url, concurrency=concurrency, timeout=timeout)
         check_script_covers(pol, tasks)
+        if policy == "oracle":
+            _warn_broken_ground_truth(tasks)
         report = asyncio.run(_run(tasks, pol, policy, repeats, concurrency, strict_tools))
     own = any(":" in c for t in tasks for c in t.involved_classes)  # a user's own classes: not BFCL's benchmark
     console.print(_report_table(report, "multi-turn" if own else "BFCL multi-turn"))
@@ -68,6 +70,14 @@ def eval_command(
     if out:
         atomic_write_text(out, report.model_dump_json(indent=1))
         console.print(f"report written to {out}")
+
+
+def _warn_broken_ground_truth(tasks) -> None:
+    """The oracle replays the ground truth, errors included: name the calls that can only be typos."""
+    for task in tasks:
+        for problem in broken_ground_truth(task):
+            err_console.print(f"warning: {task.id}: ground truth {problem}", soft_wrap=True, highlight=False,
+                              markup=False)
 
 
 async def _run(tasks, pol, name: str, repeats: int, concurrency: int, strict_tools: bool) -> Report:

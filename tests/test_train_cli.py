@@ -293,6 +293,9 @@ def test_a_recipes_list_filter_clears_from_the_command_line(tmp_path):
     assert args.involved_classes is None and args.categories is None
     kept = parse_recipe(Path(TINY), ["--output_dir", str(tmp_path)])
     assert kept.involved_classes == ["GorillaFileSystem"] and kept.categories == ["base"]
+    assert kept.seed_quotas  # the tiny recipe's quota ({base: 2}) keeps a user's other categories out ...
+    cleared = parse_recipe(Path(TINY), ["--output_dir", str(tmp_path), "--seed_quotas", "all"])
+    assert cleared.seed_quotas is None  # ... and clears like the list filters
 
 
 def test_a_bad_command_line_value_is_not_blamed_on_the_recipe(tmp_path):
@@ -393,3 +396,16 @@ def test_quiet_console_hides_library_deprecations_and_weight_bars():
         finally:
             hf_logging.enable_progress_bar()
     assert [str(w.message) for w in caught] == ["a user's own FutureWarning"]
+
+
+def test_a_seed_pool_cut_by_num_seed_tasks_is_said(tmp_path, caplog):
+    """A user's 7 seeds under the tiny recipe's num_seed_tasks=4 trained on 4 without a word."""
+    import logging
+
+    from trainer.grpo import load_seed_tasks
+
+    args = parse_recipe(Path(TINY), ["--output_dir", str(tmp_path)])
+    with caplog.at_level(logging.WARNING, logger="trainer.grpo"):
+        tasks = load_seed_tasks(args)
+    assert len(tasks) == args.num_seed_tasks
+    assert f"keeps the first {args.num_seed_tasks} of" in caplog.text

@@ -381,3 +381,21 @@ def test_cli_errors_print_class_paths_as_text_not_emoji(tmp_path):
     result = CliRunner().invoke(app, ["eval", "--tasks", str(path), "--policy", "oracle"])
     assert result.exit_code == 2
     assert "nosuchpkg_rods.m:A" in result.output, result.output
+
+
+def test_oracle_eval_warns_about_a_ground_truth_call_that_names_no_tool(tmp_path, monkeypatch):
+    """The oracle replays errors too, so a typo'd method in a seed would pass silently without the warning."""
+    from typer.testing import CliRunner
+
+    from rods_cli.main import app
+
+    _module(tmp_path, monkeypatch, "my_crm2", GOOD.format(cls="CounterAPI", method="bump_counter"))
+    entry = {"id": "crm-typo", "question": [[{"role": "user", "content": "Bump it by 3."}]],
+             "initial_config": {"CounterAPI": {"count": 4}}, "involved_classes": ["my_crm2:CounterAPI"],
+             "ground_truth": [["bump_countr(by=3)"]]}
+    path = tmp_path / "seeds.jsonl"
+    path.write_text(json.dumps(entry) + "\n")
+    result = CliRunner().invoke(app, ["eval", "--tasks", str(path), "--policy", "oracle"])
+    assert "warning: crm-typo: ground truth turn 0: bump_countr(by=3)" in result.output, result.output
+    path.write_text(json.dumps({**entry, "ground_truth": [["bump_counter(by=3)"]]}) + "\n")
+    assert "warning" not in CliRunner().invoke(app, ["eval", "--tasks", str(path), "--policy", "oracle"]).output

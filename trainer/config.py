@@ -257,10 +257,11 @@ class RODSConfig(GRPOConfig):
         self.synthesis_llm_stages = list(dict.fromkeys(stages))
         if self.min_pool_size < 1:
             raise ValueError("min_pool_size must be >= 1 (the active pool never empties)")
-        if isinstance(self.seed_quotas, str):  # from the command line: JSON text
+        if isinstance(self.seed_quotas, str):  # from the command line: JSON text, or `all` to clear the recipe's
             import json
 
-            self.seed_quotas = json.loads(self.seed_quotas)
+            text = self.seed_quotas.strip()
+            self.seed_quotas = None if text.lower() in ("all", "", "none") else json.loads(text)
         if self.prune_by not in ("variance", "phi"):
             raise ValueError(f"prune_by must be 'variance' or 'phi' (got {self.prune_by!r})")
         super().__post_init__()

@@ -78,7 +78,9 @@ def load_seed_tasks(args: RODSConfig) -> list[Task]:
     if args.involved_classes:
         allowed = set(args.involved_classes)
         tasks = [t for t in tasks if set(t.involved_classes) <= allowed]
-    if args.num_seed_tasks:
+    if args.num_seed_tasks and len(tasks) > args.num_seed_tasks:
+        log.warning("num_seed_tasks=%d keeps the first %d of %d selected seed tasks (--num_seed_tasks 0 keeps all)",
+                    args.num_seed_tasks, args.num_seed_tasks, len(tasks))
         tasks = tasks[: args.num_seed_tasks]
     if not tasks:
         raise InputError(explain_no_seeds(args))
