@@ -36,6 +36,7 @@ from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.profile import Profile
+from rods_agents.analysis.skills import same_skill
 from rods_agents.analysis.tracing import Trace, bind_args, limit_flips, outcome_flips, trace_task
 from rods_agents.analysis.value_sources import state_values
 from rods_agents.variation.seed_anchor import Substitution, _strings, has_number, substitute_phrases
@@ -401,7 +402,8 @@ class _Draw:
         import random
 
         random.Random(f"{self.seed.scenario}|{key}").shuffle(options)
-        return options[self.slot % len(options)]
+        # slot + slot // 4: the two variants of one seed (slots c and c + 4) differ even between two options
+        return options[(self.slot + self.slot // 4) % len(options)]
 
     def p(self, base: float) -> bool:
         return self.force or self.rng.random() < base
@@ -891,27 +893,46 @@ def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str
 
 
 def _method_swaps(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> list[dict[str, Any]]:
-    if d.composed:
-        return []
+    """Calls swapped for another method of their skill class where the seed turn says the old method in
+    words the lexicon maps (``methods`` in ``prompts/bfcl/offline_value_kinds.json``): 'copied' -> 'moved'
+    (cp -> mv), 'the average' -> 'the highest' (mean -> max_value). Every call of the method goes, all in
+    one turn (two files copied are two files moved); not a call whose result a later call reads or builds
+    a text from, nor one whose file a later call uses (a moved file is gone from its source)."""
     catalog = build_catalog()
     feeds = {e["source"] for e in d.profile.edges if e["kind"] == "data"}
     held_out = {f for names in d.seed.missed_function.values() for f in names}
+    pos_of = {(r.turn, r.index): p for p, (r, _a) in enumerate(bound)}
+    last_composed = max((pos_of.get((a.turn, a.index), -1) for a in d.profile.arg_sources if a.source == "composed"),
+                        default=-1)
     lexicon = method_swaps()
     out: list[dict[str, Any]] = []
-    for pos, (rec, _args) in enumerate(bound):
+    done: set[str] = set()
+    for rec, _args in bound:
         entry = lexicon.get(rec.name)
-        if not entry or pos in feeds or rec.name in held_out or rec.turn >= len(d.turn_text):
+        if not entry or rec.name in done or rec.name in held_out or rec.turn >= len(d.turn_text):
+            continue
+        done.add(rec.name)
+        group = [p for p, (r, _a) in enumerate(bound) if r.name == rec.name]
+        if len({bound[p][0].turn for p in group}) > 1 or any(p in feeds or p < last_composed for p in group):
             continue
         text = d.turn_text[rec.turn]
         said = [ph for ph in entry["phrases"] if re.search(rf"\b{re.escape(ph)}\b", text, re.I)]
-        targets = [m for m in entry.get("to", {}) if m in catalog.alternatives(rec.name) and m not in held_out]
-        if not said or not targets or sum(r.name == rec.name for r, _ in bound) > 1 or not d.p(0.5):
+        if not entry.get("noun_ok") and any(re.search(rf"\b(a|an|the)\s+{re.escape(ph)}\b", text, re.I) for ph in said):
+            continue  # the phrase as a noun ('make a copy'): the new method's verb would not fit
+        targets = [m for m in entry.get("to", {}) if (m in catalog.alternatives(rec.name) or same_skill(rec.name, m))
+                   and m in catalog.methods and m not in held_out]
+        if not said or not targets or not d.p(0.5):
             continue
-        new = d.rng.choice(targets)
+        names = {x for p in group for x in _scalar_strings(list(bound[p][1].values())) if len(x) >= 3}
+        if any(names & set(_scalar_strings(list(a.values()))) for _later, a in bound[max(group) + 1:]):
+            continue  # a later call uses what this one touches (a moved file is no longer at its source)
+        new = d.pick(targets, f"method|{rec.name}")
         new_phrases = entry["to"][new]
         phrases = [(ph, new_phrases[min(i, len(new_phrases) - 1)]) for i, ph in enumerate(entry["phrases"]) if ph in said]
-        out.append({"turn": rec.turn, "index": rec.index, "from": rec.name, "to": new,
-                    "phrases": [list(p) for p in phrases]})
+        for k, p in enumerate(group):
+            r = bound[p][0]
+            out.append({"turn": r.turn, "index": r.index, "from": r.name, "to": new,
+                        "phrases": [list(x) for x in phrases] if k == 0 else []})
     return out
 
 
@@ -1087,6 +1108,21 @@ def sibling_slot(category: str, variant: int, attempt: int = 0) -> int:
     return (cats.index(category) if category in cats else 0) + 4 * int(variant) + 8 * int(attempt)
 
 
+def _levels(changes: dict[str, Any]) -> list[dict[str, Any]]:
+    """The draw's changes, then more conservative versions of them, in the order :func:`anchored_plan` tries
+    them: without the resampled state, without new numbers, without the option swaps, without the renames,
+    without any swap."""
+    calm = {**changes, "state": False, "numbers": {}}
+    out = [changes, {**changes, "state": False}, calm]
+    if changes.get("option_swaps"):
+        out.append({**calm, "substitutions": [], "phrases": [],
+                    "swaps": {k: v for k, v in changes["swaps"].items() if k not in changes["option_swaps"]}})
+    if changes.get("renames") and (changes.get("substitutions") or changes.get("swaps")):
+        out.append({**calm, "renames": {}})
+    out.append({**calm, "swaps": {}, "substitutions": [], "phrases": []})
+    return out
+
+
 def anchored_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int = 0, tries: int = 6,
                   slot: int | None = None) -> dict[str, Any]:
     """The plan's fields (see :class:`rods_agents.stages.plan_sampling.Plan`) for one draw."""
@@ -1097,22 +1133,11 @@ def anchored_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, attempt:
     for n in range(tries):
         d = _Draw(seed, profile, trace, rng, attempt, force=n >= 1)
         d.slot = None if slot is None else slot + 16 * n
-        changes = draw_changes(d, bound)
+        drawn = draw_changes(d, bound)
         # progressively more conservative until the seed's yes/no outcomes hold and the plan runs; the entities
         # (another stock, city pair, route) outlive the documented options (a sector swap that breaks a
-        # reference must not take the stock swap with it)
-        for level in range(5):
-            if level >= 1:
-                changes = {**changes, "state": False}
-            if level >= 2:
-                changes = {**changes, "numbers": {}}
-            if level == 3:
-                if not changes.get("option_swaps"):
-                    continue
-                changes = {**changes, "substitutions": [], "phrases": [],
-                           "swaps": {k: v for k, v in changes["swaps"].items() if k not in changes["option_swaps"]}}
-            if level >= 4:
-                changes = {**changes, "swaps": {}, "substitutions": [], "phrases": []}
+        # reference must not take the stock swap with it), and a method swap outlives the renames
+        for changes in _levels(drawn):
             plan = _realize(seed, profile, trace, bound, changes, d, rng, attempt)
             if plan is None:
                 continue
