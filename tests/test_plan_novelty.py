@@ -1,0 +1,85 @@
+"""The offline plan makes a new task beyond digits (issue 13): dictated texts of its own, another stock, a
+method of the same skill; the two variants of one seed differ. A plan new only in numbers and ids is what the
+verdict rejects as ``novelty:digits_only``, so each case here checks the plan's masked ground truth too."""
+
+from __future__ import annotations
+
+import random
+from functools import lru_cache
+
+import pytest
+
+from envs.dataset import load_split
+from envs.executor import parse_call
+from rods_agents.analysis import knowledge
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.variation.anchored_plan import _masked, _parsed, _sector_symbols, anchored_plan, sibling_slot
+
+
+@lru_cache(maxsize=1)
+def _train() -> dict:
+    return {t.id: t for t in load_split("train")}
+
+
+def _plans(seed_id: str) -> tuple:
+    seed = _train()[seed_id]
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plans = [anchored_plan(seed, profile, trace, random.Random(v), 0, slot=sibling_slot(seed.category, v))
+             for v in range(2)]
+    return seed, plans
+
+
+def _calls(gt: list[list[str]], name: str) -> list:
+    return [parse_call(c) for turn in gt for c in turn if c.startswith(name + "(")]
+
+
+def _new_beyond_digits(seed, plan) -> bool:
+    return _masked(_parsed(plan["ground_truth"])) != _masked(_parsed(seed.ground_truth))
+
+
+def test_dictated_message_gets_a_text_of_its_own():
+    # base_51: the user dictates 'I am on my way to your place.'; ids and numbers are all else that can change
+    seed, plans = _plans("multi_turn_base_51")
+    old = _calls(seed.ground_truth, "send_message")[0].kwargs["message"]
+    pool = knowledge.dictated()["sentences"][old]
+    news = [_calls(p["ground_truth"], "send_message")[0].kwargs["message"] for p in plans]
+    assert all(n in pool for n in news)
+    assert news[0] != news[1]  # sibling variants send different texts
+    assert all(_new_beyond_digits(seed, p) for p in plans)
+    assert all(p["renames"].get(old) == n for p, n in zip(plans, news, strict=True))  # the text follows
+
+
+def test_tweet_hashtags_follow_the_pool():
+    seed, plans = _plans("multi_turn_base_68")
+    tags = knowledge.dictated()["hashtags"]
+    for plan in plans:
+        tweet = _calls(plan["ground_truth"], "post_tweet")[0]
+        assert all(t in tags["#Roadtrip"] + tags["#Adventure"] for t in tweet.kwargs["tags"])
+
+
+def test_stock_outside_the_sector_lists_swaps_beside_a_sector_lookup():
+    # base_105: 'Quasar Ltd.' and then the Technology sector's list; Quasar is no sector's, so it can change
+    seed, plans = _plans("multi_turn_base_105")
+    known = set(seed.initial_config["TradingBot"]["stocks"])
+    for plan in plans:
+        symbol = _calls(plan["ground_truth"], "get_stock_info")[0].kwargs.get("symbol") or \
+            _calls(plan["ground_truth"], "get_stock_info")[0].args[0]
+        assert symbol != "QUAS" and symbol in known and symbol not in _sector_symbols()
+        assert plan["swaps"].get("Quasar Ltd.")  # the company's name follows the ticker
+        # the sector's own stocks are still the ones added
+        added = [c.kwargs.get("stock") or c.args[0] for c in _calls(plan["ground_truth"], "add_to_watchlist")]
+        assert set(added) <= _sector_symbols()
+
+
+@pytest.mark.parametrize(("seed_id", "old", "new"), [("multi_turn_base_3", "cp", {"mv"}),
+                                                     ("multi_turn_base_81", "mean", {"max_value", "min_value"})])
+def test_method_swapped_inside_its_skill_class(seed_id, old, new):
+    seed, plans = _plans(seed_id)
+    for plan in plans:
+        names = {c.split("(")[0] for turn in plan["ground_truth"] for c in turn}
+        assert old not in names and names & new
+        assert any(s["from"] == old for s in plan["substitutions"])
+        draft = seed.model_copy(update={"ground_truth": plan["ground_truth"], "initial_config": plan["initial_config"]})
+        assert not trace_task(draft).errors  # the swapped ground truth still executes
