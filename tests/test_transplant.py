@@ -11,6 +11,7 @@ import json
 
 from envs.dataset import load_split, split_scenarios
 from envs.task import bfcl_task
+from rods_agents.analysis.information_structure import information_structure
 from rods_agents.analysis.novelty import containment, user_text
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
@@ -66,13 +67,18 @@ def test_a_choice_said_in_words_is_taken_only_where_the_donor_names_it_once():
     assert text == "What does an economy class seat cost?"
 
 
-def test_the_bank_holds_only_train_turns_and_no_turn_that_names_a_value_it_leaves_implicit():
+def test_the_bank_holds_only_train_turns_and_a_value_named_for_an_implicit_call_is_carried_as_a_hidden_slot():
     train = split_scenarios("train")
     donors = [d for ds in turn_bank().values() for d in ds]
     assert len(donors) > 1000
     assert {d.scenario for d in donors} <= train
-    # base_16: "In research directory, there is a file ..." leaves cd('research') implicit but names its folder
-    assert not any(d.text.startswith("In research directory") for d in donors)
+    # base_16: "In research directory, there is a file ..." leaves cd('research') implicit but names its folder:
+    # the folder is a hidden slot of the implicit cd (re-instantiated on the variant's folder, never left as
+    # the donor's), and the cd stays out of the calls the turn asks for
+    research = [d for d in donors if d.text.startswith("In research directory")]
+    assert research and all(any(x.index < 0 and x.param == "cd.folder" and json.loads(x.value) == "research"
+                                    for x in d.slots) for d in research)
+    assert all("cd" not in d.methods for d in research)
 
 
 def test_variants_are_new_wording_from_other_scenarios():
@@ -88,14 +94,21 @@ def test_variants_are_new_wording_from_other_scenarios():
     assert sum(contained) / len(contained) < 0.6, contained  # the carried seed sentences alone measure ~0.9
 
 
-def test_a_turn_with_a_condition_keeps_the_seeds_wording():
+def test_a_turn_with_a_condition_keeps_its_cue_sentence_and_gets_new_words_for_the_rest():
     seed, task, plan, donors = _variant("multi_turn_base_94")
     carried = carry_plan(seed, plan)
     info = profile_task(seed).information
+    mine = information_structure(task)
+    reworded = 0
     for t, ts in enumerate(info.turns):
         if ts.conditions and task.turns[t]:
-            assert task.turns[t][0].content == carried[t][0].content
+            text = task.turns[t][0].content
+            # the carried condition sentence ('Should any tire fall below the 40 PSI mark, ...') stays word for word
+            assert all(c.cue in carried[t][0].content and c.cue in text for c in mine.turns[t].conditions)
+            assert len(mine.turns[t].conditions) == len(ts.conditions)
+            reworded += text != carried[t][0].content
     assert any(ts.conditions for ts in info.turns)
+    assert reworded >= 1  # 'verify the tire pressures.' before the condition is another scenario's sentence
 
 
 def test_a_route_is_carried_with_its_cities_and_no_airport_of_the_donors_trip_stays():

@@ -42,22 +42,27 @@ from rods_agents.analysis.obtainability import public_state, state_obtainable
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import (
     CITY_ALIASES,
+    _dates,
     _numbers,
     airport_cities,
     classify_arguments,
+    stated_as_date,
     user_text_upto,
 )
 from rods_agents.variation.seed_anchor import Substitution, substitute_numbers
 from rods_agents.variation.turn_bank import (
+    SENTENCE_END,
     Donor,
     Slot,
     asked_turn,
+    call_positions,
     cue_key,
     donors_for,
     explicit_calls,
     portable_signature,
     segment_signature,
     turn_slots,
+    withholding_calls,
     world_strings,
 )
 
@@ -119,6 +124,10 @@ def value_map(donor: Donor, target: tuple[Slot, ...]) -> tuple[dict[str, str], d
     for key, ds in d_map.items():
         ts = t_map[key]
         dv, tv = json.loads(ds.value), json.loads(ts.value)
+        if "withheld" in (ds.source, ts.source):
+            if ds.source != ts.source:
+                return None
+            continue  # left out on purpose by both: nothing to carry
         if ds.flag or ts.flag:
             if dv == tv:
                 continue
@@ -189,6 +198,13 @@ def reinstantiate(donor: Donor, target: tuple[Slot, ...], world: set[str], allow
         if old in cities and new in cities and cities[old] != cities[new]:
             if strings.setdefault(cities[old], cities[new]) != cities[new]:
                 return None
+    companies = {k: v for k, v in knowledge.value_pools().get("company_of_ticker", {}).items() if not k.startswith("_")}
+    for old, new in list(strings.items()):  # a ticker's company goes with it ('Zeta Corp' for ZETA)
+        if old in companies and companies[old] != companies.get(new):
+            name = companies[old]
+            if re.search(rf"\b{re.escape(name.split()[0])}", donor.text):  # in its own case: not the ticker
+                if new not in companies or strings.setdefault(name, companies[new]) != companies[new]:
+                    return None
     caps = {o: n for o, n in strings.items() if _CODE.fullmatch(o)}
     text = donor.text
     for old, new in caps.items():  # a ticker or an airport code in its own case only: 'ZETA', not 'Zeta Corp'
@@ -251,8 +267,11 @@ def _mismatch_keys(seed_info: Any, info: Any) -> set[tuple[str, int]]:
     return {(m.reason, m.turn) for m in structure_mismatches(seed_info, info)}
 
 
-def _rebased(target: tuple[Slot, ...], start: int, stop: int) -> tuple[Slot, ...]:
-    return tuple(Slot(x.index - start, x.param, x.value, x.source, x.flag) for x in target if start <= x.index < stop)
+def _rebased(target: tuple[Slot, ...], start: int, stop: int, whole: bool = False) -> tuple[Slot, ...]:
+    """The slots of calls ``start:stop``, re-indexed from 0; the hidden slots of implicit calls
+    (:func:`rods_agents.variation.turn_bank.explicit_calls`) only for the ``whole`` turn."""
+    return tuple(Slot(x.index - start if x.index >= 0 else x.index, x.param, x.value, x.source, x.flag) for x in target
+                 if (start <= x.index < stop) or (whole and x.index < 0))
 
 
 def _sentence(text: str) -> str:
@@ -260,40 +279,98 @@ def _sentence(text: str) -> str:
     return text if text[-1:] in ".?!" else text + "."
 
 
+def _ordered(pool: list[Donor], seed: Task, turn: int, start: int, stop: int, rng: Any, slot: int | None) -> list[Donor]:
+    """The donors in the order they are tried: shuffled (or, for a sibling slot, one order per scenario and turn
+    rotated by the slot, so siblings take other donors); an opening turn's donors from opening turns first."""
+    pool = list(pool)
+    if slot is None:
+        rng.shuffle(pool)
+    else:
+        pool.sort(key=lambda d: (d.task_id, d.turn, d.text))
+        random.Random(f"{seed.scenario}|{turn}|{start}|{stop}").shuffle(pool)
+        k = slot % len(pool) if pool else 0
+        pool = pool[k:] + pool[:k]
+    # an introduction ("I'm planning a trip ...") reads oddly mid-conversation and a follow-up ("that file") at the start
+    pool.sort(key=lambda d: (d.turn == 0) != (turn == 0))
+    return pool
+
+
+def _scalars(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _said(value: Any, text: str, dates: set[str], nums: set[float]) -> bool:
+    """``value`` is written in ``text``: as itself (any case), an ISO date in words, a number in any form, an
+    airport code by its city's name."""
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int | float):
+        return float(value) in nums
+    if not isinstance(value, str) or len(value) < 3:
+        return False
+    if value.lower() in text.lower() or stated_as_date(value, dates):
+        return True
+    city = airport_cities().get(value)
+    return bool(city) and any(_word_in(c, text) for c in (city, *CITY_ALIASES.get(city, ())))
+
+
+def keeps_said(text: str, target: tuple[Slot, ...], span: str) -> bool:
+    """Every value of ``target`` that the replaced words (``span``) write, ``text`` writes too: a donor that
+    leaves a value to an earlier turn of its own conversation ('book the flight' after a turn naming it)
+    would leave the variant's value unsaid, which the re-measure then rejects (a wasted try)."""
+    span_dates, dates, span_nums, nums = _dates(span), _dates(text), _numbers(span), _numbers(text)
+    for x in target:
+        if x.flag or x.source == "withheld":
+            continue
+        for v in _scalars(json.loads(x.value)):
+            if _said(v, span, span_dates, span_nums) and not _said(v, text, dates, nums):
+                return False
+    return True
+
+
+def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
+          span: str) -> tuple[str, Donor] | None:
+    """The first donor of ``pool`` that re-instantiates on ``target`` and states what ``span`` states; at most
+    ``MAX_TRIES`` donors that ask for the calls the same way are tried (the others are skipped at no cost)."""
+    tries = 0
+    for d in pool:
+        if value_map(d, target) is None:
+            continue
+        tries += 1
+        text = reinstantiate(d, target, world, allowed, values)
+        if text is not None and keeps_said(text, target, span):
+            return text, d
+        if tries >= MAX_TRIES:
+            break
+    return None
+
+
 def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str],
-              allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None = None
-              ) -> tuple[str, list[Donor]] | None:
+              allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None = None, carried: str = "",
+              signature: str | None = None) -> tuple[str, list[Donor]] | None:
     """One wording of a turn from donors: the whole turn from one donor where one fits, else the calls in
     consecutive segments (at most ``MAX_SEGMENTS``), each from a donor asking for just those calls the
     same way (longest segment first). A turn with a reference or a transformation takes only donors with
-    the same cue words; a turn with a condition is never re-worded (None)."""
-    sig = portable_signature(seed_info, g)
+    the same cue words; a turn with a condition is never re-worded whole (None; :func:`_mixed` keeps its
+    cue sentence and re-words the rest)."""
+    sig = signature or portable_signature(seed_info, g)
     parsed = json.loads(sig)
-    if parsed["conditions"]:
+    if parsed.get("conditions"):
         return None
-    delicate = bool(parsed["references"] or parsed["transformations"])
+    whole_only = signature is not None  # a withholding turn: one donor withholding the same value
+    delicate = bool(parsed.get("references") or parsed.get("transformations"))
     parts: list[tuple[str, Donor]] = []
     start, n = 0, len(methods)
     while start < n:
         for stop in range(n, start, -1):
-            if delicate and (start, stop) != (0, n):
+            if (delicate or whole_only) and (start, stop) != (0, n):
                 continue
             seg_sig = sig if (start, stop) == (0, n) else segment_signature()
             pool = [d for d in donors_for(methods[start:stop], seg_sig, knowledge.donor_key(seed),
-                                          cue_key(seed_info, g) if delicate else None) if d.task_id not in used]
-            if slot is None:
-                rng.shuffle(pool)
-            else:  # one order per scenario and turn, rotated by the sample's slot: siblings take other donors
-                pool.sort(key=lambda d: (d.task_id, d.turn, d.text))
-                random.Random(f"{seed.scenario}|{turn}|{start}|{stop}").shuffle(pool)
-                k = slot % len(pool) if pool else 0
-                pool = pool[k:] + pool[:k]
-            # an opening turn from an opening turn, a follow-up from a follow-up: an introduction ("I'm
-            # planning a trip ...") reads oddly mid-conversation and a follow-up ("that file") at the start
-            pool.sort(key=lambda d: (d.turn == 0) != (turn == 0))
-            seg_target = _rebased(target, start, stop)
-            found = next(((text, d) for d in pool[:MAX_TRIES]
-                          if (text := reinstantiate(d, seg_target, world, allowed, values)) is not None), None)
+                                          cue_key(seed_info, g) if delicate and not whole_only else None)
+                    if d.task_id not in used]
+            pool = _ordered(pool, seed, turn, start, stop, rng, slot)
+            found = _find(pool, _rebased(target, start, stop, (start, stop) == (0, n)), world, allowed, values, carried)
             if found is not None:
                 parts.append(found)
                 start = stop
@@ -303,6 +380,90 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         if len(parts) > MAX_SEGMENTS:
             return None
     return " ".join(_sentence(p) for p, _ in parts), [d for _, d in parts]
+
+
+def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...]
+           ) -> list[tuple[int, int, int, int]] | None:
+    """The carried turn cut into units of (first call, stop call, start char, end char): the sentences that
+    ask for a call (and those after it up to the next call's, and for the first call those before it); calls
+    asked for in one sentence are one unit. None when the calls cannot be placed in order."""
+    explicit = [c.method for c in info.turns[g].calls if c.explicit]
+    if tuple(explicit) != methods:
+        return None
+    n = len(methods)
+    positions = call_positions(text, info, g, target, n)
+    if positions is None:
+        return None
+    bounds = [0] + [m.end() for m in SENTENCE_END.finditer(text)]
+    sent = [max(i for i, b in enumerate(bounds) if b <= p) for p in positions]
+    starts = [i for i in range(n) if i == 0 or sent[i] != sent[i - 1]]
+    units = []
+    for k, a in enumerate(starts):
+        b = starts[k + 1] if k + 1 < len(starts) else n
+        units.append((a, b, 0 if k == 0 else bounds[sent[a]], bounds[sent[b]] if b < n else len(text)))
+    return units
+
+
+def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]) -> set[int] | None:
+    """The units whose words hold a condition, a reference or a transformation cue: they keep the seed's
+    wording (the cue decides the ground truth). None when a cue cannot be found in the text."""
+    s = info.turns[g]
+    lower = text.lower()
+    out: set[int] = set()
+    for cue in [c.cue for c in s.conditions] + [r.cue for r in s.references] + [x.cue for x in s.transformations]:
+        at = lower.find(cue.lower().strip()) if cue.strip() else -1
+        if at < 0:
+            return None
+        end = at + len(cue.strip())
+        out.update(k for k, (_, _, lo, hi) in enumerate(units) if lo < end and at < hi)
+    return out
+
+
+def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...],
+           world: set[str], allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None,
+           carried: str) -> tuple[str, list[Donor]] | None:
+    """A turn no donor words whole, re-worded unit by unit (:func:`_units`): each run of units without a cue
+    from a donor asking for just those calls the same way (longest run first), the units with a condition,
+    reference or transformation cue, and those no donor fits, in the carried wording. So a conditioned or
+    referencing turn keeps its cue sentence ('Should any tire fall below 40 PSI, ...') and gets new words for
+    the rest, and a turn with one call no donor asks for keeps only that call's sentence."""
+    units = _units(carried, base_info, g, methods, target)
+    if units is None or len(units) < 2:
+        return None
+    locked = _locked(carried, base_info, g, units)
+    if locked is None or len(locked) == len(units):
+        return None
+    pieces: list[str] = []
+    donors: list[Donor] = []
+    k = 0
+    while k < len(units):
+        a, _, lo, hi = units[k]
+        if k in locked:
+            pieces.append(carried[lo:hi].strip())
+            k += 1
+            continue
+        last = k
+        while last + 1 < len(units) and last + 1 not in locked:
+            last += 1
+        found = None
+        for m in range(last, k - 1, -1):
+            b = units[m][1]
+            pool = [d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
+                    if d.task_id not in used and d.task_id not in {x.task_id for x in donors}]
+            found = _find(_ordered(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
+                          carried[lo:units[m][3]])
+            if found is not None:
+                break
+        if found is None:
+            pieces.append(carried[lo:hi].strip())
+            k += 1
+            continue
+        pieces.append(_sentence(found[0]))
+        donors.append(found[1])
+        k = m + 1
+    if not donors:
+        return None
+    return " ".join(p for p in pieces if p), donors
 
 
 def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: int | None = None
@@ -315,7 +476,10 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     trace = trace_task(variant)
     base_sources, base_info, sources = _measure(variant, trace)
     base_mismatch = _mismatch_keys(seed_info, base_info)
-    candidates = [t for t in range(len(variant.turns)) if asked_turn(variant, t) is not None
+    held = {t: h for t in range(len(variant.turns)) if variant.category == "miss_param"
+            and _user_messages(variant.turns[t]) == 1
+            and (h := withholding_calls(variant, trace, sources, seed_info, t)) is not None}
+    candidates = [t for t in range(len(variant.turns)) if (asked_turn(variant, t) is not None or t in held)
                   and _user_messages(variant.turns[t]) == 1]
     base_state_ok = _state_ok(variant, trace, sources, set(candidates))
     world = world_strings(variant, trace)
@@ -324,17 +488,23 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     used: set[str] = set()
     provenance: list[dict] = []
     for t in candidates:
-        g = asked_turn(variant, t)
-        assert g is not None
-        methods, target = explicit_calls(seed_info, g, *turn_slots(trace, sources, g))
+        if t in held:
+            g, (methods, target, signature) = t + 1, held[t]
+        else:
+            g, signature = asked_turn(variant, t), None
+            assert g is not None
+            methods, target = explicit_calls(seed_info, g, *turn_slots(trace, sources, g))
         if not methods:
             continue
         carried = next(m.content for m in turns[t] if m.role == "user")
         allowed = _numbers(gt_text) | _numbers(carried)
         tried: set[str] = set()
         for i in range(ASSEMBLIES):
-            built = _assemble(seed, seed_info, t, g, methods, target, world, allowed, gt_text, used, rng,
-                              None if slot is None else slot + i)
+            s_i = None if slot is None else slot + i
+            built = _assemble(seed, seed_info, t, g, methods, target, world, allowed, gt_text, used, rng, s_i, carried,
+                              signature)
+            if built is None and signature is None:
+                built = _mixed(seed, base_info, t, g, methods, target, world, allowed, gt_text, used, rng, s_i, carried)
             if built is None:
                 break
             text, donors = built

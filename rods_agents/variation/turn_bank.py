@@ -71,12 +71,26 @@ def portable_signature(info: InformationStructure, turn: int) -> str:
 def explicit_calls(info: InformationStructure, turn: int, methods: tuple[str, ...], slots: tuple[Slot, ...]
                    ) -> tuple[tuple[str, ...], tuple[Slot, ...]]:
     """The calls a turn's text asks for (implicit ones left out: a donor that never names the ``cd`` or the
-    brake pedal leaves them to the assistant as the seed did), with their slots re-indexed in that order."""
-    implicit = {c.index for c in info.turns[turn].calls if not c.explicit}
+    brake pedal leaves them to the assistant as the seed did), with their slots re-indexed in that order.
+
+    The values the text states for a call it leaves implicit ('the distance between Rivermist and Greenway'
+    for the implicit zip-code lookups, 'in the research directory' for an implicit ``cd``) are kept too, as
+    *hidden* slots (negative index, parameter ``method.param``, numbered over the implicit calls): a donor
+    that states such values is re-instantiated on the variant's at the same implicit call, and only a donor
+    with the same hidden slots words such a turn."""
+    return split_calls({c.index for c in info.turns[turn].calls if not c.explicit}, methods, slots)
+
+
+def split_calls(implicit: set[int], methods: tuple[str, ...], slots: tuple[Slot, ...]
+                ) -> tuple[tuple[str, ...], tuple[Slot, ...]]:
+    """:func:`explicit_calls` given the indices of the implicit calls."""
     keep = [i for i in range(len(methods)) if i not in implicit]
     pos = {old: new for new, old in enumerate(keep)}
-    return (tuple(methods[i] for i in keep),
-            tuple(Slot(pos[x.index], x.param, x.value, x.source, x.flag) for x in slots if x.index in pos))
+    hidden = {old: -(k + 1) for k, old in enumerate(i for i in range(len(methods)) if i in implicit)}
+    out = [Slot(pos[x.index], x.param, x.value, x.source, x.flag) for x in slots if x.index in pos]
+    out += [Slot(hidden[x.index], f"{methods[x.index]}.{x.param}", x.value, x.source, x.flag) for x in slots
+            if x.index in hidden and x.source == "user" and not x.flag]
+    return tuple(methods[i] for i in keep), tuple(out)
 
 
 def cue_key(info: InformationStructure, turn: int) -> str:
@@ -93,6 +107,36 @@ def segment_signature() -> str:
     """The portable signature of a segment of a turn with no condition, reference or transformation (what a
     donor of that segment alone must match)."""
     return json.dumps({"conditions": 0, "references": [], "transformations": []}, sort_keys=True)
+
+
+def withholding_signature(method: str, param: str) -> str:
+    """The portable signature of a miss_param withholding turn: only a turn withholding the same parameter of
+    the same method words it (the category's mechanics stay the seed's)."""
+    return json.dumps({"withheld": f"{method}.{param}"}, sort_keys=True)
+
+
+def withholding_calls(task: Task, trace: Trace, sources: list[ArgSource], info: InformationStructure, turn: int
+                      ) -> tuple[tuple[str, ...], tuple[Slot, ...], str] | None:
+    """For a miss_param turn that asks for the next turn's calls but leaves one value out (supplied by the
+    next turn): the calls its text asks for (explicit by its own words), their slots with the withheld one's
+    source ``'withheld'`` (never carried, never stated), and its signature; None for any other turn."""
+    w = info.turns[turn].withheld if turn < len(info.turns) else None
+    g = turn + 1
+    if (w is None or w.supplied_at != g or w.stated_before or g >= len(task.ground_truth) or not task.ground_truth[g]
+            or task.ground_truth[turn] or not _user_text(task, turn)):
+        return None
+    methods, slots = turn_slots(trace, sources, g)
+    slots = tuple(Slot(x.index, x.param, x.value, "withheld" if (methods[x.index], x.param) == (w.method, w.param)
+                       else x.source, x.flag) for x in slots)
+    if not any(x.source == "withheld" for x in slots):
+        return None
+    from rods_agents.analysis.information_structure import _classify_calls
+
+    implicit = {c.index for c in _classify_calls(trace, g, _user_text(task, turn)) if not c.explicit}
+    explicit, kept = split_calls(implicit, methods, slots)
+    if not explicit or not any(x.source == "withheld" and x.index >= 0 for x in kept):
+        return None
+    return explicit, kept, withholding_signature(w.method, w.param)
 
 
 def asked_turn(task: Task, turn: int) -> int | None:
@@ -145,10 +189,10 @@ def world_strings(task: Task, trace: Trace | None = None) -> set[str]:
     return {s for s in out if 3 <= len(s) <= 80}
 
 
-_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=\S)")
+SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=\S)")
 
 
-def _call_positions(text: str, info: InformationStructure, g: int, slots: tuple[Slot, ...], n: int) -> list[int] | None:
+def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[Slot, ...], n: int) -> list[int] | None:
     """Where the text asks for each of the ``n`` explicit calls (the lexicon cue, else a stated value), in
     order; None when a call cannot be placed or the order is not the calls' order."""
     explicit = [c for c in info.turns[g].calls if c.explicit]
@@ -174,10 +218,10 @@ def partial_donors(task: Task, t: int, text: str, methods: tuple[str, ...], slot
     sig = json.loads(portable_signature(info, g))
     if len(methods) < 2 or sig["conditions"] or sig["references"] or sig["transformations"]:
         return []
-    positions = _call_positions(text, info, g, slots, len(methods))
+    positions = call_positions(text, info, g, slots, len(methods))
     if positions is None:
         return []
-    bounds = [0] + [m.end() for m in _SENTENCE_END.finditer(text)]
+    bounds = [0] + [m.end() for m in SENTENCE_END.finditer(text)]
     sentence_of = [max(i for i, b in enumerate(bounds) if b <= p) for p in positions]
     out = []
     for a in range(len(methods)):
@@ -189,7 +233,7 @@ def partial_donors(task: Task, t: int, text: str, methods: tuple[str, ...], slot
             lo = 0 if a == 0 else bounds[sentence_of[a]]
             hi = bounds[sentence_of[b]] if b < len(methods) else len(text)
             part = text[lo:hi].strip()
-            run = tuple(Slot(x.index - a, x.param, x.value, x.source, x.flag) for x in slots if a <= x.index < b)
+            run = tuple(Slot(x.index - a, x.param, x.value, x.source, x.flag) for x in slots if 0 <= a <= x.index < b)
             out.append(Donor(task.id, knowledge.donor_key(task), t, part, methods[a:b], run, segment_signature(), entities,
                              cue_key(info, g)))
     return out
@@ -223,16 +267,22 @@ def _turn_bank(donor_ids: tuple[str, ...]) -> dict[tuple[str, ...], tuple[Donor,
         info = information_structure(task, trace, sources)
         entities = frozenset(world_strings(task, trace))
         for t in range(len(task.turns)):
+            held = withholding_calls(task, trace, sources, info, t) if task.category == "miss_param" else None
+            if held is not None:
+                bank[held[0]].append(Donor(task.id, knowledge.donor_key(task), t, _user_text(task, t), held[0], held[1],
+                                           held[2], entities, ""))
             g = asked_turn(task, t)
             if g is None:
                 continue
             all_methods, all_slots = turn_slots(trace, sources, g)
             methods, slots = explicit_calls(info, g, all_methods, all_slots)
-            if not methods or _states_implicit_values(info, g, all_slots):
+            if not methods:
                 continue
             text = _user_text(task, t)
             bank[methods].append(Donor(task.id, knowledge.donor_key(task), t, text, methods, slots,
                                        portable_signature(info, g), entities, cue_key(info, g)))
+            if _states_implicit_values(info, g, all_slots):
+                continue  # its sentences name values of implicit calls: only the whole turn carries them all
             for part in partial_donors(task, t, text, methods, slots, info, g, entities):
                 bank[part.methods].append(part)
     return {k: tuple(v) for k, v in bank.items()}
@@ -252,5 +302,5 @@ def donors_for(methods: tuple[str, ...], signature: str, exclude_scenario: int |
     return out
 
 
-__all__ = ["Donor", "Slot", "asked_turn", "cue_key", "explicit_calls", "segment_signature", "donors_for", "portable_signature", "turn_bank", "turn_slots",
+__all__ = ["SENTENCE_END", "Donor", "Slot", "asked_turn", "call_positions", "cue_key", "explicit_calls", "segment_signature", "split_calls", "withholding_calls", "withholding_signature", "donors_for", "portable_signature", "turn_bank", "turn_slots",
            "world_strings"]
