@@ -145,6 +145,15 @@ def _paths(obj: Any, value: Any, path: tuple = ()) -> list[tuple]:
     return [path] if same else []
 
 
+def _path_leaves(obj: Any, name: str, path: tuple = ()) -> list[tuple]:
+    """Paths at which a leaf of ``obj`` is a file-system path ending in ``name`` ('./a/b/name')."""
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in _path_leaves(v, name, (*path, k))]
+    if isinstance(obj, list):
+        return [p for i, v in enumerate(obj) for p in _path_leaves(v, name, (*path, (i, len(obj))))]
+    return [path] if isinstance(obj, str) and len(name) >= 3 and obj.endswith("/" + name) else []
+
+
 def _at(obj: Any, path: tuple, from_end: bool) -> Any:
     for step in path:
         if isinstance(step, tuple):
@@ -198,6 +207,11 @@ def rederive(seed: Task, seed_trace: Trace, profile: Profile, gt: list[list[str]
             if not positional and (_paths(vj, cur_value) if vj is not None else
                                    (isinstance(cur_value, str) and cur_value in var_res)):
                 continue  # the same entity (renamed alike) is still there: nothing to re-derive
+            if sj is not None and vj is not None and isinstance(old_value, str) and isinstance(cur_value, str):
+                seed_at, var_at = _path_leaves(sj, old_value), _path_leaves(vj, cur_value)
+                if seed_at and seed_at == var_at:
+                    continue  # a file a listing names by its path ('./projects/photography/a.jpg'), renamed
+                    # alike and at the same place: the reference still holds
             paths = _paths(sj, old_value) if sj is not None else []
             if not paths or vj is None:
                 return None
