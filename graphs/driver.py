@@ -184,12 +184,15 @@ def run_samples(seeds: Sequence[Task], ctx: SynthesisContext, db_path: str | Pat
             payload = None if snapshot.next else {"sample_id": spec.sample_id, "seed": spec.seed.model_dump(),
                                                   "variant": spec.variant}
             while True:
-                for mode, event in graph.stream(payload, config, context=ctx, stream_mode=["custom", "updates"],
-                                                durability="sync"):
+                # A stop is honoured only at a "checkpoints" event: a node's update is streamed before its
+                # superstep is saved, and leaving the stream there would drop that superstep (the sample would
+                # then restart from scratch on resume instead of continuing after its last node).
+                for mode, event in graph.stream(payload, config, context=ctx, durability="sync",
+                                                stream_mode=["custom", "updates", "checkpoints"]):
                     if mode == "custom" and on_event:
                         on_event(event)
-                    if stop.is_set():
-                        return None  # this node's checkpoint is written; the next call continues here
+                    if mode == "checkpoints" and stop.is_set():
+                        return None  # this superstep is saved; the next call continues after it
                 state = graph.get_state(config)
                 if not state.next:
                     return _finish(store, graph, config, spec, state.values["results"][-1], keep_checkpoints)

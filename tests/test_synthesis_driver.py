@@ -75,6 +75,21 @@ def test_a_stopped_run_resumes_without_running_a_finished_sample_again(tmp_path,
     assert again.report["samples"] == 4 and _rows(db, "select count(*) from checkpoints") == 0
 
 
+def test_a_sample_stopped_mid_run_continues_after_its_last_node(tmp_path):
+    """A stop leaves the stream only once a superstep is saved: the stopped sample resumes at its next node
+    (before: its update was streamed, the stream closed before the save, and it re-ran from profile)."""
+    seeds = load_tasks(ids=SEEDS[:1])
+    ctx = SynthesisContext(seed=0, variants_per_seed=2, concurrency=1)
+    db, stop = tmp_path / "run.sqlite", threading.Event()
+    with pytest.raises(SamplesStopped):
+        run_samples(seeds, ctx, db, stop=stop, interrupt_after="execute_plan",
+                    on_interrupt=lambda n: stop.set() if n == 2 else None)  # v1 stops after its execution
+    events: list[dict] = []
+    run_samples(seeds, ctx, db, on_event=events.append)
+    v1 = [e["stage"] for e in events if e.get("sample_id") == f"{SEEDS[0]}#v1"]
+    assert v1 and "profile" not in v1 and "plan" not in v1, v1
+
+
 def test_inner_node_updates_stream_instead_of_null():
     """LangGraph streams only output channels as ``updates``: a narrowed output schema on the per-sample
     graph made every inner node's update ``None`` (Studio, the SDK)."""
