@@ -160,8 +160,8 @@ def _at(obj: Any, path: tuple, from_end: bool) -> Any:
             i, n = step
             if not isinstance(obj, list):
                 raise KeyError(step)
-            if len(obj) != n and not from_end:
-                raise KeyError("list length changed")
+            if len(obj) != n and not from_end and i != 0:
+                raise KeyError("list length changed")  # the first entry is the first whatever the length
             obj = obj[i - n] if from_end else obj[i]
         else:
             if not isinstance(obj, dict) or step not in obj:
@@ -172,7 +172,7 @@ def _at(obj: Any, path: tuple, from_end: bool) -> Any:
 
 _DOUBLED = re.compile(r"\b([A-Za-z]{2,})( \1\b)+", re.I)
 _LAST = re.compile(r"\b(last|final|latest|most recent|bottom)\b", re.I)
-_POSITION = re.compile(r"\b(first|second|third|fourth|fifth|last|final|latest|most recent|earliest|top|bottom|"
+_POSITION = re.compile(r"\b(first|initial|second|third|fourth|fifth|last|final|latest|most recent|earliest|top|bottom|"
                        r"\d+(?:st|nd|rd|th))\b", re.I)
 
 
