@@ -83,3 +83,16 @@ def test_method_swapped_inside_its_skill_class(seed_id, old, new):
         assert any(s["from"] == old for s in plan["substitutions"])
         draft = seed.model_copy(update={"ground_truth": plan["ground_truth"], "initial_config": plan["initial_config"]})
         assert not trace_task(draft).errors  # the swapped ground truth still executes
+
+
+def test_sector_swap_keeps_the_first_stock_of_a_shorter_list():
+    # base_121: 'the initial stock symbol from that list' of the Technology sector (4 stocks); Automobile lists 3
+    seed, plans = _plans("multi_turn_base_121")
+    swapped = [p for p in plans if p["swaps"].get("Technology") == "Automobile"]
+    assert swapped
+    for plan in swapped:
+        order = _calls(plan["ground_truth"], "place_order")[0].kwargs
+        assert order["symbol"] == "TSLA"  # the Automobile list's first, re-derived by its position
+        draft = seed.model_copy(update={"ground_truth": plan["ground_truth"], "initial_config": plan["initial_config"]})
+        info = [r for r in trace_task(draft).calls if r.name == "get_stock_info"][0]
+        assert str(order["price"]) in info.result  # the price the lookup printed
