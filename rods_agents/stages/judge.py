@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.runtime import Runtime
+
 from envs.task import Task
-from rods_agents.analysis.profile import Profile
-from rods_agents.analysis.tracing import Trace
 from rods_agents.llm.accounting import charge, gave_up
 from rods_agents.llm.backbone import LLMStageError, backbone_for
 from rods_agents.llm.prompting import novelty_facts
@@ -30,6 +30,17 @@ from rods_agents.llm.schemas import JudgeVerdict
 from rods_agents.run.context import context_of
 from rods_agents.run.outcome import Verdict
 from rods_agents.run.runtime import emit, stage_timer
+from rods_agents.stages.state import (
+    SampleState,
+    SynthesisContext,
+    count,
+    items,
+    profile_of,
+    seed_of,
+    seed_trace_of,
+    task_of,
+    trace_of,
+)
 
 JUDGE_REJECTED = "judge_rejected"
 COPY_CONTAINMENT = 0.8  # word 5-gram containment of the candidate's text in the seed's above which it is a copy
@@ -59,23 +70,22 @@ def copy_verdict(seed: Task, candidate: Task) -> dict[str, Any] | None:
             "fault": "gt_unfixable" if plan_copy else "query_fixable", "critique": critique, "source": "rule"}
 
 
-def judge_candidate(state: dict, runtime: Any = None) -> dict:
+def judge_candidate(state: SampleState, runtime: Runtime[SynthesisContext] | None = None) -> dict:
     """Graph node ``judge_candidate``: the LLM judge's decision on a rule-accepted candidate."""
     backbone = backbone_for(runtime, "judge")
     if backbone is None:  # offline: the rule checks already decided
         return {}
     ctx = context_of(runtime)
-    rounds = int(state.get("refine_rounds", 0) or 0)
-    seed, candidate = Task.model_validate(state["seed"]), Task.model_validate(state["task"])
+    rounds = count(state, "refine_rounds")
+    seed, candidate = seed_of(state), task_of(state)
     copy = copy_verdict(seed, candidate)
     if copy is not None:  # a measured copy: rejected without spending a call
         return _decided(state, runtime, ctx, rounds, JudgeVerdict.model_validate(
             {k: v for k, v in copy.items() if k != "source"}), {"source": "rule"}, {})
     with stage_timer(state, "judge") as timings:
         try:
-            out, usage = backbone.judge(Task.model_validate(state["seed"]), Profile.model_validate(state["profile"]),
-                                        Trace.model_validate(state["seed_trace"]), Task.model_validate(state["task"]),
-                                        Trace.model_validate(state["trace"]), state)
+            out, usage = backbone.judge(seed, profile_of(state), seed_trace_of(state), candidate, trace_of(state),
+                                        state)
         except LLMStageError as exc:
             return gave_up(state, runtime, "judge", exc, timings)
     return _decided(state, runtime, ctx, rounds, out, {"source": "llm"},
@@ -86,8 +96,8 @@ def _decided(state: dict, runtime: Any, ctx: Any, rounds: int, out: JudgeVerdict
              update: dict[str, Any]) -> dict:
     """Log a judge verdict and route it: accept, one refine round for a fixable rejection, else re-plan."""
     entry = {**out.model_dump(), **extra, "refine_round": rounds,
-             "plan_attempt": int(state.get("plan_attempt", 0) or 0)}
-    log = [*(state.get("judge") or []), entry]
+             "plan_attempt": count(state, "plan_attempt")}
+    log = [*items(state, "judge"), entry]
     update = {"judge": log, **update}
     if out.decision == "accept":
         emit(runtime, state, "judge", "accepted", round=rounds)
@@ -99,4 +109,4 @@ def _decided(state: dict, runtime: Any, ctx: Any, rounds: int, out: JudgeVerdict
     detail = {**(rules.detail if rules else {}), "judge": entry}
     verdict = Verdict.reject(f"{JUDGE_REJECTED}:{out.fault}", detail)
     return {**update, "verdict": verdict.dump(), "refine_pending": refine,
-            "plan_attempt": int(state.get("plan_attempt", 0) or 0) + (0 if refine else 1)}
+            "plan_attempt": count(state, "plan_attempt") + (0 if refine else 1)}

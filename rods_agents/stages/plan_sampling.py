@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.runtime import Runtime
+
 from envs.task import Task
 from prompts import PROMPTS_DIR as PROMPTS  # noqa: F401 - the one prompts/ loader; PROMPTS re-exported
 from rods_agents.analysis.profile import Profile
@@ -18,6 +20,15 @@ from rods_agents.analysis.tracing import Trace
 from rods_agents.llm.accounting import charge, gave_up
 from rods_agents.llm.backbone import LLMStageError, backbone_for
 from rods_agents.run.runtime import emit, rng_for, stage_timer
+from rods_agents.stages.state import (
+    SampleState,
+    SynthesisContext,
+    count,
+    items,
+    profile_of,
+    seed_of,
+    seed_trace_of,
+)
 from rods_agents.variation.plan import Plan
 
 
@@ -31,25 +42,23 @@ def sample_variant_plan(seed: Task, profile: Profile, trace: Trace, rng: Any, at
     return Plan(**anchored_plan(seed, profile, trace, rng, attempt, slot=slot))
 
 
-def sample_plan(state: dict, runtime: Any = None) -> dict:
+def sample_plan(state: SampleState, runtime: Runtime[SynthesisContext] | None = None) -> dict:
     """Graph node: draw a candidate plan for this (seed, variant, attempt) (offline; the LLM plan stage
     refines it in :mod:`rods_agents.stages.plan_sampling`)."""
     with stage_timer(state, "plan") as timings:
-        seed = Task.model_validate(state["seed"])
-        profile = Profile.model_validate(state["profile"])
-        trace = Trace.model_validate(state["seed_trace"])
-        attempt = int(state.get("plan_attempt", 0))
+        seed, profile, trace = seed_of(state), profile_of(state), seed_trace_of(state)
+        attempt, variant = count(state, "plan_attempt"), count(state, "variant")
         ctx_seed = getattr(getattr(runtime, "context", None), "seed", 0) if runtime is not None else 0
-        rng = rng_for(ctx_seed, seed.id, state.get("variant", 0), attempt)
+        rng = rng_for(ctx_seed, seed.id, variant, attempt)
         from rods_agents.variation.anchored_plan import sibling_slot
 
         plan = sample_variant_plan(seed, profile, trace, rng, attempt,
-                                   slot=sibling_slot(seed.category, int(state.get("variant", 0)), attempt))
+                                   slot=sibling_slot(seed.category, variant, attempt))
     emit(runtime, state, "plan", "ok", attempt=attempt)
     return {"plan": plan.model_dump(), "timings": timings, "patches": [], "patch_attempts": 0}
 
 
-def plan_node(state: dict, runtime: Any = None) -> dict:
+def plan_node(state: SampleState, runtime: Runtime[SynthesisContext] | None = None) -> dict:
     """Node ``sample_plan`` body: the offline draft, then (LLM plan stage) a plan the LLM makes from it.
 
     The LLM sees the reasons earlier attempts of this sample were rejected (``state['rejections']``)."""
@@ -58,11 +67,9 @@ def plan_node(state: dict, runtime: Any = None) -> dict:
     if backbone is None or "plan" not in out:
         return out
     with stage_timer({"timings": out.get("timings", {})}, "plan") as timings:
-        seed = Task.model_validate(state["seed"])
         try:
-            plan, usage = backbone.refine_plan(seed, Profile.model_validate(state["profile"]),
-                                               Trace.model_validate(state["seed_trace"]),
-                                               Plan.model_validate(out["plan"]), state, state.get("rejections") or [])
+            plan, usage = backbone.refine_plan(seed_of(state), profile_of(state), seed_trace_of(state),
+                                               Plan.model_validate(out["plan"]), state, items(state, "rejections"))
         except LLMStageError as exc:
             return gave_up(state, runtime, "plan", exc, timings)
     return {**out, "plan": plan.model_dump(), "timings": timings, **charge(state, "plan", usage)}
