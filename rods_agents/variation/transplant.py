@@ -67,6 +67,7 @@ from rods_agents.variation.turn_bank import (
 )
 
 MAX_TRIES = 8  # donors tried per segment
+PICK = 8  # fitting donors a sibling slot picks among (the 8 samples of a scenario: 4 categories x 2 variants)
 ASSEMBLIES = 4  # wordings tried per turn
 MAX_SEGMENTS = 4  # donor turns joined into one turn at most
 
@@ -112,6 +113,13 @@ def _once(value: str, text: str) -> bool:
     return sum(len(re.findall(rf"(?<![\w]){re.escape(f)}(?![\w])", text, re.I)) for f in forms) == 1
 
 
+_UNSAID = frozenset({"call", "state"})
+"""Sources of a value the text does not write: where the assistant finds it (an earlier result, the state) is
+decided by the ground truth and the environment, not by the words, so a donor that leaves a value to a result
+words a turn that leaves it to the state as well (the re-measure checks that the state value is still singled
+out)."""
+
+
 def value_map(donor: Donor, target: tuple[Slot, ...]) -> tuple[dict[str, str], dict[str, Any]] | None:
     """(strings, numbers) to carry from the donor's stated values to the target's, or None when the donor
     does not ask for the target's calls the same way (see the module docstring)."""
@@ -136,7 +144,7 @@ def value_map(donor: Donor, target: tuple[Slot, ...]) -> tuple[dict[str, str], d
                     and strings.setdefault(dv, tv) == tv):
                 return None
             continue
-        if ds.source != ts.source:
+        if ds.source != ts.source and not {ds.source, ts.source} <= _UNSAID:
             return None
         if ds.source != "user":
             continue
@@ -280,16 +288,15 @@ def _sentence(text: str) -> str:
 
 
 def _ordered(pool: list[Donor], seed: Task, turn: int, start: int, stop: int, rng: Any, slot: int | None) -> list[Donor]:
-    """The donors in the order they are tried: shuffled (or, for a sibling slot, one order per scenario and turn
-    rotated by the slot, so siblings take other donors); an opening turn's donors from opening turns first."""
+    """The donors in the order they are tried: shuffled (for a sibling slot, one order per scenario and turn,
+    :func:`_find` then picks among the fitting ones by the slot, so siblings take other donors); an opening
+    turn's donors from opening turns first."""
     pool = list(pool)
     if slot is None:
         rng.shuffle(pool)
     else:
         pool.sort(key=lambda d: (d.task_id, d.turn, d.text))
         random.Random(f"{seed.scenario}|{turn}|{start}|{stop}").shuffle(pool)
-        k = slot % len(pool) if pool else 0
-        pool = pool[k:] + pool[:k]
     # an introduction ("I'm planning a trip ...") reads oddly mid-conversation and a follow-up ("that file") at the start
     pool.sort(key=lambda d: (d.turn == 0) != (turn == 0))
     return pool
@@ -329,20 +336,27 @@ def keeps_said(text: str, target: tuple[Slot, ...], span: str) -> bool:
 
 
 def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
-          span: str) -> tuple[str, Donor] | None:
-    """The first donor of ``pool`` that re-instantiates on ``target`` and states what ``span`` states; at most
+          span: str, slot: int | None = None) -> tuple[str, Donor] | None:
+    """A donor of ``pool`` that re-instantiates on ``target`` and states what ``span`` states: the first one, or
+    for a sibling ``slot`` the slot's pick among the first ``PICK`` that fit (siblings of one scenario share
+    their turns' pools, and the first fitting donor of a rotated pool is often the same one). At most
     ``MAX_TRIES`` donors that ask for the calls the same way are tried (the others are skipped at no cost)."""
     tries = 0
+    fits: list[tuple[str, Donor]] = []
     for d in pool:
         if value_map(d, target) is None:
             continue
         tries += 1
         text = reinstantiate(d, target, world, allowed, values)
         if text is not None and keeps_said(text, target, span):
-            return text, d
+            fits.append((text, d))
+            if slot is None or len(fits) >= PICK:
+                break
         if tries >= MAX_TRIES:
             break
-    return None
+    if not fits:
+        return None
+    return fits[0] if slot is None else fits[slot % len(fits)]
 
 
 def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str],
@@ -370,7 +384,8 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
                                           cue_key(seed_info, g) if delicate and not whole_only else None)
                     if d.task_id not in used]
             pool = _ordered(pool, seed, turn, start, stop, rng, slot)
-            found = _find(pool, _rebased(target, start, stop, (start, stop) == (0, n)), world, allowed, values, carried)
+            found = _find(pool, _rebased(target, start, stop, (start, stop) == (0, n)), world, allowed, values, carried,
+                          slot)
             if found is not None:
                 parts.append(found)
                 start = stop
@@ -451,7 +466,7 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
             pool = [d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
                     if d.task_id not in used and d.task_id not in {x.task_id for x in donors}]
             found = _find(_ordered(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
-                          carried[lo:units[m][3]])
+                          carried[lo:units[m][3]], slot)
             if found is not None:
                 break
         if found is None:
