@@ -11,16 +11,24 @@ Every change is chosen so that the seed's text can be rewritten to state it (see
   tank: the config patch agent repairs the state, see :mod:`rods_agents.stages.config_patch`);
 - **option swaps**: a documented option (a travel class, a currency, a city of the environment's
   tables, a sector) replaced by another when the seed's text names it;
-- **method swaps** only where the seed turn holds a lexicon phrase of the old method and the lexicon
-  has one for the new method (``prompts/bfcl/offline_value_kinds.json``);
+- **method swaps** inside a skill class (:func:`rods_agents.analysis.skills.same_skill`: a copy for a move,
+  the highest value for an average) only where the seed turn holds a lexicon phrase of the old method and
+  the lexicon has one for the new method (``prompts/bfcl/offline_value_kinds.json``);
+- **dictated texts** (a tweet, a message, a ticket's description, a hashtag) replaced by another text of the
+  same purpose and topic (``prompts/bfcl/offline_dictated.json``);
+- **entities**: another city pair the distance tables know, another stock the TradingBot lists (not one a
+  sector list names when the task looks a sector up), another route the fare table prices, each picked per
+  sibling (:meth:`_Draw.pick`) so the eight samples of a scenario differ;
 - values the assistant reads from earlier results are **re-derived** by the path they had in the
   seed's result (the same key, the same position in the list), so references by position still hold;
 - a plan whose execution flips a yes/no outcome of the seed (a range that no longer falls short, a
   tire that is no longer low) is made more conservative: a condition of the seed's text must keep
   its answer.
 
-When nothing in the ground truth changed, the sampler tries again with every change forced; the
-verdict rejects a ground truth identical to the seed's.
+A plan new only in digits (the same calls once digits are masked) is the verdict's ``novelty:digits_only``,
+so the sampler tries again, with every change forced, until one changes an entity, a text or a method; the
+conservative fallbacks (:func:`_levels`) drop the resampled state, numbers, options and renames before they
+drop the entity swaps, and later attempts swap entities too.
 """
 
 from __future__ import annotations
