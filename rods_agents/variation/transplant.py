@@ -51,14 +51,15 @@ from rods_agents.analysis.value_sources import (
 )
 from rods_agents.variation.seed_anchor import Substitution, substitute_numbers
 from rods_agents.variation.turn_bank import (
-    SENTENCE_END,
     Donor,
     Slot,
     asked_turn,
     call_positions,
+    clean_piece,
     cue_key,
     donors_for,
     explicit_calls,
+    piece_bounds,
     portable_signature,
     segment_signature,
     turn_slots,
@@ -140,7 +141,7 @@ def value_map(donor: Donor, target: tuple[Slot, ...]) -> tuple[dict[str, str], d
             if dv == tv:
                 continue
             # a documented option the donor names once in words ('in business class') is carried like a value
-            if not (isinstance(dv, str) and isinstance(tv, str) and _once(dv, donor.text)
+            if not (isinstance(dv, str) and isinstance(tv, str) and len(dv) >= 3 and _once(dv, donor.text)
                     and strings.setdefault(dv, tv) == tv):
                 return None
             continue
@@ -380,9 +381,10 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             if (delicate or whole_only) and (start, stop) != (0, n):
                 continue
             seg_sig = sig if (start, stop) == (0, n) else segment_signature()
+            picked = {d.text for _, d in parts}  # one turn never repeats a donor's words ('..., to Rivermist. ..., to Stonebrook.')
             pool = [d for d in donors_for(methods[start:stop], seg_sig, knowledge.donor_key(seed),
                                           cue_key(seed_info, g) if delicate and not whole_only else None)
-                    if d.task_id not in used]
+                    if d.task_id not in used and d.text not in picked]
             pool = _ordered(pool, seed, turn, start, stop, rng, slot)
             found = _find(pool, _rebased(target, start, stop, (start, stop) == (0, n)), world, allowed, values, carried,
                           slot)
@@ -409,7 +411,7 @@ def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple
     positions = call_positions(text, info, g, target, n)
     if positions is None:
         return None
-    bounds = [0] + [m.end() for m in SENTENCE_END.finditer(text)]
+    bounds = piece_bounds(text)
     sent = [max(i for i, b in enumerate(bounds) if b <= p) for p in positions]
     starts = [i for i in range(n) if i == 0 or sent[i] != sent[i - 1]]
     units = []
@@ -448,13 +450,13 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
     locked = _locked(carried, base_info, g, units)
     if locked is None or len(locked) == len(units):
         return None
-    pieces: list[str] = []
+    pieces: list[tuple[int, int] | str] = []  # a carried span, or a donor's words
     donors: list[Donor] = []
     k = 0
     while k < len(units):
         a, _, lo, hi = units[k]
         if k in locked:
-            pieces.append(carried[lo:hi].strip())
+            pieces.append((lo, hi))
             k += 1
             continue
         last = k
@@ -464,13 +466,13 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
         for m in range(last, k - 1, -1):
             b = units[m][1]
             pool = [d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
-                    if d.task_id not in used and d.task_id not in {x.task_id for x in donors}]
+                    if d.task_id not in used and d.text not in {x.text for x in donors}]
             found = _find(_ordered(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
                           carried[lo:units[m][3]], slot)
             if found is not None:
                 break
         if found is None:
-            pieces.append(carried[lo:hi].strip())
+            pieces.append((lo, hi))
             k += 1
             continue
         pieces.append(_sentence(found[0]))
@@ -478,6 +480,13 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
         k = m + 1
     if not donors:
         return None
+    merged: list[tuple[int, int] | str] = []
+    for p in pieces:  # carried spans side by side stay one span (a condition cut at ', then' stays whole)
+        if isinstance(p, tuple) and merged and isinstance(merged[-1], tuple) and merged[-1][1] == p[0]:
+            merged[-1] = (merged[-1][0], p[1])
+        else:
+            merged.append(p)
+    pieces = [p if isinstance(p, str) else _sentence(clean_piece(carried[p[0]:p[1]])) for p in merged]
     return " ".join(p for p in pieces if p), donors
 
 

@@ -190,6 +190,27 @@ def world_strings(task: Task, trace: Trace | None = None) -> set[str]:
 
 
 SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=\S)")
+# where a sentence hands over to its next step: 'check the pressure, and then find a shop', '...; then ...'
+_CLAUSE_END = re.compile(r"(?:,\s*and then|,\s*then|;\s*(?:and\s+)?(?:then\s+)?|\s+and then)\s+(?=[a-z])")
+_LEAD = re.compile(r"^(?:and then|then|and|also)\s+", re.I)
+_TRAIL = re.compile(r"[\s,;]*(?:\b(?:and then|then|and))?[\s,;]*$", re.I)
+
+
+def piece_bounds(text: str) -> list[int]:
+    """Where the pieces of a turn start: its sentences, and the clauses a sentence hands over with 'and then',
+    ', then' or ';' (never inside a quoted value: a tweet or a message is one value)."""
+    from rods_agents.analysis.information_structure import _QUOTED
+
+    quoted = [m.span() for m in _QUOTED.finditer(text)]
+    ends = [m.end() for m in SENTENCE_END.finditer(text)]
+    ends += [m.end() for m in _CLAUSE_END.finditer(text) if not any(a <= m.start() < b for a, b in quoted)]
+    return [0] + sorted(set(ends))
+
+
+def clean_piece(piece: str) -> str:
+    """A piece cut at a clause as a sentence of its own: no hand-over words at its ends, a capital first letter."""
+    piece = _TRAIL.sub("", _LEAD.sub("", piece.strip()))
+    return piece[:1].upper() + piece[1:]
 
 
 def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[Slot, ...], n: int) -> list[int] | None:
@@ -221,7 +242,7 @@ def partial_donors(task: Task, t: int, text: str, methods: tuple[str, ...], slot
     positions = call_positions(text, info, g, slots, len(methods))
     if positions is None:
         return []
-    bounds = [0] + [m.end() for m in SENTENCE_END.finditer(text)]
+    bounds = piece_bounds(text)
     sentence_of = [max(i for i, b in enumerate(bounds) if b <= p) for p in positions]
     out = []
     for a in range(len(methods)):
@@ -232,7 +253,7 @@ def partial_donors(task: Task, t: int, text: str, methods: tuple[str, ...], slot
                 continue
             lo = 0 if a == 0 else bounds[sentence_of[a]]
             hi = bounds[sentence_of[b]] if b < len(methods) else len(text)
-            part = text[lo:hi].strip()
+            part = clean_piece(text[lo:hi])
             run = tuple(Slot(x.index - a, x.param, x.value, x.source, x.flag) for x in slots if 0 <= a <= x.index < b)
             out.append(Donor(task.id, knowledge.donor_key(task), t, part, methods[a:b], run, segment_signature(), entities,
                              cue_key(info, g)))
@@ -302,5 +323,5 @@ def donors_for(methods: tuple[str, ...], signature: str, exclude_scenario: int |
     return out
 
 
-__all__ = ["SENTENCE_END", "Donor", "Slot", "asked_turn", "call_positions", "cue_key", "explicit_calls", "segment_signature", "split_calls", "withholding_calls", "withholding_signature", "donors_for", "portable_signature", "turn_bank", "turn_slots",
+__all__ = ["SENTENCE_END", "clean_piece", "piece_bounds", "Donor", "Slot", "asked_turn", "call_positions", "cue_key", "explicit_calls", "segment_signature", "split_calls", "withholding_calls", "withholding_signature", "donors_for", "portable_signature", "turn_bank", "turn_slots",
            "world_strings"]
