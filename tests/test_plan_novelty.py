@@ -96,3 +96,16 @@ def test_sector_swap_keeps_the_first_stock_of_a_shorter_list():
         draft = seed.model_copy(update={"ground_truth": plan["ground_truth"], "initial_config": plan["initial_config"]})
         info = [r for r in trace_task(draft).calls if r.name == "get_stock_info"][0]
         assert str(order["price"]) in info.result  # the price the lookup printed
+
+
+def test_default_user_becomes_another_person_in_the_state():
+    # base_41: 'Forward it exactly to Bob'; the seed's state leaves MessageAPI's users to the environment's default
+    seed, plans = _plans("multi_turn_base_41")
+    for plan in plans:
+        new = plan["renames"].get("Bob")
+        assert new and new != "Bob"
+        users = plan["initial_config"]["MessageAPI"]["user_map"]
+        assert users[new] == "USR002" and "Bob" not in users  # the same id, another person the state knows
+        assert _calls(plan["ground_truth"], "get_user_id")[0].kwargs["user"] == new
+        draft = seed.model_copy(update={"ground_truth": plan["ground_truth"], "initial_config": plan["initial_config"]})
+        assert not trace_task(draft).errors

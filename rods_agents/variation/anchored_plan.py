@@ -474,6 +474,7 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     stocks = seed.initial_config.get("TradingBot", {}).get("stocks")
     uses_lookup = any(r.name in _SYMBOL_LOOKUPS for r in d.trace.calls)
     own_symbols = set(stocks) if isinstance(stocks, dict) and not uses_lookup else set()
+    own_symbols |= set(_default_users(seed))  # the environment's default users, written into the new state
     arg_strings = {x for r in d.trace.calls for x in _scalar_strings(list(r.args.values())) if len(x) >= 3}
     all_text = " ".join(d.turn_text)
     unverifiable = _unverifiable(seed, d.profile, d.trace)
@@ -520,7 +521,7 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                 if s in opts or (enum and s in enum):
                     _maybe_swap(d, rec, param, s, swaps, phrases)
                     continue
-                in_config = s in config_strings
+                in_config = s in config_strings or s in own_symbols
                 stated = src is not None and src.source == "user"
                 if not in_config:
                     if not stated or s in state_strings:
@@ -970,8 +971,30 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
         name = sub_of.get((rec.turn, rec.index), rec.name)
         new_args = {k: _replace(v, exact, sub_gt, numbers) for k, v in args.items()}
         gt[rec.turn].append(to_call_string(name, new_args))
-    config = sub.obj(copy.deepcopy(seed.initial_config))
+    base = copy.deepcopy(seed.initial_config)
+    users = _default_users(seed)
+    if any(u in renames for u in users):  # a default user renamed: the new state names its users itself
+        base.setdefault("MessageAPI", {})["user_map"] = dict(users)
+    config = sub.obj(base)
     return gt, config
+
+
+def _default_users(seed: Task) -> dict[str, str]:
+    """MessageAPI's default users (name -> id) when the seed's state leaves its user map to the environment's
+    default: renaming one ('Bob' -> 'Rosa') writes the whole map into the variant's state, so another person
+    is known to the environment, consistently, instead of a name the environment hard-codes."""
+    if "MessageAPI" not in seed.involved_classes or "user_map" in seed.initial_config.get("MessageAPI", {}):
+        return {}
+    return dict(_message_default_users())
+
+
+@lru_cache(maxsize=1)
+def _message_default_users() -> tuple[tuple[str, str], ...]:
+    from envs.bfcl_data import env_class
+
+    api = env_class("MessageAPI")()
+    api._load_scenario({}, long_context=False)
+    return tuple(sorted(api.user_map.items()))
 
 
 _SKIP_KEYS = re.compile(r"id$|_id|counter|number|count|limit|level$|pressure|speed|^cvv$", re.I)
