@@ -15,11 +15,20 @@ from rods_agents.analysis.information_structure import information_structure
 from rods_agents.analysis.novelty import containment, user_text
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
+from rods_agents.analysis.value_sources import airport_cities, classify_arguments
 from rods_agents.run.runtime import rng_for
 from rods_agents.stages.coherence_rewrite import build_variant, carry_plan, rewrite_plan
 from rods_agents.stages.plan_sampling import sample_variant_plan
-from rods_agents.variation.transplant import reinstantiate
-from rods_agents.variation.turn_bank import Donor, Slot, turn_bank
+from rods_agents.variation.transplant import keeps_said, reinstantiate
+from rods_agents.variation.turn_bank import (
+    Donor,
+    Slot,
+    clean_piece,
+    explicit_calls,
+    piece_bounds,
+    turn_bank,
+    turn_slots,
+)
 
 
 def _donor(text: str, slots: list[Slot], entities: tuple[str, ...] = ()) -> Donor:
@@ -129,3 +138,63 @@ def test_a_ticker_is_carried_in_its_own_case_only():
     plain = Donor("multi_turn_base_0", 0, 0, "Show me ZETA.", ("get_stock_info",), (_slot("symbol", "ZETA"),), "{}",
                   frozenset({"zeta"}))
     assert reinstantiate(plain, (_slot("symbol", "GM"),), {"gm"}, set(), "GM") == "Show me GM."
+
+
+def test_a_donor_that_leaves_a_stated_value_to_an_earlier_turn_does_not_replace_words_that_state_it():
+    """'Now book it with card_2306' (the donor's route and date were named a turn earlier) cannot word a turn
+    whose own words name the date: the variant would lose the date."""
+    target = (_slot("travel_date", "2026-11-12"), _slot("card_id", "card_2306"))
+    span = "Book it for November 12th 2026 with card card_2306."
+    assert keeps_said("Book it for Nov 12th, 2026, card card_2306 please.", target, span)
+    assert not keeps_said("Now book it with card card_2306.", target, span)
+    # an airport the replaced words name by its city stays named
+    city = airport_cities()["LAX"]
+    route = (_slot("travel_to", "LAX", source="state"),)
+    assert not keeps_said("Book that flight.", route, f"Fly me to {city}.")
+    assert keeps_said(f"Get me a seat to {city}.", route, f"Fly me to {city}.")
+
+
+def test_pieces_are_cut_at_clause_hand_overs_but_never_inside_a_quoted_value():
+    text = "Check the tire pressure, and then find the nearest shop. Post 'done; and then home' for me."
+    bounds = [*piece_bounds(text), len(text)]
+    pieces = [clean_piece(text[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+    assert pieces == ["Check the tire pressure", "Find the nearest shop.", "Post 'done; and then home' for me."]
+
+
+def test_a_value_named_for_an_implicit_call_is_a_hidden_slot_the_donor_must_carry():
+    """'estimate the distance between Stonebrook and Rivermist' names the cities of two implicit zip-code lookups:
+    they are hidden slots of the turn (a donor must name the same lookups' cities, which are re-instantiated on
+    the variant's), never dropped (a donor naming none would leave the variant's cities unsaid)."""
+    seed = bfcl_task("multi_turn_long_context_67")
+    trace = trace_task(seed)
+    info = profile_task(seed, trace).information
+    sources = classify_arguments(seed, trace)
+    methods, slots = explicit_calls(info, 0, *turn_slots(trace, sources, 0))
+    assert methods == ("estimate_distance",)
+    hidden = sorted(json.loads(x.value) for x in slots if x.index < 0)
+    assert hidden and all(x.param == "get_zipcode_based_on_city.city" for x in slots if x.index < 0)
+    assert all(city.lower() in user_text(seed).lower() for city in hidden)
+    donor = Donor("multi_turn_base_0", 0, 0, "How far is Rivermist from Greenway?", ("estimate_distance",),
+                  (Slot(0, "cityA", '"83214"', "call", False), Slot(0, "cityB", '"74532"', "call", False),
+                   Slot(-1, "get_zipcode_based_on_city.city", '"Rivermist"', "user", False),
+                   Slot(-2, "get_zipcode_based_on_city.city", '"Greenway"', "user", False)), "{}",
+                  frozenset({"rivermist", "greenway"}))
+    target = tuple(x for x in slots if x.index >= 0) + tuple(
+        Slot(x.index, x.param, json.dumps(c), x.source, x.flag) for x, c in
+        zip([x for x in slots if x.index < 0], ["Silverpine", "Maplecrest"], strict=True))
+    text = reinstantiate(donor, target, {"silverpine", "maplecrest"}, set(), "Silverpine Maplecrest")
+    assert text == "How far is Silverpine from Maplecrest?"
+
+
+def test_a_miss_param_withholding_turn_is_worded_only_by_a_turn_withholding_the_same_value():
+    bank = [d for ds in turn_bank().values() for d in ds if '"withheld"' in d.signature]
+    assert bank and all(d.task_id.startswith("multi_turn_miss_param_") for d in bank)
+    for d in bank:
+        held = [x for x in d.slots if x.source == "withheld"]
+        assert held and all(json.loads(d.signature)["withheld"].endswith("." + x.param) for x in held)
+    # the withheld value is never carried: a donor and a target that both leave it out fit whatever the values
+    donor = Donor("multi_turn_miss_param_0", 0, 3, "Show me the last lines of 'log.txt'.", ("tail",),
+                  (_slot("file_name", "log.txt"), _slot("lines", 20, source="withheld")), "{}", frozenset({"log.txt"}))
+    target = (_slot("file_name", "notes.md"), _slot("lines", 5, source="withheld"))
+    assert reinstantiate(donor, target, {"notes.md"}, {5.0}, "notes.md 5") == "Show me the last lines of 'notes.md'."
+    assert reinstantiate(donor, (_slot("file_name", "notes.md"), _slot("lines", 5)), {"notes.md"}, {5.0}, "") is None
