@@ -603,12 +603,13 @@ def _dictated_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], renames: d
     same purpose and topic (``prompts/bfcl/offline_dictated.json``), one per sibling (:meth:`_Draw.pick`):
     the variant posts or sends something of its own, so it is new beyond digits. Only where the text quotes
     it exactly, it holds no other value the plan changes (a city swapped in a tweet's story), and no longer
-    argument contains it (a search for a word of it)."""
+    argument contains it (a search for a word of it), nor one that names a file or folder of the state."""
     table = knowledge.dictated()
     pool = {**table.get("sentences", {}), **table.get("hashtags", {})}
     text = " ".join(d.turn_text)
     arg_strings = {x for r in d.trace.calls for x in _scalar_strings(list(r.args.values()))}
     changed = [o for o in {**renames, **swaps} if len(o) >= 3]
+    fs_names = {n for n in _fs_kinds(d.seed.initial_config.get("GorillaFileSystem", {}), {}) if len(n) >= 4}
     for rec, args in bound:
         for param, value in args.items():
             if param not in _DICTATED_PARAMS:
@@ -621,6 +622,8 @@ def _dictated_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], renames: d
                     continue
                 if any(o in s for o in changed) or any(s != x and s in x for x in arg_strings):
                     continue
+                if any(re.search(rf"\b{re.escape(n)}\b", s, re.I) for n in fs_names):
+                    continue  # it speaks of a file or folder of the state ('Managed to archive ...' beside 'archive')
                 choices = [c for c in pool[s] if c not in text]
                 if choices:
                     renames[s] = d.pick(choices, f"dictated|{s}")
