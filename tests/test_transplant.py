@@ -198,3 +198,15 @@ def test_a_miss_param_withholding_turn_is_worded_only_by_a_turn_withholding_the_
     target = (_slot("file_name", "notes.md"), _slot("lines", 5, source="withheld"))
     assert reinstantiate(donor, target, {"notes.md"}, {5.0}, "notes.md 5") == "Show me the last lines of 'notes.md'."
     assert reinstantiate(donor, (_slot("file_name", "notes.md"), _slot("lines", 5)), {"notes.md"}, {5.0}, "") is None
+
+
+def test_a_numeric_option_the_donor_writes_once_is_carried_as_a_number():
+    """create_ticket's priority is a documented option: 'priority 4' in a donor becomes the variant's priority."""
+    def ticket(text: str) -> Donor:
+        return Donor("multi_turn_base_0", 0, 0, text, ("create_ticket",),
+                     (_slot("title", "Flight delay"), _slot("priority", 4, flag=True)), "{}", frozenset({"flight delay"}))
+
+    target = (_slot("title", "Lost bag"), _slot("priority", 2, flag=True))
+    text = reinstantiate(ticket("Open a ticket 'Flight delay' at priority 4."), target, {"lost bag"}, {2.0}, "Lost bag 2")
+    assert text == "Open a ticket 'Lost bag' at priority 2."
+    assert reinstantiate(ticket("Open a ticket 'Flight delay', priority 4 of 4."), target, {"lost bag"}, {2.0}, "") is None

@@ -67,7 +67,7 @@ from rods_agents.variation.turn_bank import (
     world_strings,
 )
 
-MAX_TRIES = 8  # donors tried per segment
+MAX_TRIES = 16  # donors tried per segment (siblings pick among the fitting ones)
 PICK = 8  # fitting donors a sibling slot picks among (the 8 samples of a scenario: 4 categories x 2 variants)
 ASSEMBLIES = 4  # wordings tried per turn
 MAX_SEGMENTS = 4  # donor turns joined into one turn at most
@@ -121,6 +121,13 @@ words a turn that leaves it to the state as well (the re-measure checks that the
 out)."""
 
 
+def _once_number(dv: Any, tv: Any, text: str) -> bool:
+    """Both are numbers (not booleans) and ``dv`` is written exactly once in ``text``, as a number."""
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (dv, tv)):
+        return False
+    return len(re.findall(rf"(?<![\w.]){re.escape(str(dv))}(?![\w]|\.\d)", text)) == 1
+
+
 def value_map(donor: Donor, target: tuple[Slot, ...]) -> tuple[dict[str, str], dict[str, Any]] | None:
     """(strings, numbers) to carry from the donor's stated values to the target's, or None when the donor
     does not ask for the target's calls the same way (see the module docstring)."""
@@ -140,7 +147,12 @@ def value_map(donor: Donor, target: tuple[Slot, ...]) -> tuple[dict[str, str], d
         if ds.flag or ts.flag:
             if dv == tv:
                 continue
-            # a documented option the donor names once in words ('in business class') is carried like a value
+            # a documented option the donor names once in words ('in business class') is carried like a value,
+            # and so is a numeric option it writes once as a number ('priority 4')
+            if _once_number(dv, tv, donor.text):
+                if numbers.setdefault(repr(dv), tv) != tv:
+                    return None
+                continue
             if not (isinstance(dv, str) and isinstance(tv, str) and len(dv) >= 3 and _once(dv, donor.text)
                     and strings.setdefault(dv, tv) == tv):
                 return None
