@@ -17,11 +17,17 @@ the same argument slots. A donor is taken only when nothing of the seed turn's d
   lacks, no quoted value the variant does not know, no number the variant's calls and its seed turn
   do not hold (a threshold or a count from another task would change what the text asks for).
 
-Turns whose seed turn has a condition, a reference or a transformation keep the seed's carried wording:
-their cue ("the last stock on the list", "should any tire fall below 40 PSI", "round to the nearest
-integer") decides the ground truth, and a donor's cue of the same kind ("the first stock") would pick
-another value. So do a miss_param task's withholding and supplying turns and a miss_func reveal turn
-(the category's mechanics, placed by the seed).
+A turn no donor words whole is re-worded piece by piece (:func:`_mixed`): it is cut into units (the
+sentences, or clauses handed over with 'and then' / ', then' / ';', that ask for a call), each run of
+units from a donor asking for just those calls the same way, and the units holding a condition, a
+reference or a transformation cue keep the carried wording: their cue ("the last stock on the list",
+"should any tire fall below 40 PSI", "round to the nearest integer") decides the ground truth, and a
+donor's cue of the same kind ("the first stock") would pick another value. Values a turn states for a
+call it leaves implicit ('the distance between Rivermist and Greenway' for the implicit zip-code
+lookups) are hidden slots that a donor must carry too. A miss_param withholding turn is worded only by
+another train turn withholding the same parameter of the same method (the withheld value is never
+carried); the supplying turn and a miss_func reveal turn keep the seed's (the category's mechanics).
+Siblings of one scenario (four categories x variants) pick among the fitting donors by their slot.
 
 The assembled turns are then measured whole (:func:`transplant_turns`): a donor stays only where the
 variant's per-turn argument sources and information structure are no worse than with the carried

@@ -15,8 +15,11 @@ Each :class:`Donor` is one text turn: the calls it asks for (its own ground trut
 before a miss_func reveal, the revealed turn's), per argument its value and where it comes from
 (stated, read from a result, from the state, composed), the turn's structure signature, and the
 donor task's own entity strings (so a re-instantiated turn never keeps a name of another world).
-miss_param withholding and supplying turns are not banked: the withheld value's placement is the
-category's mechanics and stays the seed's.
+Values the text states for calls it leaves implicit are *hidden* slots (:func:`explicit_calls`). Runs of
+a multi-call turn's own pieces (sentences, or clauses handed over with 'and then', :func:`piece_bounds`)
+are donors too. A miss_param withholding turn is banked under its own signature (the withheld
+``method.param``, :func:`withholding_calls`), so it words only a turn withholding the same value; the
+supplying turn is not banked (the withheld value's placement is the category's mechanics).
 """
 
 from __future__ import annotations
