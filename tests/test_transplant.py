@@ -129,6 +129,9 @@ def test_a_route_is_carried_with_its_cities_and_no_airport_of_the_donors_trip_st
     text = reinstantiate(flight("How much is a flight from Los Angeles (LAX) to JFK?"), target, set(), set(), "WLB PHV")
     assert text == "How much is a flight from Willowbend (WLB) to PHV?"
     assert reinstantiate(flight("Fly me from LAX to John F. Kennedy (JFK)."), target, set(), set(), "WLB PHV") is None
+    # even where the variant's world knows New York (its airport list): the donor's airport name never stays
+    assert reinstantiate(flight("Fly me from LAX to John F. Kennedy (JFK)."), target, {"new york"}, set(),
+                         "WLB PHV") is None
 
 
 def test_a_ticker_is_carried_in_its_own_case_only():

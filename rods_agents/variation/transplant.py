@@ -221,6 +221,9 @@ def reinstantiate(donor: Donor, target: tuple[Slot, ...], world: set[str], allow
         return None
     strings, numbers = mapping
     cities = airport_cities()
+    for old, new in strings.items():  # an airport the donor calls by its own name cannot become another one
+        if old != new and any(_word_in(n, donor.text) for n in _AIRPORT_NAMES.get(old, ())):
+            return None  # 'John F. Kennedy (JFK)' would read 'John F. Kennedy (OKD)'
     for old, new in list(strings.items()):  # an airport's city goes with its code ('Los Angeles' for LAX)
         if old in cities and new in cities and cities[old] != cities[new]:
             if strings.setdefault(cities[old], cities[new]) != cities[new]:
