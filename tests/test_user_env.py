@@ -389,13 +389,13 @@ def test_oracle_eval_warns_about_a_ground_truth_call_that_names_no_tool(tmp_path
 
     from rods_cli.main import app
 
-    _module(tmp_path, monkeypatch, "my_crm2", GOOD.format(cls="CounterAPI", method="bump_counter"))
+    _module(tmp_path, monkeypatch, "my_crm2", GOOD.format(cls="TallyAPI", method="bump_tally"))
     entry = {"id": "crm-typo", "question": [[{"role": "user", "content": "Bump it by 3."}]],
-             "initial_config": {"CounterAPI": {"count": 4}}, "involved_classes": ["my_crm2:CounterAPI"],
-             "ground_truth": [["bump_countr(by=3)"]]}
+             "initial_config": {"TallyAPI": {"count": 4}}, "involved_classes": ["my_crm2:TallyAPI"],
+             "ground_truth": [["bump_tly(by=3)"]]}
     path = tmp_path / "seeds.jsonl"
     path.write_text(json.dumps(entry) + "\n")
     result = CliRunner().invoke(app, ["eval", "--tasks", str(path), "--policy", "oracle"])
-    assert "warning: crm-typo: ground truth turn 0: bump_countr(by=3)" in result.output, result.output
-    path.write_text(json.dumps({**entry, "ground_truth": [["bump_counter(by=3)"]]}) + "\n")
+    assert "warning: crm-typo: ground truth turn 0: bump_tly(by=3)" in result.output, result.output
+    path.write_text(json.dumps({**entry, "ground_truth": [["bump_tally(by=3)"]]}) + "\n")
     assert "warning" not in CliRunner().invoke(app, ["eval", "--tasks", str(path), "--policy", "oracle"]).output
