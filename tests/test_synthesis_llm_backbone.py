@@ -140,13 +140,17 @@ def test_valid_llm_rewrites_are_accepted_and_their_calls_and_tokens_counted():
 @pytest.mark.parametrize("kind", sorted(BAD))
 def test_invalid_llm_output_is_retried_then_rejected_never_crashes(kind):
     result, model = _run(BAD[kind], n_seeds=2)
-    assert not result.accepted
-    assert result.rejected and all(r["reasons"] == ["llm_invalid_output"] for r in result.rejected)
-    for r in result.rejected:
+    assert not result.accepted and result.rejected
+    invalid = [r for r in result.rejected if r["reasons"] == ["llm_invalid_output"]]
+    for r in invalid:
         assert r["llm_calls"] == 3  # one try + two retries, then stop
-    assert model.calls == 3 * len(result.rejected)
-    assert result.report["rejections_by_reason"] == {"llm_invalid_output": len(result.rejected)}
-    assert result.report["llm_failures"] == {"llm_unreachable": 0, "llm_invalid_output": len(result.rejected)}
+    # Turns of "banana" that state every value the validator asks for (a turn with nothing to state) pass the
+    # answer's validation; the verdict's information-structure checks then reject them as text faults.
+    by_rules = [r for r in result.rejected if r not in invalid]
+    assert all(r["reasons"] and all(x.startswith("information_structure:") or x.startswith("unobtainable_value:")
+                                    for x in r["reasons"]) for r in by_rules), [r["reasons"] for r in by_rules]
+    assert invalid and (kind == "absurd" or not by_rules)
+    assert result.report["llm_failures"] == {"llm_unreachable": 0, "llm_invalid_output": len(invalid)}
 
 
 def test_a_transport_failure_is_llm_unreachable_not_invalid_output():

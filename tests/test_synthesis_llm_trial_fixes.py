@@ -244,7 +244,10 @@ def test_a_capable_model_needs_three_calls_per_accepted_variant():
         return capable_rewrite(prompt)
 
     model = ScriptedChatModel(messages=iter([]), script=script)
-    result = synthesize(load_tasks(ids=list(offline_accepted()[:2])), _ctx(model, ["plan", "rewrite", "judge"]))
+    # the scripted "capable" rewrite is a mechanical stand-in (it re-words the drafts it is given); it cannot word a
+    # long-context task's padded state, so it is tried on the other categories
+    ids = [i for i in offline_accepted(6) if "long_context" not in i][:2]
+    result = synthesize(load_tasks(ids=ids), _ctx(model, ["plan", "rewrite", "judge"]))
     assert result.accepted
     assert all(t.provenance["llm_calls"] == 3 for t in result.accepted), [t.provenance["llm_calls"] for t in result.accepted]
 
