@@ -42,10 +42,14 @@ def test_a_text_fault_goes_back_to_the_rewrite_with_its_reasons_and_the_plan_is_
             return capable_rewrite(prompt.replace(f"Hello there, about {olds[0]}. ", ""))
         return capable_rewrite(prompt, prefix=f"Hello there, about {olds[0]}. " if olds else "Hello there. ")
 
-    model = ScriptedChatModel(messages=iter([]), script=script)
-    seeds = [s for s in load_tasks(ids=list(offline_accepted()))]
-    result = synthesize(seeds[1:2], _ctx(model, ["plan", "rewrite", "judge"], max_plan_attempts=3))
-    assert olds, "the draft plan renames nothing: pick another seed"
+    # the first seed whose draft plan renames a name and, echoed back, executes (some drafts add state, e.g. a
+    # renamed default user, that the LLM plan path does not carry yet: see the issue 13 note)
+    for seed in load_tasks(ids=list(offline_accepted(8))):
+        model = ScriptedChatModel(messages=iter([]), script=script)
+        result = synthesize([seed], _ctx(model, ["plan", "rewrite", "judge"], max_plan_attempts=3))
+        if olds and result.accepted:
+            break
+    assert olds, "no draft plan renames anything"
     plans = [p for p in model.prompts if "## Draft plan" in p]
     rewrites = [p for p in model.prompts if "Drafts:" in p and "## Draft plan" not in p]
     assert len(plans) == 1, "a fault in the words re-planned"

@@ -210,7 +210,14 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,),
                                             "dict": (dict,)}
 
 
-def _check_arguments(name: str, args: dict[str, Any], spec: Any) -> None:
+def _longest_argument(*ground_truths: list[list[str]]) -> int:
+    """The longest argument (as JSON) in these ground truths: a value as long as the seed's own is no runaway."""
+    lengths = [len(json.dumps(v, default=str)) for gt in ground_truths for turn in gt for call in turn
+               for v in parse_call(call).kwargs.values()]
+    return max(lengths, default=0)
+
+
+def _check_arguments(name: str, args: dict[str, Any], spec: Any, max_chars: int = MAX_ARG_CHARS) -> None:
     params = {p.name: p for p in spec.params}
     unknown = set(args) - set(params)
     missing = {p.name for p in spec.params if p.required} - set(args)
@@ -222,8 +229,8 @@ def _check_arguments(name: str, args: dict[str, Any], spec: Any) -> None:
             raise ValueError(f"{name}.{k}: {type(v).__name__} is not {params[k].type}")
         if params[k].enum and v is not None and v not in params[k].enum:
             raise ValueError(f"{name}.{k}: {v!r} is not one of its options {params[k].enum}")
-        if len(json.dumps(v, default=str)) > MAX_ARG_CHARS:
-            raise ValueError(f"{name}.{k}: value too long")
+        if len(json.dumps(v, default=str)) > max_chars:
+            raise ValueError(f"{name}.{k}: value too long (at most {max_chars} characters as JSON)")
 
 
 def _resolve(node: Any, parts: list[str]) -> tuple[dict, str] | None:
@@ -295,6 +302,7 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
             raise ValueError(f"rename {r.old!r} -> {r.new!r}: empty, too long or already taken")
         renames[r.old] = r.new
     ground_truth: list[list[str]] = []
+    max_chars = max(MAX_ARG_CHARS, _longest_argument(seed.ground_truth, draft.ground_truth))
     for t, turn in enumerate(out.turns):
         calls = []
         for call in turn:
@@ -304,7 +312,7 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
             if call.name in held and reveal is not None and t < reveal:
                 raise ValueError(f"{call.name!r} is held out until turn {reveal + 1}")
             args = call.kwargs()
-            _check_arguments(call.name, args, spec)
+            _check_arguments(call.name, args, spec, max_chars)
             left = [old for old in renames if any(old == v for v in _flat(args.values()))]
             if left:
                 raise ValueError(f"{call.name}: the renamed value {left[0]!r} is still used; use its new name")

@@ -15,13 +15,25 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from langgraph.runtime import Runtime
+
 from envs.task import Message, Task
 from rods_agents.analysis.information_structure import information_structure
 from rods_agents.analysis.profile import Profile
-from rods_agents.analysis.tracing import Trace
 from rods_agents.llm.accounting import charge, gave_up
 from rods_agents.llm.backbone import LLMStageError, backbone_for
 from rods_agents.run.runtime import emit, rng_for, stage_timer
+from rods_agents.stages.state import (
+    SampleState,
+    SynthesisContext,
+    count,
+    items,
+    plan_of,
+    profile_of,
+    seed_of,
+    seed_trace_of,
+    task_of,
+)
 from rods_agents.variation.plan import Plan
 
 
@@ -68,20 +80,19 @@ def build_variant(seed: Task, turns: list[list[Message]], plan: Plan, variant: i
                 missed_function=dict(seed.missed_function), ground_truth=plan.ground_truth)
 
 
-def rewrite_turns(state: dict, runtime: Any = None) -> dict:
+def rewrite_turns(state: SampleState, runtime: Runtime[SynthesisContext] | None = None) -> dict:
     """Graph node: write the user turns and assemble the candidate task (offline; the LLM rewrite stage
     rewrites them in :mod:`rods_agents.stages.plan_sampling`)."""
     with stage_timer(state, "rewrite") as timings:
-        seed = Task.model_validate(state["seed"])
-        profile = Profile.model_validate(state["profile"])
-        plan = Plan.model_validate(state["plan"])
+        seed, profile, plan = seed_of(state), profile_of(state), plan_of(state)
+        variant = count(state, "variant")
         run_seed = getattr(getattr(runtime, "context", None), "seed", 0) if runtime is not None else 0
-        rng = rng_for(run_seed, seed.id, state.get("variant", 0), plan.attempt, "rewrite")
+        rng = rng_for(run_seed, seed.id, variant, plan.attempt, "rewrite")
         from rods_agents.variation.anchored_plan import sibling_slot
 
         turns, donors = rewrite_plan(seed, profile, plan, rng,
-                                     sibling_slot(seed.category, int(state.get("variant", 0)), plan.attempt))
-        task = build_variant(seed, turns, plan, int(state.get("variant", 0)), run_seed)
+                                     sibling_slot(seed.category, variant, plan.attempt))
+        task = build_variant(seed, turns, plan, variant, run_seed)
     emit(runtime, state, "rewrite", "ok", donors=len(donors))
     return {"task": task.model_dump(), "timings": timings, "plan": {**state["plan"], "donors": donors}}
 
@@ -91,9 +102,8 @@ def _rewrite_with_llm(state: dict, runtime: Any, task: Task, timings_state: dict
     assert backbone is not None
     with stage_timer(timings_state, "rewrite") as timings:
         try:
-            turns, usage = backbone.rewrite_turns(Task.model_validate(state["seed"]),
-                                                  Profile.model_validate(state["profile"]),
-                                                  Trace.model_validate(state["seed_trace"]), task.ground_truth,
+            turns, usage = backbone.rewrite_turns(seed_of(state), profile_of(state), seed_trace_of(state),
+                                                  task.ground_truth,
                                                   task.turns, state, feedback=feedback,
                                                   initial_config=task.initial_config)
         except LLMStageError as exc:
@@ -113,7 +123,7 @@ def _last_text_feedback(state: dict) -> str:
     return text_feedback(list(last.get("reasons") or []), last.get("detail") or {})
 
 
-def rewrite_node(state: dict, runtime: Any = None) -> dict:
+def rewrite_node(state: SampleState, runtime: Runtime[SynthesisContext] | None = None) -> dict:
     """Node ``rewrite_turns`` body: the seed-anchored offline turns, then (LLM rewrite stage) the LLM's."""
     out = rewrite_turns(state, runtime)
     if backbone_for(runtime, "rewrite") is None or "task" not in out:
@@ -132,24 +142,24 @@ def _text_fault_refine(state: dict, runtime: Any) -> dict:
     verdict = Verdict.of(dict(state))
     assert verdict is not None
     attempt = int((state.get("plan") or {}).get("attempt", 0) or 0)
-    rejections = [*(state.get("rejections") or []),
-                  rejection_record(verdict, len(state.get("rejections") or []), text_fault=True, plan_attempt=attempt)]
+    earlier = items(state, "rejections")
+    rejections = [*earlier, rejection_record(verdict, len(earlier), text_fault=True, plan_attempt=attempt)]
     emit(runtime, state, "refine", "start", source="verdict", reasons=list(verdict.reasons))
-    out = _rewrite_with_llm(state, runtime, Task.model_validate(state["task"]), state,
+    out = _rewrite_with_llm(state, runtime, task_of(state), state,
                             feedback=text_feedback(list(verdict.reasons), verdict.detail))
     return {**out, "rejections": rejections, "plan_attempt": attempt} | ({} if "verdict" in out else {"verdict": None})
 
 
-def refine_node(state: dict, runtime: Any = None) -> dict:
+def refine_node(state: SampleState, runtime: Runtime[SynthesisContext] | None = None) -> dict:
     """Node ``refine_turns``: a rewrite of the candidate's text with the judge's critique (the one refine
     round), or with the rule checks' reasons when they rejected the words alone (the plan is kept)."""
     verdict = state.get("verdict") or {}
     if verdict and not verdict.get("accepted") and not any(str(r).startswith("judge_rejected")
                                                             for r in verdict.get("reasons") or []):
         return _text_fault_refine(state, runtime)
-    last = (state.get("judge") or [{}])[-1]
+    last = (items(state, "judge") or [{}])[-1]
     feedback = str(last.get("critique") or last.get("reasoning") or "")
-    rounds = int(state.get("refine_rounds", 0) or 0) + 1
+    rounds = count(state, "refine_rounds") + 1
     emit(runtime, state, "refine", "start", round=rounds)
-    out = _rewrite_with_llm(state, runtime, Task.model_validate(state["task"]), state, feedback=feedback)
+    out = _rewrite_with_llm(state, runtime, task_of(state), state, feedback=feedback)
     return {**out, "refine_rounds": rounds, "refine_pending": False} | ({} if "verdict" in out else {"verdict": None})

@@ -52,6 +52,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from langgraph.runtime import Runtime
+
 from envs.checker import check
 from envs.task import Task
 from envs.tools import held_out
@@ -67,6 +69,7 @@ from rods_agents.analysis.tracing import CONFIG_ERROR, Trace, trace_task
 from rods_agents.analysis.value_sources import state_values, user_text_upto
 from rods_agents.analysis.variant_quality import filler_arguments, leftover_names, same_config, same_ground_truth
 from rods_agents.run.runtime import emit, stage_timer
+from rods_agents.stages.state import SampleState, SynthesisContext, count, profile_of, seed_of, task_of, trace_of
 
 NEAR_COPY_CALLS = 0.9
 
@@ -327,14 +330,12 @@ def novelty_reasons(task: Task, seed: Task, siblings: list[Task] | None, detail:
     return reasons
 
 
-def judge_variant(state: dict, runtime: Any = None) -> dict:
+def judge_variant(state: SampleState, runtime: Runtime[SynthesisContext] | None = None) -> dict:
     """Graph node: accept or reject the candidate, with machine-readable reasons."""
     with stage_timer(state, "verdict") as timings:
-        task = Task.model_validate(state["task"])
-        seed = Task.model_validate(state["seed"])
-        trace = Trace.model_validate(state["trace"])
+        task, seed, trace = task_of(state), seed_of(state), trace_of(state)
         renames = (state.get("plan") or {}).get("renames") or {}
-        reasons, detail = judge(task, seed, Profile.model_validate(state["profile"]), trace, renames)
+        reasons, detail = judge(task, seed, profile_of(state), trace, renames)
         if state.get("patch_failed") and reasons and reasons[0].split(":")[0].split(" ")[0] in ("execution_error",
                                                                                              "invalid_config"):
             reasons.append("patch_exhausted")
@@ -344,4 +345,4 @@ def judge_variant(state: dict, runtime: Any = None) -> dict:
     verdict = {"accepted": not reasons, "reasons": reasons, "detail": detail, "terminal": False}
     emit(runtime, state, "verdict", "accepted" if not reasons else "rejected", reasons=reasons)
     return {"verdict": verdict, "timings": timings,
-            "plan_attempt": int(state.get("plan_attempt", 0)) + (1 if reasons else 0)}
+            "plan_attempt": count(state, "plan_attempt") + (1 if reasons else 0)}
