@@ -68,7 +68,8 @@ def test_a_stopped_run_resumes_without_running_a_finished_sample_again(tmp_path,
     events: list[dict] = []
     again = synthesize_resumable(seeds, ctx, db, on_event=events.append)
     resumed = [e["sample_id"] for e in events if e.get("status") == "resumed"]
-    assert resumed[: len(first)] == [r["sample_id"] for r in first]
+    # results come back in issue order; with 2 workers the "resumed" events of finished samples may interleave
+    assert {r["sample_id"] for r in first} <= set(resumed)
     assert not [e for e in events if e["sample_id"] in resumed and e.get("stage") == "profile"]  # not re-run
     fresh = synthesize(seeds, ctx)
     assert [t.id for t in again.accepted] == [t.id for t in fresh.accepted]
