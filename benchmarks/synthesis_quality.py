@@ -28,7 +28,9 @@ over train seeds and measures, per seed category:
 
 Novelty (``rods_agents.analysis.novelty``; issue 13), per seed category:
 
-- word 5-gram containment of a variant's user text in its seed's: mean, and share above 0.8;
+- word 5-gram containment of a variant's user text in its seed's: mean, and share above 0.8; the same with
+  the entities of both (their calls' string values) and digits masked (:func:`rods_agents.analysis.novelty.masked_text`:
+  the seed's sentences with every name swapped stay a copy there);
 - new only in digits: the user text equals the seed's once digits are masked, or the method sequence and
   the parsed ground truth do (:func:`rods_agents.analysis.novelty.new_only_in_digits`);
 - changed-method share: accepted variants whose method sequence differs from the seed's;
@@ -58,7 +60,7 @@ from envs.checker import check
 from envs.task import Task
 from rods_agents.analysis.faithfulness import faithfulness_problems
 from rods_agents.analysis.information_structure import InformationStructure, information_structure, structure_mismatches
-from rods_agents.analysis.novelty import containment, near_copy, new_only_in_digits, user_text
+from rods_agents.analysis.novelty import containment, masked_text, near_copy, new_only_in_digits, user_text
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.analysis.value_sources import classify_arguments
 from rods_agents.analysis.variant_quality import (
@@ -77,10 +79,14 @@ def containment_stats(pairs: list[tuple[Task, Task]]) -> dict[str, float | None]
     """Over (variant, seed) pairs: mean word 5-gram containment of the variant's user text in its seed's,
     and the share above :data:`COPY_CONTAINMENT`."""
     values = [containment(user_text(v), user_text(s)) for v, s in pairs]
+    masked = [containment(masked_text(v), masked_text(s)) for v, s in pairs]
     if not values:
-        return {"containment_mean": None, "containment_above_0_8": None}
+        return {"containment_mean": None, "containment_above_0_8": None, "containment_masked_mean": None,
+                "containment_masked_above_0_8": None}
     return {"containment_mean": round(sum(values) / len(values), 4),
-            "containment_above_0_8": round(sum(x > COPY_CONTAINMENT for x in values) / len(values), 4)}
+            "containment_above_0_8": round(sum(x > COPY_CONTAINMENT for x in values) / len(values), 4),
+            "containment_masked_mean": round(sum(masked) / len(masked), 4),
+            "containment_masked_above_0_8": round(sum(x > COPY_CONTAINMENT for x in masked) / len(masked), 4)}
 
 
 def scenario_pairs(tasks: list[Task]) -> list[tuple[Task, Task]]:
@@ -236,6 +242,8 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
 ROWS = [("samples", "samples"), ("accepted", "accepted"), ("acceptance", "acceptance"),
         ("5-gram containment in seed text, mean", "containment_mean"),
         ("5-gram containment > 0.8 (share)", "containment_above_0_8"),
+        ("5-gram containment, entities masked, mean", "containment_masked_mean"),
+        ("5-gram containment, entities masked > 0.8 (share)", "containment_masked_above_0_8"),
         ("new only in digits (share)", "digits_only"), ("changed methods (share)", "changed_methods"),
         ("same-scenario pairs", "scenario_pairs"), ("  near-copies among them (share)", "scenario_near_copy_share"),
         ("scenarios covered", "scenarios_covered"), ("  scenarios seeded", "scenarios_seeded"),

@@ -188,7 +188,14 @@ def test_novelty_metrics_on_hand_made_tasks():
     v3 = _task("v3", 2, "one two three four five six", ["cd(folder='x')"])
     assert containment(v1.turns[0][0].content, seed.turns[0][0].content) == 0.5
     # mean (0.5 + 1.0) / 2 = 0.75; above 0.8: only v2 -> 1/2 = 0.5
-    assert bench.containment_stats([(v1, seed), (v2, seed)]) == {"containment_mean": 0.75, "containment_above_0_8": 0.5}
+    assert bench.containment_stats([(v1, seed), (v2, seed)]) == {
+        "containment_mean": 0.75, "containment_above_0_8": 0.5,
+        "containment_masked_mean": 0.75, "containment_masked_above_0_8": 0.5}  # no entities in these texts
+    # the seed's sentence with its entity renamed: new by raw 5-grams, the seed's once entities are masked
+    named = _task("n", 1, "please move the file report.txt into the archive folder now", ["mv(source='report.txt',destination='archive')"])
+    renamed = _task("r", 1, "please move the file notes.md into the backup folder now", ["mv(source='notes.md',destination='backup')"])
+    stats = bench.containment_stats([(renamed, named)])
+    assert stats["containment_mean"] < 0.2 and stats["containment_masked_mean"] == 1.0
     # scenario 1 holds v1, v2, v4 -> pairs (v1, v2), (v1, v4), (v2, v4); scenario 2 holds v3 alone -> none.
     # (v2, v4): the same text -> near-copy. (v1, v2) and (v1, v4): 1 of min(2, 2) 5-grams shared = 0.5, not above
     # SIBLING_TEXT_COPY (0.5), and pwd() vs ls() -> not near-copies. All: 3 pairs, 1 near-copy.

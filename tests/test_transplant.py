@@ -97,8 +97,8 @@ def test_variants_are_new_wording_from_other_scenarios():
         seed, task, plan, donors = _variant(seed.id)
         contained.append(containment(user_text(task), user_text(seed), mask=True))
         reworded += bool(donors)
-        for d in donors:
-            assert all(bfcl_task(i).scenario != seed.scenario for i, _ in d["donors"])
+        for d in donors:  # a human donor is another scenario's turn; the rest are phrasebook sentences
+            assert all(bfcl_task(i).scenario != seed.scenario for i, _ in d["donors"] if not i.startswith("phrasebook:"))
     assert reworded >= 7
     assert sum(contained) / len(contained) < 0.6, contained  # the carried seed sentences alone measure ~0.9
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from envs.task import Task
-from rods_agents.analysis.novelty import SIBLING_TEXT_COPY, mask_digits, ngrams, user_text
+from rods_agents.analysis.novelty import SIBLING_TEXT_COPY, mask_digits, masked_text, ngrams
 from rods_agents.analysis.variant_quality import parsed_call, parsed_ground_truth
 
 _WORD = re.compile(r"[a-z0-9_.']+")
@@ -33,7 +33,7 @@ class Fingerprint:
     text: frozenset[str]
     calls: frozenset[str]
     scenario: int | None = None
-    text5: frozenset = frozenset()  # word 5-grams, digits masked (rods_agents.analysis.novelty)
+    text5: frozenset = frozenset()  # word 5-grams, entities and digits masked (novelty.masked_text)
     masked_calls: tuple = ()  # parsed calls with digits masked, sorted (a multiset)
 
 
@@ -47,7 +47,7 @@ def fingerprint(task: Task) -> Fingerprint:
     grams = frozenset(" ".join(words[i:i + 3]) for i in range(max(0, len(words) - 2))) or frozenset(words)
     calls = frozenset(_norm_call(c) for turn in task.ground_truth for c in turn)
     masked = tuple(sorted(f"{m}({mask_digits(a)})" for turn in parsed_ground_truth(task) for m, a in turn))
-    return Fingerprint(task.id, grams, calls, task.scenario, frozenset(ngrams(user_text(task), mask=True)), masked)
+    return Fingerprint(task.id, grams, calls, task.scenario, frozenset(ngrams(masked_text(task), mask=True)), masked)
 
 
 def similarity(a: Fingerprint, b: Fingerprint) -> float:

@@ -36,7 +36,6 @@ BFCL_TABLES = {
     "vocab": "bfcl/offline_vocab.json",
     "preconditions": "bfcl/llm_preconditions.json",
     "value_phrases": "bfcl/value_phrases.json",
-    "templates": "bfcl/offline_templates.json",
     "narratives": "bfcl/offline_narratives.json",
     "skill_classes": "bfcl/skill_classes.json",
     "choice_words": "bfcl/choice_words.json",
@@ -135,11 +134,6 @@ def preconditions() -> dict[str, Any]:
 
 def value_phrases() -> dict[str, Any]:
     return table("value_phrases")
-
-
-def templates() -> dict[str, str]:
-    """Per-method request templates; a user method has none and is phrased from its docstring's first sentence."""
-    return table("templates")
 
 
 def narratives() -> dict[str, Any]:
@@ -267,5 +261,5 @@ def donor_key(task: Task) -> int | str:
 
 __all__ = ["BFCL_SYMBOL_LOOKUPS", "BFCL_TABLES", "DERIVED_KINDS", "derived_kind", "derived_lexicon_entry",
            "derived_value", "donor_ids", "donor_key", "donor_tasks", "involves_user_class", "is_user_class", "method_lexicon",
-           "name_words", "narratives", "preconditions", "skill_classes", "symbol_lookups", "table", "templates", "value_phrases",
+           "name_words", "narratives", "preconditions", "skill_classes", "symbol_lookups", "table", "value_phrases",
            "value_pools", "vocab"]

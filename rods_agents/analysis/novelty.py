@@ -35,19 +35,54 @@ _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 
 N = 5
 SEED_TEXT_COPY = 0.6
-"""A variant whose user text (digits masked) has more than this share of its word 5-grams in its seed's is a
+"""A variant whose user text (entities and digits masked, :func:`masked_text`) has more than this share of its word 5-grams in its seed's is a
 copy of the seed: at 0.6 most sentences are the seed's with a few values swapped (the seed-anchored copies
 averaged 0.873, fresh wording with the seed's dictated values stays well under 0.5: the issue's target
 mean). Masked digits so a copy with nudged numbers is still one."""
 
 SIBLING_TEXT_COPY = 0.5
-"""Two variants of one scenario whose user texts (digits masked) share more than half of the shorter one's
+"""Two variants of one scenario whose user texts (entities and digits masked) share more than half of the shorter one's
 word 5-grams are near-copies: the same sentences told twice (sibling seeds differ by a withheld value, a
 held-out function or padding, so their untouched copies share most of their text)."""
 
 
 def user_text(task: Task) -> str:
     return "\n".join(m.content for turn in task.turns for m in turn if m.role == "user")
+
+
+def _strings(value: object, out: set[str]) -> None:
+    if isinstance(value, str):
+        if len(value) >= 3:
+            out.add(value)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _strings(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _strings(v, out)
+
+
+def call_values(task: Task) -> set[str]:
+    """The string values of a task's ground-truth calls (three characters or more): its entities."""
+    out: set[str] = set()
+    for turn in parsed_ground_truth(task):
+        for _, args in turn:
+            try:
+                _strings(json.loads(args) if args else {}, out)
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
+def masked_text(task: Task) -> str:
+    """A task's user text with its entities (:func:`call_values`) and digits masked: what is left is its
+    wording. Why: a text that is its seed's sentences with every file name, ticker and city renamed shares
+    few raw 5-grams with the seed (each name breaks five of them) and still reads as the seed; compared
+    with entities masked it is the copy it is."""
+    text = user_text(task)
+    for value in sorted(call_values(task), key=len, reverse=True):
+        text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", " # ", text, flags=re.I)
+    return mask_digits(text)
 
 
 def mask_digits(text: str) -> str:
@@ -109,7 +144,7 @@ def seed_copy_reasons(variant: Task, seed: Task) -> list[str]:
     """Verdict reasons when ``variant`` copies its seed's text or differs from it only in digits; each
     names the turn (the most copied one, or the first that differs only in digits) and its text or call."""
     out: list[str] = []
-    whole = containment(user_text(variant), user_text(seed), mask=True)
+    whole = containment(masked_text(variant), masked_text(seed), mask=True)
     if whole > SEED_TEXT_COPY:
         per_turn = [(containment(_turn_text(variant, t), _turn_text(seed, t), mask=True), t)
                     for t in range(len(variant.turns)) if _turn_text(variant, t).strip()]
@@ -133,7 +168,7 @@ def seed_copy_reasons(variant: Task, seed: Task) -> list[str]:
 def near_copy(a: Task, b: Task) -> str | None:
     """Why ``a`` and ``b`` are near-copies ('text 0.83': shared 5-grams, digits masked, over the shorter
     text; 'calls': the same parsed calls once digits are masked), or None."""
-    text = _mutual(user_text(a), user_text(b))
+    text = _mutual(masked_text(a), masked_text(b))
     if text > SIBLING_TEXT_COPY:
         return f"text {text:.2f}"
     ca = Counter(c for turn in _masked_calls(a) for c in turn)
@@ -154,5 +189,5 @@ def sibling_copy_reason(task: Task, siblings: list[Task]) -> str | None:
     return None
 
 
-__all__ = ["N", "SEED_TEXT_COPY", "SIBLING_TEXT_COPY", "containment", "mask_digits", "near_copy", "new_only_in_digits",
+__all__ = ["N", "SEED_TEXT_COPY", "SIBLING_TEXT_COPY", "call_values", "containment", "mask_digits", "masked_text", "near_copy", "new_only_in_digits",
            "ngrams", "seed_copy_reasons", "sibling_copy_reason", "user_text"]

@@ -55,6 +55,7 @@ from rods_agents.analysis.value_sources import (
     stated_as_date,
     user_text_upto,
 )
+from rods_agents.variation.phrasebook import context_sentences, phrase_donors
 from rods_agents.variation.seed_anchor import Substitution, substitute_numbers
 from rods_agents.variation.turn_bank import (
     Donor,
@@ -358,17 +359,20 @@ def keeps_said(text: str, target: tuple[Slot, ...], span: str) -> bool:
 
 
 def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
-          span: str, slot: int | None = None) -> tuple[str, Donor] | None:
+          span: str, slot: int | None = None, phrases: list[Donor] | None = None, phrases_first: bool = False
+          ) -> tuple[str, Donor] | None:
     """A donor of ``pool`` that re-instantiates on ``target`` and states what ``span`` states: the first one, or
     for a sibling ``slot`` the slot's pick among the first ``PICK`` that fit (siblings of one scenario share
     their turns' pools, and the first fitting donor of a rotated pool is often the same one). At most
     ``MAX_TRIES`` donors that ask for the calls the same way are tried (the others are skipped at no cost)."""
     tries = 0
     fits: list[tuple[str, Donor]] = []
+    if phrases_first:  # a piece of a turn: a human turn's piece often brings its own story along
+        pool, phrases = list(phrases or []), pool
     for d in pool:
         if value_map(d, target) is None:
             continue
-        tries += 1
+        tries += d.scenario != "phrasebook"
         text = reinstantiate(d, target, world, allowed, values)
         if text is not None and keeps_said(text, target, span):
             fits.append((text, d))
@@ -376,9 +380,52 @@ def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed:
                 break
         if tries >= MAX_TRIES:
             break
+    tries = 0
+    for d in phrases or ():  # then the other source
+        if (fits and (slot is None or len(fits) >= PICK)) or tries >= MAX_TRIES:
+            break
+        if value_map(d, target) is None:
+            continue
+        tries += d.scenario != "phrasebook"
+        text = reinstantiate(d, target, world, allowed, values)
+        if text is not None and keeps_said(text, target, span):
+            fits.append((text, d))
     if not fits:
         return None
     return fits[0] if slot is None else fits[slot % len(fits)]
+
+
+def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
+                      used: set[str], picked: set[str]) -> list[Donor]:
+    """The phrasebook's donors for a one-call segment (:mod:`rods_agents.variation.phrasebook`), in one order per
+    scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out."""
+    if len(methods) != 1:
+        return []
+    hidden = tuple(x for x in target if x.index < 0)
+    out = [d for d in phrase_donors(methods[0], target, signature) if d.task_id not in used and d.text not in picked]
+    if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
+        ctx = context_sentences(hidden)
+        out = [Donor(d.task_id, d.scenario, d.turn, f"{ctx[k % len(ctx)]} {_sentence(d.text)}", d.methods, target,
+                     d.signature, d.entities, d.cues) for k, d in enumerate(out)] if ctx else []
+    random.Random(f"{seed.scenario}|{turn}|{start}|phrasebook").shuffle(out)
+    return out
+
+
+_HAND_OVER = ("", "", "", "After that, ", "Then ", "Next, ", "Also, ", "Once that's done, ")
+
+
+def _joined(parts: list[tuple[str, Donor]], key: str) -> str:
+    """A turn's segments as one text; a phrasebook sentence after the first is handed over with a connective
+    now and then ('After that, ...'), one choice per sample and segment."""
+    out = []
+    for i, (text, d) in enumerate(parts):
+        text = _sentence(text)
+        if i and d.scenario == "phrasebook":
+            lead = random.Random(f"{key}|{i}").choice(_HAND_OVER)
+            if lead and not text.startswith(("I ", "I'")):
+                text = lead + text[:1].lower() + text[1:]
+        out.append(text)
+    return " ".join(out)
 
 
 def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str],
@@ -407,8 +454,9 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
                                           cue_key(seed_info, g) if delicate and not whole_only else None)
                     if d.task_id not in used and d.text not in picked]
             pool = _ordered(pool, seed, turn, start, stop, rng, slot)
-            found = _find(pool, _rebased(target, start, stop, (start, stop) == (0, n)), world, allowed, values, carried,
-                          slot)
+            seg_target = _rebased(target, start, stop, (start, stop) == (0, n))
+            phrases = [] if delicate else _phrasebook_donors(seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked)
+            found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n))
             if found is not None:
                 parts.append(found)
                 start = stop
@@ -417,7 +465,14 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             return None
         if len(parts) > MAX_SEGMENTS:
             return None
-    return " ".join(_sentence(p) for p, _ in parts), [d for _, d in parts]
+    text = _joined(parts, f"{seed.scenario}|{turn}|{slot}")
+    hidden = tuple(x for x in target if x.index < 0)
+    if hidden and len(parts) > 1:  # the values of implicit calls no segment carries: a context sentence states them
+        ctx = context_sentences(hidden)
+        if not ctx:
+            return None
+        text = f"{ctx[(slot or 0) % len(ctx)]} {text}"
+    return text, [d for _, d in parts]
 
 
 def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...]
@@ -488,8 +543,10 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
             b = units[m][1]
             pool = [d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
                     if d.task_id not in used and d.text not in {x.text for x in donors}]
+            phrases = _phrasebook_donors(seed, turn, a, methods[a:b], _rebased(target, a, b), segment_signature(), used,
+                               {x.text for x in donors})
             found = _find(_ordered(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
-                          carried[lo:units[m][3]], slot)
+                          carried[lo:units[m][3]], slot, phrases, True)
             if found is not None:
                 break
         if found is None:

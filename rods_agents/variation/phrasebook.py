@@ -1,0 +1,258 @@
+"""Ways to ask for one call, written as data: the offline backbone's second source of wording.
+
+Why: the human turns of the train split (:mod:`rods_agents.variation.turn_bank`) are natural, but few of
+them ask for a given run of calls the same way, so the eight samples of a scenario (four categories x two
+variants) kept picking the same donor, or none, and re-told their seed's sentences (issue 13: 306 of 800
+samples were near-copies of a sibling, a third of all turns kept the seed's words). A phrasebook gives every
+method several phrasings, so any run of explicit calls can be worded and siblings word it differently.
+
+A phrasing asks for exactly one call and states exactly what the seed's turn states for it:
+
+- ``{param}`` writes a value the user states (a string as it is, a number without a trailing ``.0``, a list
+  as 'a, b and c'); ``{param|VALUE=words|VALUE2=words}`` writes the words for a documented option (VALUE is
+  the option as a string, or JSON for booleans and lists: ``{unlock|false=lock|true=unlock}``);
+- ``"when": {"param": value}`` marks an option the sentence's own words state ('Fire up the engine' is
+  ``ignitionMode='START'``);
+- a value the assistant reads from a result or the state, or a miss_param turn withholds, has no placeholder
+  (the phrasing asks for the call without it, as the seed's turn does).
+
+A phrasing fits a call when its placeholders and ``when`` keys are exactly the call's stated values and
+options, and every ``when`` value is the call's. It becomes a :class:`~rods_agents.variation.turn_bank.Donor`
+carrying the call's own slots, so :mod:`rods_agents.variation.transplant` measures it like a human donor: a
+phrasing that moves a value source, adds a reference or drops a condition is never kept.
+
+Files: ``prompts/phrasebook/<Class>.json``, one per environment class (a user class's too), each
+``{"class": ..., "methods": {method: [phrasing, ...]}, "context": {...}}``; a phrasing is a string or
+``{"text": ..., "when": {...}}``. ``python -m rods_agents.variation.phrasebook`` checks every file against the
+catalog and the lexicon and prints, per method, how many phrasings fit the argument patterns the train turns use.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from prompts import PROMPTS_DIR
+from rods_agents.variation.turn_bank import Donor, Slot
+
+PHRASEBOOK_DIR = PROMPTS_DIR / "phrasebook"
+STATED = frozenset({"user", "flag"})
+"""Slot sources a phrasing must write: the values the user states and the options said in words."""
+
+_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(\|[^{}]*)?\}")
+
+
+@dataclass(frozen=True)
+class Phrasing:
+    """One way to ask for ``method``: its text, the options its words fix, the options it words by value."""
+
+    cls: str
+    method: str
+    index: int
+    text: str
+    when: tuple[tuple[str, str], ...]  # (param, JSON value)
+    fields: frozenset[str]
+    choices: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (param, ((option, words), ...))
+
+    @property
+    def params(self) -> frozenset[str]:
+        return self.fields | {p for p, _ in self.when}
+
+
+def _option_key(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phrasing:
+    """A phrasebook entry as a :class:`Phrasing` (ValueError naming the file's method on a bad entry)."""
+    if isinstance(entry, str):
+        text, when = entry, {}
+    elif isinstance(entry, dict) and isinstance(entry.get("text"), str):
+        text, when = entry["text"], dict(entry.get("when") or {})
+    else:
+        raise ValueError(f"phrasebook {cls}.{method}[{index}]: a phrasing is a string or {{'text', 'when'}}")
+    fields, choices = set(), []
+    for m in _FIELD.finditer(text):
+        fields.add(m.group(1))
+        if m.group(2):
+            pairs = [p.split("=", 1) for p in m.group(2)[1:].split("|")]
+            if any(len(p) != 2 for p in pairs):
+                raise ValueError(f"phrasebook {cls}.{method}[{index}]: bad option list in {m.group(0)!r}")
+            choices.append((m.group(1), tuple((k.strip(), v) for k, v in pairs)))
+    return Phrasing(cls, method, index, text, tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in when.items())),
+                    frozenset(fields), tuple(choices))
+
+
+@lru_cache(maxsize=1)
+def contexts() -> dict[str, tuple[str, ...]]:
+    """Hidden-value key -> sentences that state values of calls a turn leaves implicit, from the files'
+    ``"context"`` tables. The key joins the hidden slots' ``method.param`` in call order with '+'
+    (``get_zipcode_based_on_city.city+get_zipcode_based_on_city.city``); ``{v1}``, ``{v2}``... are their
+    values. 'I'm working in the {v1} folder.' states where an implicit ``cd`` goes without asking for it."""
+    out: dict[str, list[str]] = {}
+    for path in sorted(PHRASEBOOK_DIR.glob("*.json")):
+        for key, texts in (json.loads(path.read_text(encoding="utf-8")).get("context") or {}).items():
+            out.setdefault(key, []).extend(texts)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def context_sentences(hidden: tuple[Slot, ...]) -> list[str]:
+    """The context sentences for a turn's hidden slots (index < 0), written with their values; [] when the
+    phrasebook has none for them (or a value no sentence can carry, such as the parent folder '..')."""
+    ordered = sorted(hidden, key=lambda x: -x.index)
+    values = [json.loads(x.value) for x in ordered]
+    if any(not isinstance(v, str | int | float) or v in ("", "..", ".", "/") for v in values):
+        return []
+    fields = {f"v{i + 1}": spoken(v) for i, v in enumerate(values)}
+    out = []
+    for text in contexts().get("+".join(x.param for x in ordered), ()):
+        try:
+            out.append(text.format(**fields))
+        except (KeyError, IndexError):
+            continue
+    return out
+
+
+@lru_cache(maxsize=1)
+def phrasebook() -> dict[str, tuple[Phrasing, ...]]:
+    """Method -> its phrasings, from every file under :data:`PHRASEBOOK_DIR` (read once)."""
+    out: dict[str, list[Phrasing]] = {}
+    for path in sorted(PHRASEBOOK_DIR.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        cls = data.get("class", path.stem)
+        for method, entries in (data.get("methods") or {}).items():
+            out.setdefault(method, []).extend(parse_phrasing(cls, method, i, e) for i, e in enumerate(entries))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def spoken(value: Any) -> str:
+    """A value as a user writes it: numbers without a trailing '.0', lists as 'a, b and c'."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, list):
+        items = [spoken(v) for v in value]
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
+    return str(value)
+
+
+def render(phrasing: Phrasing, slots: tuple[Slot, ...]) -> str | None:
+    """The phrasing written for a call's ``slots`` (one call, index 0), or None when it does not fit: its
+    placeholders and ``when`` keys must be exactly the call's stated values and options."""
+    own = {s.param: s for s in slots if s.index == 0}
+    stated = {p for p, s in own.items() if s.source in STATED}
+    if phrasing.params != stated:
+        return None
+    for param, value in phrasing.when:
+        if json.loads(own[param].value) != json.loads(value):
+            return None
+    choices = dict(phrasing.choices)
+
+    def fill(m: re.Match) -> str:
+        value = json.loads(own[m.group(1)].value)
+        if m.group(1) in choices:
+            words = dict(choices[m.group(1)]).get(_option_key(value))
+            if words is None:
+                raise KeyError(m.group(1))
+            return words
+        if isinstance(value, dict) or value is None or value == "":
+            raise KeyError(m.group(1))
+        return spoken(value)
+
+    try:
+        text = _FIELD.sub(fill, phrasing.text)
+    except KeyError:
+        return None
+    return text[:1].upper() + text[1:]
+
+
+def phrase_donors(method: str, slots: tuple[Slot, ...], signature: str) -> list[Donor]:
+    """The phrasings of ``method`` that fit the call's ``slots``, as donors carrying those slots (their values
+    are the variant's own, so re-instantiating one changes nothing)."""
+    out = []
+    for p in phrasebook().get(method, ()):
+        text = render(p, slots)
+        if text is not None:
+            out.append(Donor(f"phrasebook:{p.cls}.{method}#{p.index}", "phrasebook", -1, text, (method,),
+                             tuple(s for s in slots if s.index == 0), signature, frozenset(), ""))
+    return out
+
+
+# ----------------------------------------------------------------------------- the check
+def check() -> list[str]:
+    """Problems of the phrasebook files: unknown methods or parameters, options the catalog does not know."""
+    from rods_agents.analysis.catalog import build_catalog
+
+    catalog = build_catalog().methods
+    problems = []
+    for method, phrasings in phrasebook().items():
+        spec = catalog.get(method)
+        if spec is None:
+            problems.append(f"{method}: not a method of the catalog")
+            continue
+        params = {p.name for p in spec.params}
+        for p in phrasings:
+            for name in p.params - params:
+                problems.append(f"{p.cls}.{method}[{p.index}]: no parameter {name!r} ({p.text!r})")
+            problems += [f"{p.cls}.{method}[{p.index}]: {why} ({p.text!r})" for why in lint(p)]
+    return problems
+
+
+def lint(phrasing: Phrasing) -> list[str]:
+    """Why a phrasing would change a turn's structure: no cue of its method in the lexicon (the call would
+    read as left to the assistant), or words the structure reads as a condition, reference or
+    transformation (a segment has none of them)."""
+    from rods_agents.analysis import knowledge
+
+    lex = knowledge.method_lexicon()
+    text = _FIELD.sub(lambda m: m.group(1).upper(), phrasing.text)
+    out = []
+    spec = lex.get("methods", {}).get(phrasing.method) or {}
+    if spec and not any(re.search(p, text, re.I) for p in spec.get("phrases", [])):
+        out.append("no lexicon cue for the method (the call would read as implicit)")
+    for kind in ("conditions", "transformations"):
+        if any(re.search(p, text, re.I) for p in lex.get(kind, [])) and not any(
+                re.search(p, text, re.I) for p in lex.get("condition_exclusions", []) if kind == "conditions"):
+            out.append(f"reads as one of the {kind}")
+    for kind, pats in (lex.get("references") or {}).items():
+        if any(re.search(p, text, re.I) for p in pats):
+            out.append(f"reads as a reference ({kind})")
+    return out
+
+
+def coverage() -> dict[str, list[tuple[str, int, int]]]:
+    """Per method the argument patterns of the train turns' explicit calls: (pattern, turns, fitting phrasings)."""
+    from collections import Counter
+
+    from rods_agents.variation.turn_bank import turn_bank
+
+    patterns: dict[str, Counter] = {}
+    examples: dict[tuple[str, str], tuple[Slot, ...]] = {}
+    for donors in turn_bank().values():
+        for d in donors:
+            for i, m in enumerate(d.methods):
+                own = tuple(Slot(0, s.param, s.value, s.source, s.flag) for s in d.slots if s.index == i)
+                key = json.dumps({s.param: (json.loads(s.value) if s.source == "flag" else s.source) for s in own}, sort_keys=True)
+                patterns.setdefault(m, Counter())[key] += 1
+                examples[(m, key)] = own
+    return {m: [(k, n, sum(render(p, examples[(m, k)]) is not None for p in phrasebook().get(m, ())))
+                for k, n in c.most_common()] for m, c in patterns.items()}
+
+
+def main() -> int:
+    problems = check()
+    for line in problems:
+        sys.stdout.write(f"PROBLEM {line}\n")
+    for method, rows in sorted(coverage().items()):
+        for key, n, fits in rows:
+            sys.stdout.write(f"{method:40s} {n:4d} turns  {fits:2d} phrasings  {key}\n")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""The phrasebook words calls the train turns cannot (rods_agents.variation.phrasebook).
+
+What a user of the synthesized data relies on: a phrasebook sentence states exactly what the seed's turn
+states for its call (no value the seed leaves to the assistant, no option the call does not take), a value of
+an implicit call is stated without asking for the call, the files are well-formed, and a turn worded from the
+phrasebook keeps its seed's information structure while its words are new.
+"""
+
+from __future__ import annotations
+
+import json
+
+from envs.task import bfcl_task
+from rods_agents.analysis.information_structure import information_structure, structure_mismatches
+from rods_agents.analysis.novelty import containment
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.analysis.value_sources import classify_arguments
+from rods_agents.run.runtime import rng_for
+from rods_agents.stages.coherence_rewrite import build_variant, rewrite_plan
+from rods_agents.stages.plan_sampling import sample_variant_plan
+from rods_agents.variation.phrasebook import check, context_sentences, parse_phrasing, phrase_donors, phrasebook, render
+from rods_agents.variation.turn_bank import Slot, segment_signature
+
+
+def _slot(param: str, value, source: str = "user", flag: bool = False, index: int = 0) -> Slot:
+    return Slot(index, param, json.dumps(value), source, flag)
+
+
+def test_a_phrasing_fits_only_a_call_that_states_exactly_its_placeholders():
+    p = parse_phrasing("GorillaFileSystem", "mv", 0, "Move '{source}' into '{destination}'.")
+    both = (_slot("source", "notes.txt"), _slot("destination", "archive"))
+    assert render(p, both) == "Move 'notes.txt' into 'archive'."
+    # the destination comes from an earlier result: a sentence naming it would state what the seed leaves out
+    assert render(p, (_slot("source", "notes.txt"), _slot("destination", "archive", source="call"))) is None
+    # a call with a stated value the sentence does not carry
+    one = parse_phrasing("GorillaFileSystem", "mv", 1, "Move '{source}' over, please.")
+    assert render(one, both) is None
+
+
+def test_an_option_is_worded_by_its_own_words_and_only_for_its_own_value():
+    fixed = parse_phrasing("VehicleControlAPI", "startEngine", 0,
+                           {"text": "Fire up the engine.", "when": {"ignitionMode": "START"}})
+    assert render(fixed, (_slot("ignitionMode", "START", "flag", True),)) == "Fire up the engine."
+    assert render(fixed, (_slot("ignitionMode", "STOP", "flag", True),)) is None
+    choice = parse_phrasing("TradingBot", "place_order", 0,
+                            "{order_type|Buy=Buy|Sell=Sell} {amount} shares of {symbol} at ${price}.")
+    slots = (_slot("order_type", "Sell", "flag", True), _slot("amount", 100), _slot("symbol", "NVDA"),
+             _slot("price", 220.5))
+    assert render(choice, slots) == "Sell 100 shares of NVDA at $220.5."
+    short = (_slot("order_type", "Short", "flag", True), *slots[1:])
+    assert render(choice, short) is None  # an option the sentence has no words for
+
+
+def test_values_are_written_the_way_a_user_writes_them():
+    p = parse_phrasing("MathAPI", "mean", 0, "Average out {numbers} for me.")
+    assert render(p, (_slot("numbers", [3.0, 4.5, 10.0]),)) == "Average out 3, 4.5 and 10 for me."
+
+
+def test_a_value_of_an_implicit_call_is_stated_by_a_context_sentence_not_a_request():
+    sentences = context_sentences((_slot("cd.folder", "reports", index=-1),))
+    assert sentences and all("reports" in s for s in sentences)
+    assert context_sentences((_slot("cd.folder", "..", index=-1),)) == []  # no sentence says 'the .. folder'
+
+
+def test_every_phrasebook_file_is_well_formed_and_asks_for_its_call_without_structure_words():
+    assert check() == []
+    assert {"GorillaFileSystem", "TradingBot", "TravelAPI", "VehicleControlAPI"} <= {
+        p.cls for ps in phrasebook().values() for p in ps}
+
+
+def test_phrase_donors_carry_the_calls_own_values():
+    slots = (_slot("source", "q3.csv"), _slot("destination", "backup"))
+    donors = phrase_donors("mv", slots, segment_signature())
+    assert len(donors) >= 4
+    assert all("q3.csv" in d.text and "backup" in d.text and d.slots == slots for d in donors)
+
+
+def _structure(task):
+    trace = trace_task(task)
+    return information_structure(task, trace, classify_arguments(task, trace))
+
+
+def test_a_turn_worded_from_the_phrasebook_keeps_its_seeds_structure_with_new_words():
+    seed = bfcl_task("multi_turn_base_0")  # turn 0 states the folder of an implicit cd, then mkdir and mv
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    seen = set()
+    for v in range(4):
+        plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, v, 0))
+        turns, _ = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, v, "rewrite"))
+        variant = build_variant(seed, turns, plan, v, 0)
+        first = next(m.content for m in variant.turns[0] if m.role == "user")
+        seed_first = next(m.content for m in seed.turns[0] if m.role == "user")
+        assert containment(first, seed_first, mask=True) < 0.3, first
+        assert not structure_mismatches(_structure(seed), _structure(variant)), first
+        seen.add(first)
+    assert len(seen) >= 3  # siblings word the same calls differently
