@@ -96,3 +96,42 @@ def test_a_turn_worded_from_the_phrasebook_keeps_its_seeds_structure_with_new_wo
         assert not structure_mismatches(_structure(seed), _structure(variant)), first
         seen.add(first)
     assert len(seen) >= 3  # siblings word the same calls differently
+
+
+def _rewritten(seed_id: str, v: int = 0):
+    seed = bfcl_task(seed_id)
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, v, 0))
+    turns, _ = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, v, "rewrite"))
+    return seed, build_variant(seed, turns, plan, v, 0)
+
+
+def _user(task, t: int) -> str:
+    return " ".join(m.content for m in task.turns[t] if m.role == "user")
+
+
+def test_a_miss_param_answer_is_reworded_and_still_supplies_the_withheld_value_there():
+    from rods_agents.analysis.information_structure import withheld_value
+
+    seed, variant = _rewritten("multi_turn_miss_param_0")  # turn 4: 'The specific file is previous_report.pdf.'
+    info = _structure(variant)
+    w = next(x.withheld for x in info.turns if x.withheld is not None)
+    assert _user(variant, w.supplied_at) != _user(seed, w.supplied_at)
+    assert str(withheld_value(variant, trace_task(variant), w)[0]) in _user(variant, w.supplied_at)
+    assert not structure_mismatches(_structure(seed), info)
+
+
+def test_a_turn_kept_for_its_cue_drops_the_seeds_story_sentence_and_keeps_its_structure():
+    seed, variant = _rewritten("multi_turn_base_153")  # turn 0 opens with a packing-for-a-trip anecdote
+    story = "Before I start packing my bags for the upcoming trip"
+    assert story in _user(seed, 0) and story not in _user(variant, 0)
+    assert not structure_mismatches(_structure(seed), _structure(variant))
+
+
+def test_double_check_is_no_transformation_but_doubling_is():
+    from rods_agents.analysis.information_structure import lexicon
+
+    lex = lexicon()
+    assert not any(p.search("I need to double-check my details") for p in lex.transformations)
+    assert any(p.search("Double the amount, please") for p in lex.transformations)

@@ -1,7 +1,7 @@
 """What the synthesis knows about each environment, in one place.
 
 For BFCL's eight classes that knowledge is data: ``prompts/bfcl/*.json`` (the method lexicon, value pools,
-preconditions, phrase tables, narratives, skill classes) plus the few symbol lookups below. Every module of
+preconditions, phrase tables, skill classes; the phrasebook is ``prompts/phrasebook``) plus the few symbol lookups below. Every module of
 the synthesis reads it through this module, never through a file name of its own, so a user's environment
 class (``package.module:ClassName``, see ``docs/environments.md``) plugs into the same lookups:
 
@@ -36,7 +36,6 @@ BFCL_TABLES = {
     "vocab": "bfcl/offline_vocab.json",
     "preconditions": "bfcl/llm_preconditions.json",
     "value_phrases": "bfcl/value_phrases.json",
-    "narratives": "bfcl/offline_narratives.json",
     "skill_classes": "bfcl/skill_classes.json",
     "choice_words": "bfcl/choice_words.json",
     "dictated": "bfcl/offline_dictated.json",
@@ -134,10 +133,6 @@ def preconditions() -> dict[str, Any]:
 
 def value_phrases() -> dict[str, Any]:
     return table("value_phrases")
-
-
-def narratives() -> dict[str, Any]:
-    return table("narratives")
 
 
 def skill_classes() -> dict[str, Any]:
@@ -261,5 +256,5 @@ def donor_key(task: Task) -> int | str:
 
 __all__ = ["BFCL_SYMBOL_LOOKUPS", "BFCL_TABLES", "DERIVED_KINDS", "derived_kind", "derived_lexicon_entry",
            "derived_value", "donor_ids", "donor_key", "donor_tasks", "involves_user_class", "is_user_class", "method_lexicon",
-           "name_words", "narratives", "preconditions", "skill_classes", "symbol_lookups", "table", "value_phrases",
+           "name_words", "preconditions", "skill_classes", "symbol_lookups", "table", "value_phrases",
            "value_pools", "vocab"]

@@ -100,6 +100,28 @@ def contexts() -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
+@lru_cache(maxsize=1)
+def supply_sentences() -> dict[str, tuple[str, ...]]:
+    """``method.param`` (or ``*`` for any) -> answers that supply a miss_param turn's withheld value, ``{v1}``
+    the value, from the files' ``"supply"`` tables: 'Oh, it's {v1}.' answers the assistant's question."""
+    out: dict[str, list[str]] = {}
+    for path in sorted(PHRASEBOOK_DIR.glob("*.json")):
+        for key, texts in (json.loads(path.read_text(encoding="utf-8")).get("supply") or {}).items():
+            out.setdefault(key, []).extend(texts)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def story_sentences(classes: list[str]) -> list[str]:
+    """Sentences that open a conversation with a story of its environments (the files' ``"story"`` tables,
+    by class): a first turn that drops its seed's anecdote starts with one of these instead."""
+    out: list[str] = []
+    for path in sorted(PHRASEBOOK_DIR.glob("*.json")):
+        table = json.loads(path.read_text(encoding="utf-8")).get("story") or {}
+        for cls in classes:
+            out.extend(table.get(cls, ()))
+    return out
+
+
 def context_sentences(hidden: tuple[Slot, ...]) -> list[str]:
     """The context sentences for a turn's hidden slots (index < 0), written with their values; [] when the
     phrasebook has none for them (or a value no sentence can carry, such as the parent folder '..')."""

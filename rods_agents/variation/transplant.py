@@ -43,7 +43,13 @@ from typing import Any
 
 from envs.task import Message, Task
 from rods_agents.analysis import knowledge
-from rods_agents.analysis.information_structure import _QUOTED, information_structure, structure_mismatches
+from rods_agents.analysis.information_structure import (
+    _QUOTED,
+    information_structure,
+    structure_mismatches,
+    withheld_value,
+)
+from rods_agents.analysis.novelty import call_values
 from rods_agents.analysis.obtainability import public_state, state_obtainable
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import (
@@ -55,7 +61,13 @@ from rods_agents.analysis.value_sources import (
     stated_as_date,
     user_text_upto,
 )
-from rods_agents.variation.phrasebook import context_sentences, phrase_donors
+from rods_agents.variation.phrasebook import (
+    context_sentences,
+    phrase_donors,
+    spoken,
+    story_sentences,
+    supply_sentences,
+)
 from rods_agents.variation.seed_anchor import Substitution, substitute_numbers
 from rods_agents.variation.turn_bank import (
     Donor,
@@ -359,8 +371,8 @@ def keeps_said(text: str, target: tuple[Slot, ...], span: str) -> bool:
 
 
 def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
-          span: str, slot: int | None = None, phrases: list[Donor] | None = None, phrases_first: bool = False
-          ) -> tuple[str, Donor] | None:
+          span: str, slot: int | None = None, phrases: list[Donor] | None = None, phrases_first: bool = False,
+          distinct: bool = False) -> tuple[str, Donor] | None:
     """A donor of ``pool`` that re-instantiates on ``target`` and states what ``span`` states: the first one, or
     for a sibling ``slot`` the slot's pick among the first ``PICK`` that fit (siblings of one scenario share
     their turns' pools, and the first fitting donor of a rotated pool is often the same one). At most
@@ -390,8 +402,8 @@ def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed:
         text = reinstantiate(d, target, world, allowed, values)
         if text is not None and keeps_said(text, target, span):
             fits.append((text, d))
-    if not fits:
-        return None
+    if not fits or (distinct and slot is not None and slot >= len(fits)):
+        return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words
     return fits[0] if slot is None else fits[slot % len(fits)]
 
 
@@ -405,8 +417,9 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     out = [d for d in phrase_donors(methods[0], target, signature) if d.task_id not in used and d.text not in picked]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
         ctx = context_sentences(hidden)
-        out = [Donor(d.task_id, d.scenario, d.turn, f"{ctx[k % len(ctx)]} {_sentence(d.text)}", d.methods, target,
-                     d.signature, d.entities, d.cues) for k, d in enumerate(out)] if ctx else []
+        pick = random.Random(f"{seed.scenario}|{turn}|context").randrange(len(ctx)) if ctx else 0
+        out = [Donor(d.task_id, d.scenario, d.turn, f"{ctx[(pick + k) % len(ctx)]} {_sentence(d.text)}", d.methods,
+                     target, d.signature, d.entities, d.cues) for k, d in enumerate(out)] if ctx else []
     random.Random(f"{seed.scenario}|{turn}|{start}|phrasebook").shuffle(out)
     return out
 
@@ -456,7 +469,8 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             pool = _ordered(pool, seed, turn, start, stop, rng, slot)
             seg_target = _rebased(target, start, stop, (start, stop) == (0, n))
             phrases = [] if delicate else _phrasebook_donors(seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked)
-            found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n))
+            found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n),
+                          distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only))
             if found is not None:
                 parts.append(found)
                 start = stop
@@ -471,7 +485,7 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         ctx = context_sentences(hidden)
         if not ctx:
             return None
-        text = f"{ctx[(slot or 0) % len(ctx)]} {text}"
+        text = f"{ctx[random.Random(f'{seed.scenario}|{turn}|{slot}|context').randrange(len(ctx))]} {text}"
     return text, [d for _, d in parts]
 
 
@@ -503,7 +517,17 @@ def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]
     s = info.turns[g]
     lower = text.lower()
     out: set[int] = set()
-    for cue in [c.cue for c in s.conditions] + [r.cue for r in s.references] + [x.cue for x in s.transformations]:
+    explicit = [c.method for c in s.calls if c.explicit]
+    for x in [*s.references, *s.transformations]:
+        if x.cue.strip():
+            continue
+        # no cue found: the words that say how the value is built sit with its call; keep that call's unit
+        at = [i for i, m in enumerate(explicit) if m == x.method]
+        if len(at) != 1:
+            return None
+        out.update(k for k, (a, b, _, _) in enumerate(units) if a <= at[0] < b)
+    for cue in [c.cue for c in s.conditions] + [r.cue for r in s.references if r.cue.strip()] + [
+            x.cue for x in s.transformations if x.cue.strip()]:
         at = lower.find(cue.lower().strip()) if cue.strip() else -1
         if at < 0:
             return None
@@ -568,6 +592,116 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
     return " ".join(p for p in pieces if p), donors
 
 
+def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int) -> list[str]:
+    """New wordings of a miss_param supplying turn ('The specific file is notes.txt.'): the phrasebook's
+    ``supply`` sentences for the withheld ``method.param``, then its generic ones, written with the value.
+    [] for any other turn, or a value a sentence cannot carry (a list, a long text)."""
+    w = next((x.withheld for x in info.turns if x.withheld is not None and x.withheld.supplied_at == turn), None)
+    if w is None:
+        return []
+    values = withheld_value(variant, trace, w)
+    if len(values) != 1 or not isinstance(values[0], str | int | float) or len(str(values[0])) > 80:
+        return []
+    table = supply_sentences()
+    return [t.format(v1=spoken(values[0])) for t in (*table.get(f"{w.method}.{w.param}", ()), *table.get("*", ()))]
+
+
+def _reword_supply(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], trace: Trace,
+                   slot: int | None) -> tuple[list[list[Message]], list[dict]]:
+    """Miss_param supplying turns re-worded (:func:`_supply_texts`) where the variant's per-turn value sources
+    and information structure stay as they are: the value is still supplied there and nowhere before."""
+    if variant.category != "miss_param":
+        return turns, []
+    provenance = []
+    for t in range(len(turns)):
+        if _user_messages(turns[t]) != 1:
+            continue
+        current = variant.model_copy(update={"turns": turns})
+        base_sources, base_info, _ = _measure(current, trace)
+        options = _supply_texts(current, trace, base_info, t)
+        if not options:
+            continue
+        random.Random(f"{seed.scenario}|{t}|supply").shuffle(options)
+        pick = (slot or 0) % len(options)
+        for text in options[pick:] + options[:pick]:
+            trial_turns = [list(x) for x in turns]
+            trial_turns[t] = [Message(role=m.role, content=text if m.role == "user" else m.content) for m in turns[t]]
+            per_turn, info, _ = _measure(variant.model_copy(update={"turns": trial_turns}), trace)
+            if per_turn == base_sources and _mismatch_keys(seed_info, info) <= _mismatch_keys(seed_info, base_info):
+                turns = trial_turns
+                provenance.append({"turn": t, "donors": [["phrasebook:supply", t]]})
+                break
+    return turns, provenance
+
+
+def _leaves(obj: Any) -> set[str]:
+    """The string values of a config (not its keys: 'date' is a field name, not a name of the world)."""
+    if isinstance(obj, str):
+        return {obj.lower()} if len(obj) >= 3 else set()
+    if isinstance(obj, dict):
+        return set().union(*(_leaves(v) for v in obj.values())) if obj else set()
+    if isinstance(obj, list | tuple):
+        return set().union(*(_leaves(v) for v in obj)) if obj else set()
+    return set()
+
+
+def _filler(sentence: str, world: set[str]) -> bool:
+    """A sentence that states nothing: no digit, no quoted value, no name of the task's world ('Before I start
+    packing my bags for the upcoming trip, I need to double-check a few things.')."""
+    lower = sentence.lower()
+    return (not re.search(r"\d", sentence) and not _QUOTED.search(sentence)
+            and not any(_word_in(w, lower) for w in world if len(w) >= 3))
+
+
+def _trim_fillers(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], trace: Trace,
+                  keep: set[int], slot: int | None) -> tuple[list[list[Message]], list[dict]]:
+    """Turns still in the seed's words (a condition, reference or transformation no donor can carry) lose
+    the seed's story sentences, the ones that state nothing and whose removal leaves every value source, the
+    structure and the state hints as they are; a first turn that loses its story gets another one (the
+    phrasebook's ``story`` sentences for its environment). So the seed's anecdote ('As a high-ranking
+    government official residing in ...') does not travel with its cue into every sibling."""
+    world = {v.lower() for v in call_values(variant)} | _leaves(variant.initial_config)
+    provenance = []
+    for t in range(len(turns)):
+        if t in keep or _user_messages(turns[t]) != 1:
+            continue
+        text = next(m.content for m in turns[t] if m.role == "user")
+        bounds = piece_bounds(text)
+        pieces = [text[a:b] for a, b in zip(bounds, [*bounds[1:], len(text)], strict=True)]
+        if len(pieces) < 2:
+            continue
+        current = variant.model_copy(update={"turns": turns})
+        base_sources, base_info, sources = _measure(current, trace)
+        base_mismatch = _mismatch_keys(seed_info, base_info)
+        state_ok = _state_ok(current, trace, sources, {t})
+        dropped = 0
+        for i in range(len(pieces)):
+            if not _filler(pieces[i], world) or sum(1 for p in pieces if p) < 2:
+                continue
+            trial_pieces = [p if k != i else "" for k, p in enumerate(pieces)]
+            new_text = clean_piece(" ".join(p.strip() for p in trial_pieces if p.strip()))
+            trial_turns = [list(x) for x in turns]
+            trial_turns[t] = [Message(role=m.role, content=new_text if m.role == "user" else m.content) for m in turns[t]]
+            trial = variant.model_copy(update={"turns": trial_turns})
+            per_turn, info, trial_sources = _measure(trial, trace)
+            if (per_turn == base_sources and _mismatch_keys(seed_info, info) <= base_mismatch
+                    and state_ok <= _state_ok(trial, trace, trial_sources, {t})):
+                pieces, turns, dropped = trial_pieces, trial_turns, dropped + 1
+        if dropped and t == 0:
+            stories = story_sentences(variant.involved_classes)
+            if stories:
+                story = stories[random.Random(f"{seed.scenario}|{slot}|story").randrange(len(stories))]
+                trial_turns = [list(x) for x in turns]
+                trial_turns[0] = [Message(role=m.role, content=f"{story} {m.content}" if m.role == "user" else m.content)
+                                  for m in turns[0]]
+                per_turn, info, _ = _measure(variant.model_copy(update={"turns": trial_turns}), trace)
+                if per_turn == base_sources and _mismatch_keys(seed_info, info) <= base_mismatch:
+                    turns = trial_turns
+        if dropped:
+            provenance.append({"turn": t, "donors": [["phrasebook:trimmed", dropped]]})
+    return turns, provenance
+
+
 def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: int | None = None
                      ) -> tuple[list[list[Message]], list[dict]]:
     """The variant's turns with as many as possible replaced by re-instantiated donor turns, and the
@@ -625,7 +759,10 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             used.update(d.task_id for d in donors)
             provenance.append({"turn": t, "donors": [[d.task_id, d.turn] for d in donors]})
             break
-    return turns, provenance
+    turns, supplied = _reword_supply(seed, seed_info, variant, turns, trace, slot)
+    reworded = {p["turn"] for p in provenance + supplied}
+    turns, trimmed = _trim_fillers(seed, seed_info, variant, turns, trace, reworded, slot)
+    return turns, provenance + supplied + trimmed
 
 
 __all__ = ["reinstantiate", "transplant_turns", "value_map"]
