@@ -7,7 +7,8 @@ Usage::
 Each example shows, per turn, the seed's user text and the variant's, with both ground truths, and
 the plan's changes (renames, numbers, swapped options, re-derived values, state changes and patches, and
 where the provenance has them the train turns the wording came from) from the variant's provenance. The draw is ``random.Random(seed).sample`` over the accepted variants in file
-order, so the same folder and seed give the same examples.
+order (with ``--one_per_scenario``, over one variant per scenario chosen by the same generator first), so the same
+folder and seed give the same examples.
 """
 
 from __future__ import annotations
@@ -55,11 +56,19 @@ def main() -> None:
     ap.add_argument("run", type=Path, help="a synthesis run folder (holds accepted.jsonl)")
     ap.add_argument("-n", type=int, default=10, help="examples to print")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random draw")
+    ap.add_argument("--one_per_scenario", "--one-per-scenario", action="store_true",
+                    help="draw from one variant per scenario (itself drawn at random), as the issue-13 read does")
     args = ap.parse_args()
     rows = [json.loads(line) for line in (args.run / "accepted.jsonl").read_text().splitlines() if line.strip()]
     if not rows:
         sys.exit(f"{args.run / 'accepted.jsonl'}: no accepted variants")
-    picked = random.Random(args.seed).sample(rows, min(args.n, len(rows)))
+    rng = random.Random(args.seed)
+    if args.one_per_scenario:
+        by: dict = {}
+        for r in rows:
+            by.setdefault(Task.from_bfcl(r).scenario, []).append(r)
+        rows = [rng.choice(group) for _, group in sorted(by.items(), key=lambda kv: str(kv[0]))]
+    picked = rng.sample(rows, min(args.n, len(rows)))
     variants = [Task.from_bfcl(r) for r in picked]
     seeds = {t.id: t for t in load_tasks(ids=sorted({v.provenance["seed_id"] for v in variants}))}
     out = [f"# {len(variants)} side-by-side examples (seeded draw {args.seed} from {args.run})", ""]

@@ -123,10 +123,16 @@ def test_a_miss_param_answer_is_reworded_and_still_supplies_the_withheld_value_t
 
 
 def test_a_turn_kept_for_its_cue_drops_the_seeds_story_sentence_and_keeps_its_structure():
-    seed, variant = _rewritten("multi_turn_base_153")  # turn 0 opens with a packing-for-a-trip anecdote
-    story = "Before I start packing my bags for the upcoming trip"
-    assert story in _user(seed, 0) and story not in _user(variant, 0)
+    seed, variant = _rewritten("multi_turn_base_112")  # turn 2 opens with an anecdote before its request
+    story = "Turning to the horizon of future investments"
+    assert story in _user(seed, 2) and story not in _user(variant, 2)
+    assert "canceling my pending order associated with the most recent order" in _user(variant, 2)  # the cue stays
     assert not structure_mismatches(_structure(seed), _structure(variant))
+
+
+def test_a_sentence_that_says_how_a_value_is_built_is_never_trimmed_or_reworded_away():
+    seed, variant = _rewritten("multi_turn_miss_func_44")  # turn 3: 'only rounded in nearest integer ... Just the number'
+    assert "rounded in nearest integer" in _user(variant, 3) and "Just the number" in _user(variant, 3)
 
 
 def test_double_check_is_no_transformation_but_doubling_is():
@@ -135,3 +141,20 @@ def test_double_check_is_no_transformation_but_doubling_is():
     lex = lexicon()
     assert not any(p.search("I need to double-check my details") for p in lex.transformations)
     assert any(p.search("Double the amount, please") for p in lex.transformations)
+
+
+def test_a_sentence_never_repeats_a_value_the_seeds_turn_left_to_an_earlier_turn():
+    from rods_agents.variation.transplant import says_no_more
+
+    slots = (_slot("card_id", "card_7"), _slot("access_token", "abc123"), _slot("travel_class", "first", "flag", True))
+    full = parse_phrasing("TravelAPI", "book_flight", 0, "Book it in {travel_class} class with card {card_id}, token {access_token}.")
+    short = parse_phrasing("TravelAPI", "book_flight", 1, "Go ahead and book it with card {card_id}.")
+    # the seed's turn: 'book the flight as we discussed, with card card_7' (token and class said in earlier turns)
+    unsaid = frozenset({"access_token", "travel_class"})
+    assert render(full, slots, unsaid) is None
+    assert render(short, slots, unsaid) == "Go ahead and book it with card card_7."
+    assert render(short, slots) is None  # a turn that says the token needs a sentence that says it too
+    span = "Let's book the flight as we discussed, with card card_7."
+    assert says_no_more("Book it with card card_7.", slots, span)
+    assert not says_no_more("Book it with card card_7 and token abc123.", slots, span)
+    assert not says_no_more("Book it in first class with card card_7.", slots, span)

@@ -100,7 +100,9 @@ def test_variants_are_new_wording_from_other_scenarios():
         for d in donors:  # a human donor is another scenario's turn; the rest are phrasebook sentences
             assert all(bfcl_task(i).scenario != seed.scenario for i, _ in d["donors"] if not i.startswith("phrasebook:"))
     assert reworded >= 7
-    assert sum(contained) / len(contained) < 0.6, contained  # the carried seed sentences alone measure ~0.9
+    # the carried seed sentences alone measure ~0.9; sentences holding a condition, reference or transformation cue
+    # stay the seed's (their words decide the ground truth), so some drafts stay above the verdict's 0.6 and are rejected
+    assert sum(contained) / len(contained) < 0.7, contained
 
 
 def test_a_turn_with_a_condition_keeps_its_cue_sentence_and_gets_new_words_for_the_rest():

@@ -163,12 +163,16 @@ def spoken(value: Any) -> str:
     return str(value)
 
 
-def render(phrasing: Phrasing, slots: tuple[Slot, ...]) -> str | None:
+def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] = frozenset()) -> str | None:
     """The phrasing written for a call's ``slots`` (one call, index 0), or None when it does not fit: its
-    placeholders and ``when`` keys must be exactly the call's stated values and options."""
+    placeholders and ``when`` keys must be exactly the call's stated values and options, less ``unsaid``: the
+    values the user stated in an earlier turn and the replaced words leave out ('book it with the same card'),
+    which a sentence repeating them would make easier."""
     own = {s.param: s for s in slots if s.index == 0}
     stated = {p for p, s in own.items() if s.source in STATED}
-    if phrasing.params != stated:
+    when = {p for p, _ in phrasing.when}
+    # every value said must be written; a value unsaid is not; an option may be worded by the sentence's own words
+    if not (stated - unsaid <= phrasing.params <= stated and phrasing.fields <= stated - unsaid and when <= stated):
         return None
     for param, value in phrasing.when:
         if json.loads(own[param].value) != json.loads(value):
@@ -193,12 +197,13 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...]) -> str | None:
     return text[:1].upper() + text[1:]
 
 
-def phrase_donors(method: str, slots: tuple[Slot, ...], signature: str) -> list[Donor]:
-    """The phrasings of ``method`` that fit the call's ``slots``, as donors carrying those slots (their values
-    are the variant's own, so re-instantiating one changes nothing)."""
+def phrase_donors(method: str, slots: tuple[Slot, ...], signature: str, unsaid: frozenset[str] = frozenset()
+                  ) -> list[Donor]:
+    """The phrasings of ``method`` that fit the call's ``slots`` (``unsaid``: see :func:`render`), as donors
+    carrying those slots (their values are the variant's own, so re-instantiating one changes nothing)."""
     out = []
     for p in phrasebook().get(method, ()):
-        text = render(p, slots)
+        text = render(p, slots, unsaid)
         if text is not None:
             out.append(Donor(f"phrasebook:{p.cls}.{method}#{p.index}", "phrasebook", -1, text, (method,),
                              tuple(s for s in slots if s.index == 0), signature, frozenset(), ""))

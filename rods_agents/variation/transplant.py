@@ -370,6 +370,23 @@ def keeps_said(text: str, target: tuple[Slot, ...], span: str) -> bool:
     return True
 
 
+def says_no_more(text: str, target: tuple[Slot, ...], span: str) -> bool:
+    """Every value of ``target`` that ``text`` writes, the replaced words (``span``) write too, options included:
+    a sentence that repeats the token, the route or the class the seed's turn left to an earlier turn ('book it
+    as we discussed'), or names the option the seed described ('the climate settings' for 'the AC temperature'),
+    makes the turn easier (issue 13's independent read: 12 of 30)."""
+    span_dates, dates, span_nums, nums = _dates(span), _dates(text), _numbers(span), _numbers(text)
+    for x in target:
+        if x.source == "withheld":
+            continue
+        for v in _scalars(json.loads(x.value)):
+            if isinstance(v, bool):
+                continue
+            if _said(v, text, dates, nums) and not _said(v, span, span_dates, span_nums):
+                return False
+    return True
+
+
 def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
           span: str, slot: int | None = None, phrases: list[Donor] | None = None, phrases_first: bool = False,
           distinct: bool = False) -> tuple[str, Donor] | None:
@@ -386,7 +403,7 @@ def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed:
             continue
         tries += d.scenario != "phrasebook"
         text = reinstantiate(d, target, world, allowed, values)
-        if text is not None and keeps_said(text, target, span):
+        if text is not None and keeps_said(text, target, span) and says_no_more(text, target, span):
             fits.append((text, d))
             if slot is None or len(fits) >= PICK:
                 break
@@ -400,7 +417,7 @@ def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed:
             continue
         tries += d.scenario != "phrasebook"
         text = reinstantiate(d, target, world, allowed, values)
-        if text is not None and keeps_said(text, target, span):
+        if text is not None and keeps_said(text, target, span) and says_no_more(text, target, span):
             fits.append((text, d))
     if not fits or (distinct and slot is not None and slot >= len(fits)):
         return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words
@@ -408,13 +425,16 @@ def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed:
 
 
 def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
-                      used: set[str], picked: set[str]) -> list[Donor]:
+                      used: set[str], picked: set[str], span: str = "") -> list[Donor]:
     """The phrasebook's donors for a one-call segment (:mod:`rods_agents.variation.phrasebook`), in one order per
     scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out."""
     if len(methods) != 1:
         return []
     hidden = tuple(x for x in target if x.index < 0)
-    out = [d for d in phrase_donors(methods[0], target, signature) if d.task_id not in used and d.text not in picked]
+    dates, nums = _dates(span), _numbers(span)
+    unsaid = frozenset(x.param for x in target if x.index == 0 and x.source in ("user", "flag") and not any(
+        _said(v, span, dates, nums) for v in _scalars(json.loads(x.value))))
+    out = [d for d in phrase_donors(methods[0], target, signature, unsaid) if d.task_id not in used and d.text not in picked]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
         ctx = context_sentences(hidden)
         pick = random.Random(f"{seed.scenario}|{turn}|context").randrange(len(ctx)) if ctx else 0
@@ -455,6 +475,8 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         return None
     whole_only = signature is not None  # a withholding turn: one donor withholding the same value
     delicate = bool(parsed.get("references") or parsed.get("transformations"))
+    if not delicate and not whole_only and cue_spans(carried):
+        return None  # cue words the structure did not tie to a call: _mixed keeps their sentences
     parts: list[tuple[str, Donor]] = []
     start, n = 0, len(methods)
     while start < n:
@@ -468,8 +490,9 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
                     if d.task_id not in used and d.text not in picked]
             pool = _ordered(pool, seed, turn, start, stop, rng, slot)
             seg_target = _rebased(target, start, stop, (start, stop) == (0, n))
-            phrases = [] if delicate else _phrasebook_donors(seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked)
-            found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n),
+            phrases = [] if delicate or whole_only else _phrasebook_donors(seed, turn, start, methods[start:stop], seg_target,
+                                                                            seg_sig, used, picked, carried)
+            found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n) or n == 1,
                           distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only))
             if found is not None:
                 parts.append(found)
@@ -482,7 +505,7 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
     text = _joined(parts, f"{seed.scenario}|{turn}|{slot}")
     hidden = tuple(x for x in target if x.index < 0)
     if hidden and len(parts) > 1:  # the values of implicit calls no segment carries: a context sentence states them
-        ctx = context_sentences(hidden)
+        ctx = [c for c in context_sentences(hidden) if says_no_more(c, hidden, carried)]
         if not ctx:
             return None
         text = f"{ctx[random.Random(f'{seed.scenario}|{turn}|{slot}|context').randrange(len(ctx))]} {text}"
@@ -511,6 +534,24 @@ def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple
     return units
 
 
+def cue_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` has words the lexicon reads as a condition, a reference or a transformation, whether or not
+    the structure tied them to a call: 'only rounded to the nearest integer, just the number' decides that the
+    mean's 6500.0 is written '6500' even where the value counts as read from a result."""
+    lex = knowledge.method_lexicon()
+    spans = []
+    # the generic 'the result' / 'based on the' / 'with the details' cues mark a value read from a result, which
+    # the value sources already hold to its call; the rest say how a value is built or which one is meant
+    strong = [p for p in lex.get("transformations", []) if not re.search(r"result|based on|includ", p)]
+    for p in [*strong, *(q for pats in (lex.get("references") or {}).values() for q in pats)]:
+        spans += [m.span() for m in re.finditer(p, text, re.I)]
+    excluded = [m.span() for p in lex.get("condition_exclusions", []) for m in re.finditer(p, text, re.I)]
+    for p in lex.get("conditions", []):
+        spans += [m.span() for m in re.finditer(p, text, re.I)
+                  if not any(a <= m.start() < b for a, b in excluded)]
+    return spans
+
+
 def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]) -> set[int] | None:
     """The units whose words hold a condition, a reference or a transformation cue: they keep the seed's
     wording (the cue decides the ground truth). None when a cue cannot be found in the text."""
@@ -532,6 +573,8 @@ def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]
         if at < 0:
             return None
         end = at + len(cue.strip())
+        out.update(k for k, (_, _, lo, hi) in enumerate(units) if lo < end and at < hi)
+    for at, end in cue_spans(text):  # cue words the structure did not tie to a call stay too
         out.update(k for k, (_, _, lo, hi) in enumerate(units) if lo < end and at < hi)
     return out
 
@@ -568,7 +611,7 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
             pool = [d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
                     if d.task_id not in used and d.text not in {x.text for x in donors}]
             phrases = _phrasebook_donors(seed, turn, a, methods[a:b], _rebased(target, a, b), segment_signature(), used,
-                               {x.text for x in donors})
+                                         {x.text for x in donors}, carried[lo:units[m][3]])
             found = _find(_ordered(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
                           carried[lo:units[m][3]], slot, phrases, True)
             if found is not None:
@@ -646,11 +689,20 @@ def _leaves(obj: Any) -> set[str]:
 
 
 def _filler(sentence: str, world: set[str]) -> bool:
-    """A sentence that states nothing: no digit, no quoted value, no name of the task's world ('Before I start
-    packing my bags for the upcoming trip, I need to double-check a few things.')."""
+    """A sentence that states and asks nothing: no digit, no quoted value, no name of the task's world, no
+    question, and no word the lexicon reads as asking for a call, a condition, a reference or a transformation
+    ('Before I start packing my bags for the upcoming trip, I need to double-check a few things.'). A sentence
+    such as 'Just the number and nothing else.' or 'How much is that in gallons?' says how a value is built."""
     lower = sentence.lower()
-    return (not re.search(r"\d", sentence) and not _QUOTED.search(sentence)
-            and not any(_word_in(w, lower) for w in world if len(w) >= 3))
+    if re.search(r"\d", sentence) or _QUOTED.search(sentence) or "?" in sentence:
+        return False
+    if any(_word_in(w, lower) for w in world if len(w) >= 3):
+        return False
+    lex = knowledge.method_lexicon()
+    patterns = [p for spec in (lex.get("methods") or {}).values() for p in spec.get("phrases", [])]
+    patterns += [*lex.get("conditions", []), *lex.get("transformations", [])]
+    patterns += [p for pats in (lex.get("references") or {}).values() for p in pats]
+    return not any(re.search(p, sentence, re.I) for p in patterns)
 
 
 def _trim_fillers(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], trace: Trace,
@@ -676,8 +728,8 @@ def _trim_fillers(seed: Task, seed_info: Any, variant: Task, turns: list[list[Me
         state_ok = _state_ok(current, trace, sources, {t})
         dropped = 0
         for i in range(len(pieces)):
-            if not _filler(pieces[i], world) or sum(1 for p in pieces if p) < 2:
-                continue
+            if any(pieces[:i]) or not _filler(pieces[i], world) or sum(1 for p in pieces if p) < 2:
+                break  # only the story the turn opens with: a sentence after its first request is part of it
             trial_pieces = [p if k != i else "" for k, p in enumerate(pieces)]
             new_text = clean_piece(" ".join(p.strip() for p in trial_pieces if p.strip()))
             trial_turns = [list(x) for x in turns]
@@ -688,7 +740,8 @@ def _trim_fillers(seed: Task, seed_info: Any, variant: Task, turns: list[list[Me
                     and state_ok <= _state_ok(trial, trace, trial_sources, {t})):
                 pieces, turns, dropped = trial_pieces, trial_turns, dropped + 1
         if dropped and t == 0:
-            stories = story_sentences(variant.involved_classes)
+            first = next((r.cls for r in trace.calls if r.turn == asked_turn(variant, 0)), None)
+            stories = story_sentences([first] if first else variant.involved_classes)
             if stories:
                 story = stories[random.Random(f"{seed.scenario}|{slot}|story").randrange(len(stories))]
                 trial_turns = [list(x) for x in turns]
