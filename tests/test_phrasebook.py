@@ -158,3 +158,9 @@ def test_a_sentence_never_repeats_a_value_the_seeds_turn_left_to_an_earlier_turn
     assert says_no_more("Book it with card card_7.", slots, span)
     assert not says_no_more("Book it with card card_7 and token abc123.", slots, span)
     assert not says_no_more("Book it in first class with card card_7.", slots, span)
+
+
+def test_an_option_the_seed_says_in_its_own_words_is_never_left_out():
+    seed, variant = _rewritten("multi_turn_base_173")  # turn 1: 'I need that in pounds sterling' (target_currency='GBP')
+    text = _user(variant, 1)
+    assert "pound" in text.lower() or "GBP" in text, text

@@ -432,7 +432,8 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
         return []
     hidden = tuple(x for x in target if x.index < 0)
     dates, nums = _dates(span), _numbers(span)
-    unsaid = frozenset(x.param for x in target if x.index == 0 and x.source in ("user", "flag") and not any(
+    # an option is never left out: the seed's turn may say it in words no lookup finds ('in pounds sterling')
+    unsaid = frozenset(x.param for x in target if x.index == 0 and x.source == "user" and not any(
         _said(v, span, dates, nums) for v in _scalars(json.loads(x.value))))
     out = [d for d in phrase_donors(methods[0], target, signature, unsaid) if d.task_id not in used and d.text not in picked]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
