@@ -37,13 +37,15 @@ def curriculum_state_file(folder: Path) -> Path | None:
 def training_tasks(state_file: Path) -> tuple[list[Task], dict[str, TrainingInfo]]:
     """The final pool and every variant the run injected that the checkpoint still holds, each with its history.
 
-    Injected ids come from every boundary report (the event log is bounded); a variant retired since is exported when
-    the state still has its content, else named in a warning (the curriculum keeps only live tasks' content). Each
+    Injected ids come from every boundary report (the event log is bounded); a variant retired since is exported from
+    the state's ``retired`` table (a state written before it existed only names such variants in a warning). Each
     detector observation ``[epoch, step, n, mean, m2]`` (Welford sums, one per epoch the task was rolled out, the last
     ``history_size`` kept) becomes ``{epoch, step, rollouts, mean_reward, reward_std}``."""
     state = json.loads(state_file.read_text(encoding="utf-8"))
     buffer, tracks = state["buffer"], state["detector"]["tracks"]
-    content = {d["id"]: d for d in [*state.get("known", []), *buffer.get("queue", []), *buffer["pool"]]}
+    retired_history = state["detector"].get("retired_history", {})
+    content = {d["id"]: d for d in [*state.get("retired", []), *state.get("known", []), *buffer.get("queue", []),
+                                    *buffer["pool"]]}
     pool = [d["id"] for d in buffer["pool"]]
     seeds = set(buffer["seed_ids"])
     injected: dict[str, int | None] = {}
@@ -63,7 +65,7 @@ def training_tasks(state_file: Path) -> tuple[list[Task], dict[str, TrainingInfo
         tasks.append(Task.model_validate(content[tid]))
         history = [{"epoch": int(e), "step": int(s), "rollouts": int(n), "mean_reward": float(m),
                     "reward_std": math.sqrt(max(float(m2), 0.0) / n) if n else 0.0}
-                   for e, s, n, m, m2 in (tracks.get(tid) or {}).get("history", [])]
+                   for e, s, n, m, m2 in (tracks.get(tid) or {}).get("history") or retired_history.get(tid, [])]
         info[tid] = TrainingInfo(origin="seed" if tid in seeds and tid not in injected else "injected",
                                  injected_epoch=injected.get(tid), in_final_pool=tid in set(pool),
                                  reward_history=history)

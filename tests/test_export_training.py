@@ -66,12 +66,14 @@ def test_training_run_exports_pool_and_injected_variants_with_reward_history(run
     with caplog.at_level("WARNING"):
         result = runner.invoke(app, ["export", str(out), "--format", fmt, "--out", str(tmp_path / fmt)])
     assert result.exit_code == 0, result.output
-    assert "final pool 4, 1 injected variant)" in result.output
-    # the curriculum drops a retired task's content: the export names what it could not write, never silently
-    assert any(low.id in r.getMessage() and "retired" in r.getMessage() for r in caplog.records)
+    # every variant the run injected is exported, the one burned in (retired) at the second boundary too
+    assert "final pool 4, 2 injected variants)" in result.output
+    assert not any("retired" in r.getMessage() for r in caplog.records)
     ds = datasets.load_from_disk(str(tmp_path / fmt))
     rows = {r["id"]: r for r in ds}
-    assert set(rows) == {t.id for t in seeds} | {ok.id}
+    assert set(rows) == {t.id for t in seeds} | {ok.id, low.id}
+    assert rows[low.id]["rods_origin"] == "injected" and not rows[low.id]["in_final_pool"]
+    assert [h["mean_reward"] for h in rows[low.id]["reward_history"]] == [0.125]
     assert rows[ok.id]["rods_origin"] == "injected" and rows[ok.id]["in_final_pool"]
     assert rows[ok.id]["injected_epoch"] == 0
     assert rows[seeds[0].id]["rods_origin"] == "seed" and rows[seeds[0].id]["injected_epoch"] is None
@@ -90,7 +92,7 @@ def test_training_run_exports_bfcl_files(run, tmp_path):
     result = runner.invoke(app, ["export", str(out), "--format", "bfcl", "--out", str(tmp_path / "b")])
     assert result.exit_code == 0, result.output
     id_map = json.loads((tmp_path / "b" / "id_map.json").read_text())
-    assert sorted(id_map.values()) == sorted([t.id for t in seeds] + [ok.id])
+    assert sorted(id_map.values()) == sorted([t.id for t in seeds] + [ok.id, low.id])
 
 
 def test_a_folder_with_neither_run_says_what_it_expected(tmp_path):

@@ -117,6 +117,7 @@ class Curriculum:
         self.synthesizer: Synthesizer | None = as_synthesizer(synthesizer)
         self.run_dir = Path(run_dir) if run_dir else None
         self._known: dict[str, Task] = {t.id: t for t in seeds}
+        self._retired: dict[str, Task] = {}  # injected variants retired since: kept for the export, never trained again
         # classes come from the live task table (seeds, queued and injected variants), read at record time
         self.detector = BoundaryDetector(category=self._category_of, classes=self._classes_of, config=DetectorConfig(
             alpha_minus=args.alpha_minus, alpha_plus=args.alpha_plus, history_size=max(8, args.drift_window),
@@ -222,6 +223,10 @@ class Curriculum:
         for r in rep.retired:
             retired.setdefault(r.reason, []).append(r.task_id)
         live = set(self.buffer.active_ids()) | set(self.buffer.queued_ids())
+        injected = {i for r in self.reports for i in r.injected} | set(rep.injected)
+        for k, v in self._known.items():  # a retired variant the run trained on stays exportable (rods export RUN)
+            if k not in live and k in injected:
+                self._retired[k] = v
         self._known = {k: v for k, v in self._known.items() if k in live}
         report = EpochReport(
             epoch=self.epoch, step=step, mode=self.mode, alpha_minus=args.alpha_minus, alpha_plus=args.alpha_plus,
@@ -279,6 +284,7 @@ class Curriculum:
             "buffer": self.buffer.state_dict(),
             "detector": self.detector.state_dict(),
             "known": [t.model_dump(mode="json") for t in self._known.values()],
+            "retired": [t.model_dump(mode="json") for t in self._retired.values()],
             "reports": [r.model_dump(mode="json") for r in self.reports],
             "epoch_rewards": self._epoch_rewards,
             "epoch_group_means": self._epoch_group_means,
@@ -303,6 +309,7 @@ class Curriculum:
         if changes:
             log.warning("resume: the run's current settings win over the checkpoint's: %s", format_changes(changes))
         self._known = {d["id"]: Task.model_validate(d) for d in state["known"]}
+        self._retired = {d["id"]: Task.model_validate(d) for d in state.get("retired", [])}
         for t in self.buffer.active_tasks():
             self._known.setdefault(t.id, t)  # type: ignore[arg-type]
         self.epoch = state["epoch"]

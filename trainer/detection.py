@@ -327,6 +327,7 @@ class BoundaryDetector:
         self._tracks: dict[str, _Track] = {}
         self._last_emitted: dict[str, int] = {}
         self._unscorable: dict[str, int] = {}  # task id -> groups that could not be scored (see record_unscorable)
+        self.retired_history: dict[str, list[list]] = {}  # reward history of tasks forgotten since (export only)
         self._epoch_groups: dict[int, list[int]] = {}  # epoch -> [groups, informative]
         self.latest_epoch: int | None = None
         self.last_batch: BatchRecord | None = None
@@ -495,9 +496,12 @@ class BoundaryDetector:
         return "boundary"
 
     def forget(self, task_ids: Iterable[str]) -> None:
-        """Drop the statistics of tasks that left the pool (keeps memory bounded by the pool)."""
+        """Drop the statistics of tasks that left the pool (keeps memory bounded by the pool); their reward history
+        (at most ``history_size`` rows each) stays in :attr:`retired_history` for ``rods export RUN``."""
         for tid in task_ids:
-            self._tracks.pop(tid, None)
+            track = self._tracks.pop(tid, None)
+            if track is not None and track.hist:
+                self.retired_history[tid] = [list(e) for e in track.hist]
             self._last_emitted.pop(tid, None)
             self._unscorable.pop(tid, None)
 
@@ -676,6 +680,7 @@ class BoundaryDetector:
                 for tid, tr in self._tracks.items()
             },
             "last_emitted": dict(self._last_emitted),
+            "retired_history": {k: [list(e) for e in v] for k, v in self.retired_history.items()},
             "unscorable": dict(self._unscorable),
             "epoch_groups": {str(e): list(c) for e, c in self._epoch_groups.items()},
         }
@@ -700,6 +705,7 @@ class BoundaryDetector:
             del tr.hist[: max(0, len(tr.hist) - self.config.history_size)]
             self._tracks[tid] = tr
         self._last_emitted = {k: int(v) for k, v in state["last_emitted"].items()}
+        self.retired_history = {k: [list(e) for e in v] for k, v in state.get("retired_history", {}).items()}
         self._unscorable = {k: int(v) for k, v in state.get("unscorable", {}).items()}  # absent in older states
         self._epoch_groups = {int(e): list(c) for e, c in state["epoch_groups"].items()}
         while len(self._epoch_groups) > self.config.epoch_log_size:
