@@ -164,3 +164,27 @@ def test_an_option_the_seed_says_in_its_own_words_is_never_left_out():
     seed, variant = _rewritten("multi_turn_base_173")  # turn 1: 'I need that in pounds sterling' (target_currency='GBP')
     text = _user(variant, 1)
     assert "pound" in text.lower() or "GBP" in text, text
+
+
+def test_a_value_is_left_out_only_where_an_earlier_turn_says_it_as_it_is():
+    from rods_agents.variation.transplant import _phrasebook_donors
+
+    seed = bfcl_task("multi_turn_base_173")
+    slots = (_slot("card_id", "card_7"), _slot("access_token", "abc123"), _slot("travel_date", "2026-11-15"),
+             _slot("travel_from", "LAX", "state"), _slot("travel_to", "JFK", "state"),
+             _slot("travel_class", "first", "flag", True))
+    span = "Let's go ahead and book the flight as we discussed, with card card_7."
+    told = "I'd fly in first class on 2026-11-15. My access token is abc123."
+    short = _phrasebook_donors(seed, 2, 0, ("book_flight",), slots, segment_signature(), set(), set(), span, told)
+    assert short and all("abc123" not in d.text and "card_7" in d.text for d in short)
+    # never said as it is before: the seed's turn must say it in words no lookup finds, so it is not left out
+    untold = _phrasebook_donors(seed, 2, 0, ("book_flight",), slots, segment_signature(), set(), set(), span, "")
+    assert all("abc123" in d.text for d in untold)
+
+
+def test_a_phrasebook_sentence_keeps_the_numbers_tags_and_quotes_of_the_words_it_replaces():
+    from rods_agents.variation.transplant import keeps_specifics
+
+    assert not keeps_specifics("Let's get some gas in the car.", "Fill it so the tank ends with 50 gallons.")
+    assert not keeps_specifics("Post it, please.", "Post it and tag #BusinessOnTheMove.")
+    assert keeps_specifics("Post it with #BusinessOnTheMove, 50 of them.", "Tag #BusinessOnTheMove on 50 posts.")

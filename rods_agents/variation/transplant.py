@@ -387,6 +387,20 @@ def says_no_more(text: str, target: tuple[Slot, ...], span: str) -> bool:
     return True
 
 
+_SPECIFIC = re.compile(r"[#@][\w.]+")
+
+
+def keeps_specifics(text: str, span: str) -> bool:
+    """Every number, quoted value, hashtag and handle of the replaced words (``span``) is in ``text`` too: 'end with
+    50 gallons' decides a fill of 40 even where 50 is no argument, and '#BusinessOnTheMove' may be said without
+    quotes. (A phrasebook sentence writes only its call's values; a human turn is re-instantiated whole.)"""
+    if not _numbers(span) <= _numbers(text):
+        return False
+    lower = text.lower()
+    quoted = [m.group(0)[1:-1].strip().lower() for m in _QUOTED.finditer(span)]
+    return all(q in lower for q in quoted if q) and all(t.lower() in lower for t in _SPECIFIC.findall(span))
+
+
 def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
           span: str, slot: int | None = None, phrases: list[Donor] | None = None, phrases_first: bool = False,
           distinct: bool = False) -> tuple[str, Donor] | None:
@@ -403,7 +417,8 @@ def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed:
             continue
         tries += d.scenario != "phrasebook"
         text = reinstantiate(d, target, world, allowed, values)
-        if text is not None and keeps_said(text, target, span) and says_no_more(text, target, span):
+        if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
+                and (d.scenario != "phrasebook" or keeps_specifics(text, span))):
             fits.append((text, d))
             if slot is None or len(fits) >= PICK:
                 break
@@ -417,7 +432,8 @@ def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed:
             continue
         tries += d.scenario != "phrasebook"
         text = reinstantiate(d, target, world, allowed, values)
-        if text is not None and keeps_said(text, target, span) and says_no_more(text, target, span):
+        if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
+                and (d.scenario != "phrasebook" or keeps_specifics(text, span))):
             fits.append((text, d))
     if not fits or (distinct and slot is not None and slot >= len(fits)):
         return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words
@@ -425,16 +441,18 @@ def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed:
 
 
 def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
-                      used: set[str], picked: set[str], span: str = "") -> list[Donor]:
+                      used: set[str], picked: set[str], span: str = "", earlier: str = "") -> list[Donor]:
     """The phrasebook's donors for a one-call segment (:mod:`rods_agents.variation.phrasebook`), in one order per
     scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out."""
     if len(methods) != 1:
         return []
     hidden = tuple(x for x in target if x.index < 0)
-    dates, nums = _dates(span), _numbers(span)
-    # an option is never left out: the seed's turn may say it in words no lookup finds ('in pounds sterling')
-    unsaid = frozenset(x.param for x in target if x.index == 0 and x.source == "user" and not any(
-        _said(v, span, dates, nums) for v in _scalars(json.loads(x.value))))
+    # a value the replaced words leave out may be left out only where an earlier turn says it as it is: a value the
+    # seed's turn says in words no lookup finds ('high-priority', 'end with 50 gallons', 'in pounds sterling') stays
+    # said, and an option is never left out
+    dates, nums, e_dates, e_nums = _dates(span), _numbers(span), _dates(earlier), _numbers(earlier)
+    unsaid = frozenset(x.param for x in target if x.index == 0 and x.source == "user" and all(
+        not _said(v, span, dates, nums) and _said(v, earlier, e_dates, e_nums) for v in _scalars(json.loads(x.value))))
     out = [d for d in phrase_donors(methods[0], target, signature, unsaid) if d.task_id not in used and d.text not in picked]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
         ctx = context_sentences(hidden)
@@ -464,7 +482,7 @@ def _joined(parts: list[tuple[str, Donor]], key: str) -> str:
 
 def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str],
               allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None = None, carried: str = "",
-              signature: str | None = None) -> tuple[str, list[Donor]] | None:
+              signature: str | None = None, earlier: str = "") -> tuple[str, list[Donor]] | None:
     """One wording of a turn from donors: the whole turn from one donor where one fits, else the calls in
     consecutive segments (at most ``MAX_SEGMENTS``), each from a donor asking for just those calls the
     same way (longest segment first). A turn with a reference or a transformation takes only donors with
@@ -492,7 +510,7 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             pool = _ordered(pool, seed, turn, start, stop, rng, slot)
             seg_target = _rebased(target, start, stop, (start, stop) == (0, n))
             phrases = [] if delicate or whole_only else _phrasebook_donors(seed, turn, start, methods[start:stop], seg_target,
-                                                                            seg_sig, used, picked, carried)
+                                                                            seg_sig, used, picked, carried, earlier)
             found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n) or n == 1,
                           distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only))
             if found is not None:
@@ -582,7 +600,7 @@ def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]
 
 def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...],
            world: set[str], allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None,
-           carried: str) -> tuple[str, list[Donor]] | None:
+           carried: str, earlier: str = "") -> tuple[str, list[Donor]] | None:
     """A turn no donor words whole, re-worded unit by unit (:func:`_units`): each run of units without a cue
     from a donor asking for just those calls the same way (longest run first), the units with a condition,
     reference or transformation cue, and those no donor fits, in the carried wording. So a conditioned or
@@ -612,7 +630,7 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
             pool = [d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
                     if d.task_id not in used and d.text not in {x.text for x in donors}]
             phrases = _phrasebook_donors(seed, turn, a, methods[a:b], _rebased(target, a, b), segment_signature(), used,
-                                         {x.text for x in donors}, carried[lo:units[m][3]])
+                                         {x.text for x in donors}, carried[lo:units[m][3]], earlier)
             found = _find(_ordered(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
                           carried[lo:units[m][3]], slot, phrases, True)
             if found is not None:
@@ -791,10 +809,12 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
         tried: set[str] = set()
         for i in range(ASSEMBLIES):
             s_i = None if slot is None else slot + i
+            earlier = " ".join(m.content for x in turns[:t] for m in x if m.role == "user")
             built = _assemble(seed, seed_info, t, g, methods, target, world, allowed, gt_text, used, rng, s_i, carried,
-                              signature)
+                              signature, earlier)
             if built is None and signature is None:
-                built = _mixed(seed, base_info, t, g, methods, target, world, allowed, gt_text, used, rng, s_i, carried)
+                built = _mixed(seed, base_info, t, g, methods, target, world, allowed, gt_text, used, rng, s_i, carried,
+                               earlier)
             if built is None:
                 break
             text, donors = built
