@@ -483,8 +483,9 @@ def _joined(parts: list[tuple[str, Donor]], key: str) -> str:
 def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str],
               allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None = None, carried: str = "",
               signature: str | None = None, earlier: str = "") -> tuple[str, list[Donor]] | None:
-    """One wording of a turn from donors: the whole turn from one donor where one fits, else the calls in
-    consecutive segments (at most ``MAX_SEGMENTS``), each from a donor asking for just those calls the
+    """One wording of a turn: call by call first (a phrasebook sentence or a one-call piece of a human turn for
+    each call: no other task's story comes along), else the whole turn from one donor where one fits, else the
+    calls in consecutive segments (at most ``MAX_SEGMENTS``), each from a donor asking for just those calls the
     same way (longest segment first). A turn with a reference or a transformation takes only donors with
     the same cue words; a turn with a condition is never re-worded whole (None; :func:`_mixed` keeps its
     cue sentence and re-words the rest)."""
@@ -496,11 +497,28 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
     delicate = bool(parsed.get("references") or parsed.get("transformations"))
     if not delicate and not whole_only and cue_spans(carried):
         return None  # cue words the structure did not tie to a call: _mixed keeps their sentences
+    if len(methods) > 1 and not (delicate or whole_only):  # sentence by sentence first: no other task's story
+        built = _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried,
+                          sig, earlier, single_only=True)
+        if built is not None:
+            return built
+    return _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried, sig,
+                     earlier, whole_only=whole_only, delicate=delicate)
+
+
+def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...],
+              world: set[str], allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None, carried: str,
+              sig: str, earlier: str, single_only: bool = False, whole_only: bool = False, delicate: bool = False
+              ) -> tuple[str, list[Donor]] | None:
+    """The calls in consecutive segments, longest first (``single_only``: one call per segment, so each sentence
+    comes from the phrasebook or a one-call piece of a human turn), with a context sentence for hidden values."""
     parts: list[tuple[str, Donor]] = []
     start, n = 0, len(methods)
     while start < n:
         for stop in range(n, start, -1):
             if (delicate or whole_only) and (start, stop) != (0, n):
+                continue
+            if single_only and stop - start > 1:
                 continue
             seg_sig = sig if (start, stop) == (0, n) else segment_signature()
             picked = {d.text for _, d in parts}  # one turn never repeats a donor's words ('..., to Rivermist. ..., to Stonebrook.')
