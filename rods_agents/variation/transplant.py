@@ -401,6 +401,23 @@ def keeps_specifics(text: str, span: str) -> bool:
     return all(q in lower for q in quoted if q) and all(t.lower() in lower for t in _SPECIFIC.findall(span))
 
 
+def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[Slot, ...], world: set[str],
+             allowed: set[float], values: str, span: str, want: int) -> None:
+    """Append to ``fits`` the donors that re-instantiate on ``target`` and say exactly what ``span`` says, until
+    ``want`` fit; at most ``MAX_TRIES`` human donors asking for the calls the same way are tried."""
+    tries = 0
+    for d in donors:
+        if len(fits) >= want or tries >= MAX_TRIES:
+            return
+        if value_map(d, target) is None:
+            continue
+        tries += d.scenario != "phrasebook"
+        text = reinstantiate(d, target, world, allowed, values)
+        if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
+                and (d.scenario != "phrasebook" or keeps_specifics(text, span))):
+            fits.append((text, d))
+
+
 def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
           span: str, slot: int | None = None, phrases: list[Donor] | None = None, phrases_first: bool = False,
           distinct: bool = False) -> tuple[str, Donor] | None:
@@ -408,33 +425,10 @@ def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed:
     for a sibling ``slot`` the slot's pick among the first ``PICK`` that fit (siblings of one scenario share
     their turns' pools, and the first fitting donor of a rotated pool is often the same one). At most
     ``MAX_TRIES`` donors that ask for the calls the same way are tried (the others are skipped at no cost)."""
-    tries = 0
     fits: list[tuple[str, Donor]] = []
-    if phrases_first:  # a piece of a turn: a human turn's piece often brings its own story along
-        pool, phrases = list(phrases or []), pool
-    for d in pool:
-        if value_map(d, target) is None:
-            continue
-        tries += d.scenario != "phrasebook"
-        text = reinstantiate(d, target, world, allowed, values)
-        if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
-                and (d.scenario != "phrasebook" or keeps_specifics(text, span))):
-            fits.append((text, d))
-            if slot is None or len(fits) >= PICK:
-                break
-        if tries >= MAX_TRIES:
-            break
-    tries = 0
-    for d in phrases or ():  # then the other source
-        if (fits and (slot is None or len(fits) >= PICK)) or tries >= MAX_TRIES:
-            break
-        if value_map(d, target) is None:
-            continue
-        tries += d.scenario != "phrasebook"
-        text = reinstantiate(d, target, world, allowed, values)
-        if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
-                and (d.scenario != "phrasebook" or keeps_specifics(text, span))):
-            fits.append((text, d))
+    first, then = (list(phrases or []), pool) if phrases_first else (pool, list(phrases or []))
+    for source in (first, then):  # a piece of a turn takes the phrasebook first: a human piece brings its story
+        _collect(source, fits, target, world, allowed, values, span, PICK if slot is not None else 1)
     if not fits or (distinct and slot is not None and slot >= len(fits)):
         return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words
     return fits[0] if slot is None else fits[slot % len(fits)]
