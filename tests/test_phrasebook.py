@@ -171,10 +171,10 @@ def test_a_value_is_left_out_only_where_an_earlier_turn_says_it_as_it_is():
 
     seed = bfcl_task("multi_turn_base_173")
     slots = (_slot("card_id", "card_7"), _slot("access_token", "abc123"), _slot("travel_date", "2026-11-15"),
-             _slot("travel_from", "LAX", "state"), _slot("travel_to", "JFK", "state"),
+             _slot("travel_from", "LAX"), _slot("travel_to", "JFK"),
              _slot("travel_class", "first", "flag", True))
     span = "Let's go ahead and book the flight as we discussed, with card card_7."
-    told = "I'd fly in first class on 2026-11-15. My access token is abc123."
+    told = "I'd fly from LAX to JFK in first class on 2026-11-15. My access token is abc123."
     short = _phrasebook_donors(seed, 2, 0, ("book_flight",), slots, segment_signature(), set(), set(), span, told)
     assert short and all("abc123" not in d.text and "card_7" in d.text for d in short)
     # never said as it is before: the seed's turn must say it in words no lookup finds, so it is not left out
@@ -188,3 +188,16 @@ def test_a_phrasebook_sentence_keeps_the_numbers_tags_and_quotes_of_the_words_it
     assert not keeps_specifics("Let's get some gas in the car.", "Fill it so the tank ends with 50 gallons.")
     assert not keeps_specifics("Post it, please.", "Post it and tag #BusinessOnTheMove.")
     assert keeps_specifics("Post it with #BusinessOnTheMove, 50 of them.", "Tag #BusinessOnTheMove on 50 posts.")
+
+
+def test_a_sentence_never_writes_the_ticker_for_a_company_or_words_for_a_result_the_seed_picks():
+    from rods_agents.variation.transplant import _phrasebook_donors, says_no_more
+
+    slots = (_slot("stock", "ZETA"),)
+    assert not says_no_more("Add ZETA to my watchlist.", slots, "Add Zeta Corp's stock to my watchlist.")
+    assert says_no_more("Put ZETA on my watchlist.", slots, "Add ZETA to my watchlist.")
+    # the stock comes from a listed result: the seed's words say which one; no generic sentence replaces them
+    seed = bfcl_task("multi_turn_base_173")
+    picked = (_slot("stock", "ZETA", "call"),)
+    assert _phrasebook_donors(seed, 0, 0, ("add_to_watchlist",), picked, segment_signature(), set(), set(),
+                              "Add the first stock on the list to my watchlist.") == []

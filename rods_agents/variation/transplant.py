@@ -374,17 +374,31 @@ def says_no_more(text: str, target: tuple[Slot, ...], span: str) -> bool:
     """Every value of ``target`` that ``text`` writes, the replaced words (``span``) write too, options included:
     a sentence that repeats the token, the route or the class the seed's turn left to an earlier turn ('book it
     as we discussed'), or names the option the seed described ('the climate settings' for 'the AC temperature'),
-    makes the turn easier (issue 13's independent read: 12 of 30)."""
-    span_dates, dates, span_nums, nums = _dates(span), _dates(text), _numbers(span), _numbers(text)
+    makes the turn easier (issue 13's independent reads: 12 and 9 of 30); so does the ticker for the company
+    the seed names or the ISO date for its words (:func:`_said_as_is`)."""
+    dates, span_nums, nums = _dates(text), _numbers(span), _numbers(text)
     for x in target:
         if x.source == "withheld":
             continue
         for v in _scalars(json.loads(x.value)):
             if isinstance(v, bool):
                 continue
-            if _said(v, text, dates, nums) and not _said(v, span, span_dates, span_nums):
+            if _said(v, text, dates, nums) and not _said_as_is(v, span, span_nums):
                 return False
     return True
+
+
+def _said_as_is(value: Any, text: str, nums: set[float]) -> bool:
+    """``value`` is written in ``text`` as it is: a code in its own case as a word ('Zeta Corp' does not say ZETA,
+    'Los Angeles' does not say LAX), a string in any case, a number in any form. A sentence that writes the ticker
+    for a company the seed names, the code for its city or the ISO date for its words hands the assistant a step."""
+    if isinstance(value, int | float):
+        return float(value) in nums
+    if not isinstance(value, str):
+        return False
+    if _CODE.fullmatch(value):
+        return _word_in(value, text)
+    return value.lower() in text.lower()
 
 
 _SPECIFIC = re.compile(r"[#@][\w.]+")
@@ -438,8 +452,8 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
                       used: set[str], picked: set[str], span: str = "", earlier: str = "") -> list[Donor]:
     """The phrasebook's donors for a one-call segment (:mod:`rods_agents.variation.phrasebook`), in one order per
     scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out."""
-    if len(methods) != 1:
-        return []
+    if len(methods) != 1 or any(x.index == 0 and x.source in ("call", "state", "composed") for x in target):
+        return []  # a value read from a result or the state: the seed's words say which one ('the distance')
     hidden = tuple(x for x in target if x.index < 0)
     # a value the replaced words leave out may be left out only where an earlier turn says it as it is: a value the
     # seed's turn says in words no lookup finds ('high-priority', 'end with 50 gallons', 'in pounds sterling') stays
@@ -516,9 +530,10 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
                 continue
             seg_sig = sig if (start, stop) == (0, n) else segment_signature()
             picked = {d.text for _, d in parts}  # one turn never repeats a donor's words ('..., to Rivermist. ..., to Stonebrook.')
-            pool = [d for d in donors_for(methods[start:stop], seg_sig, knowledge.donor_key(seed),
-                                          cue_key(seed_info, g) if delicate and not whole_only else None)
-                    if d.task_id not in used and d.text not in picked]
+            pool = [] if single_only else [  # the sentence-by-sentence pass: the phrasebook only, no other story
+                d for d in donors_for(methods[start:stop], seg_sig, knowledge.donor_key(seed),
+                                      cue_key(seed_info, g) if delicate and not whole_only else None)
+                if d.task_id not in used and d.text not in picked]
             pool = _ordered(pool, seed, turn, start, stop, rng, slot)
             seg_target = _rebased(target, start, stop, (start, stop) == (0, n))
             phrases = [] if delicate or whole_only else _phrasebook_donors(seed, turn, start, methods[start:stop], seg_target,
