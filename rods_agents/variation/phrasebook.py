@@ -37,6 +37,7 @@ from functools import lru_cache
 from typing import Any
 
 from prompts import PROMPTS_DIR
+from rods_agents.analysis.information_structure import lexicon
 from rods_agents.variation.turn_bank import Donor, Slot
 
 PHRASEBOOK_DIR = PROMPTS_DIR / "phrasebook"
@@ -88,38 +89,41 @@ def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phra
 
 
 @lru_cache(maxsize=1)
-def contexts() -> dict[str, tuple[str, ...]]:
-    """Hidden-value key -> sentences that state values of calls a turn leaves implicit, from the files'
-    ``"context"`` tables. The key joins the hidden slots' ``method.param`` in call order with '+'
-    (``get_zipcode_based_on_city.city+get_zipcode_based_on_city.city``); ``{v1}``, ``{v2}``... are their
-    values. 'I'm working in the {v1} folder.' states where an implicit ``cd`` goes without asking for it."""
+def _files() -> tuple[tuple[str, dict], ...]:
+    """Every phrasebook file as (stem, parsed JSON), read once: the tables below all come from these."""
+    return tuple((path.stem, json.loads(path.read_text(encoding="utf-8"))) for path in sorted(PHRASEBOOK_DIR.glob("*.json")))
+
+
+def _merged(table: str) -> dict[str, tuple[str, ...]]:
+    """One keyed table of every file, the files' lists for a key joined in file order."""
     out: dict[str, list[str]] = {}
-    for path in sorted(PHRASEBOOK_DIR.glob("*.json")):
-        for key, texts in (json.loads(path.read_text(encoding="utf-8")).get("context") or {}).items():
+    for _, data in _files():
+        for key, texts in (data.get(table) or {}).items():
             out.setdefault(key, []).extend(texts)
     return {k: tuple(v) for k, v in out.items()}
 
 
 @lru_cache(maxsize=1)
+def contexts() -> dict[str, tuple[str, ...]]:
+    """Hidden-value key -> sentences that state values of calls a turn leaves implicit, from the files'
+    ``"context"`` tables. The key joins the hidden slots' ``method.param`` in call order with '+'
+    (``get_zipcode_based_on_city.city+get_zipcode_based_on_city.city``); ``{v1}``, ``{v2}``... are their
+    values. 'The files I mean are in the {v1} folder.' states where an implicit ``cd`` goes without asking for it."""
+    return _merged("context")
+
+
+@lru_cache(maxsize=1)
 def supply_sentences() -> dict[str, tuple[str, ...]]:
     """``method.param`` (or ``*`` for any) -> answers that supply a miss_param turn's withheld value, ``{v1}``
-    the value, from the files' ``"supply"`` tables: 'Oh, it's {v1}.' answers the assistant's question."""
-    out: dict[str, list[str]] = {}
-    for path in sorted(PHRASEBOOK_DIR.glob("*.json")):
-        for key, texts in (json.loads(path.read_text(encoding="utf-8")).get("supply") or {}).items():
-            out.setdefault(key, []).extend(texts)
-    return {k: tuple(v) for k, v in out.items()}
+    the value, from the files' ``"supply"`` tables: "It's {v1}." answers the assistant's question."""
+    return _merged("supply")
 
 
 def story_sentences(classes: list[str]) -> list[str]:
     """Sentences that open a conversation with a story of its environments (the files' ``"story"`` tables,
     by class): a first turn that drops its seed's anecdote starts with one of these instead."""
-    out: list[str] = []
-    for path in sorted(PHRASEBOOK_DIR.glob("*.json")):
-        table = json.loads(path.read_text(encoding="utf-8")).get("story") or {}
-        for cls in classes:
-            out.extend(table.get(cls, ()))
-    return out
+    stories = _merged("story")
+    return [text for cls in classes for text in stories.get(cls, ())]
 
 
 def context_sentences(hidden: tuple[Slot, ...]) -> list[str]:
@@ -143,9 +147,8 @@ def context_sentences(hidden: tuple[Slot, ...]) -> list[str]:
 def phrasebook() -> dict[str, tuple[Phrasing, ...]]:
     """Method -> its phrasings, from every file under :data:`PHRASEBOOK_DIR` (read once)."""
     out: dict[str, list[Phrasing]] = {}
-    for path in sorted(PHRASEBOOK_DIR.glob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        cls = data.get("class", path.stem)
+    for stem, data in _files():
+        cls = data.get("class", stem)
         for method, entries in (data.get("methods") or {}).items():
             out.setdefault(method, []).extend(parse_phrasing(cls, method, i, e) for i, e in enumerate(entries))
     return {k: tuple(v) for k, v in out.items()}
@@ -234,20 +237,17 @@ def lint(phrasing: Phrasing) -> list[str]:
     """Why a phrasing would change a turn's structure: no cue of its method in the lexicon (the call would
     read as left to the assistant), or words the structure reads as a condition, reference or
     transformation (a segment has none of them)."""
-    from rods_agents.analysis import knowledge
-
-    lex = knowledge.method_lexicon()
+    lex = lexicon()
     text = _FIELD.sub(lambda m: m.group(1).upper(), phrasing.text)
     out = []
-    spec = lex.get("methods", {}).get(phrasing.method) or {}
-    if spec and not any(re.search(p, text, re.I) for p in spec.get("phrases", [])):
+    if phrasing.method in lex.methods and not any(p.search(text) for p in lex.methods[phrasing.method][0]):
         out.append("no lexicon cue for the method (the call would read as implicit)")
-    for kind in ("conditions", "transformations"):
-        if any(re.search(p, text, re.I) for p in lex.get(kind, [])) and not any(
-                re.search(p, text, re.I) for p in lex.get("condition_exclusions", []) if kind == "conditions"):
-            out.append(f"reads as one of the {kind}")
-    for kind, pats in (lex.get("references") or {}).items():
-        if any(re.search(p, text, re.I) for p in pats):
+    if any(p.search(text) for p in lex.conditions) and not any(p.search(text) for p in lex.condition_exclusions):
+        out.append("reads as one of the conditions")
+    if any(p.search(text) for p in lex.transformations):
+        out.append("reads as one of the transformations")
+    for kind, pats in lex.references.items():
+        if any(p.search(text) for p in pats):
             out.append(f"reads as a reference ({kind})")
     return out
 

@@ -46,6 +46,7 @@ from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import (
     _QUOTED,
     information_structure,
+    lexicon,
     structure_mismatches,
     withheld_value,
 )
@@ -584,17 +585,16 @@ def cue_spans(text: str) -> list[tuple[int, int]]:
     """Where ``text`` has words the lexicon reads as a condition, a reference or a transformation, whether or not
     the structure tied them to a call: 'only rounded to the nearest integer, just the number' decides that the
     mean's 6500.0 is written '6500' even where the value counts as read from a result."""
-    lex = knowledge.method_lexicon()
+    lex = lexicon()
     spans = []
     # the generic 'the result' / 'based on the' / 'with the details' cues mark a value read from a result, which
     # the value sources already hold to its call; the rest say how a value is built or which one is meant
-    strong = [p for p in lex.get("transformations", []) if not re.search(r"result|based on|includ", p)]
-    for p in [*strong, *(q for pats in (lex.get("references") or {}).values() for q in pats)]:
-        spans += [m.span() for m in re.finditer(p, text, re.I)]
-    excluded = [m.span() for p in lex.get("condition_exclusions", []) for m in re.finditer(p, text, re.I)]
-    for p in lex.get("conditions", []):
-        spans += [m.span() for m in re.finditer(p, text, re.I)
-                  if not any(a <= m.start() < b for a, b in excluded)]
+    strong = [p for p in lex.transformations if not re.search(r"result|based on|includ", p.pattern)]
+    for p in [*strong, *(q for pats in lex.references.values() for q in pats)]:
+        spans += [m.span() for m in p.finditer(text)]
+    excluded = [m.span() for p in lex.condition_exclusions for m in p.finditer(text)]
+    for p in lex.conditions:
+        spans += [m.span() for m in p.finditer(text) if not any(a <= m.start() < b for a, b in excluded)]
     return spans
 
 
@@ -744,11 +744,10 @@ def _filler(sentence: str, world: set[str]) -> bool:
         return False
     if any(_word_in(w, lower) for w in world if len(w) >= 3):
         return False
-    lex = knowledge.method_lexicon()
-    patterns = [p for spec in (lex.get("methods") or {}).values() for p in spec.get("phrases", [])]
-    patterns += [*lex.get("conditions", []), *lex.get("transformations", [])]
-    patterns += [p for pats in (lex.get("references") or {}).values() for p in pats]
-    return not any(re.search(p, sentence, re.I) for p in patterns)
+    lex = lexicon()
+    patterns = [p for cues, _ in lex.methods.values() for p in cues]
+    patterns += [*lex.conditions, *lex.transformations, *(p for pats in lex.references.values() for p in pats)]
+    return not any(p.search(sentence) for p in patterns)
 
 
 def _trim_fillers(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], trace: Trace,
