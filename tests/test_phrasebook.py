@@ -13,14 +13,11 @@ import json
 from envs.task import bfcl_task
 from rods_agents.analysis.information_structure import information_structure, structure_mismatches
 from rods_agents.analysis.novelty import containment
-from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.analysis.value_sources import classify_arguments
-from rods_agents.run.runtime import rng_for
-from rods_agents.stages.coherence_rewrite import build_variant, rewrite_plan
-from rods_agents.stages.plan_sampling import sample_variant_plan
 from rods_agents.variation.phrasebook import check, context_sentences, parse_phrasing, phrase_donors, phrasebook, render
 from rods_agents.variation.turn_bank import Slot, segment_signature
+from tests.test_transplant import _variant
 
 
 def _slot(param: str, value, source: str = "user", flag: bool = False, index: int = 0) -> Slot:
@@ -82,14 +79,9 @@ def _structure(task):
 
 
 def test_a_turn_worded_from_the_phrasebook_keeps_its_seeds_structure_with_new_words():
-    seed = bfcl_task("multi_turn_base_0")  # turn 0 states the folder of an implicit cd, then mkdir and mv
-    trace = trace_task(seed)
-    profile = profile_task(seed, trace)
     seen = set()
-    for v in range(4):
-        plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, v, 0))
-        turns, _ = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, v, "rewrite"))
-        variant = build_variant(seed, turns, plan, v, 0)
+    for v in range(4):  # turn 0 of base_0 states the folder of an implicit cd, then mkdir and mv
+        seed, variant = _rewritten("multi_turn_base_0", v)
         first = next(m.content for m in variant.turns[0] if m.role == "user")
         seed_first = next(m.content for m in seed.turns[0] if m.role == "user")
         assert containment(first, seed_first, mask=True) < 0.3, first
@@ -99,12 +91,8 @@ def test_a_turn_worded_from_the_phrasebook_keeps_its_seeds_structure_with_new_wo
 
 
 def _rewritten(seed_id: str, v: int = 0):
-    seed = bfcl_task(seed_id)
-    trace = trace_task(seed)
-    profile = profile_task(seed, trace)
-    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, v, 0))
-    turns, _ = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, v, "rewrite"))
-    return seed, build_variant(seed, turns, plan, v, 0)
+    """(seed, variant ``v``) drafted as run seed 3 (the benchmark's) drafts it."""
+    return _variant(seed_id, v, run_seed=3)[:2]
 
 
 def _user(task, t: int) -> str:

@@ -39,12 +39,13 @@ def _slot(param: str, value, source: str = "user", flag: bool = False) -> Slot:
     return Slot(0, param, json.dumps(value), source, flag)
 
 
-def _variant(seed_id: str, v: int = 0):
+def _variant(seed_id: str, v: int = 0, run_seed: int = 7):
+    """(seed, variant, plan, re-worded turns' donors) as the offline pipeline drafts variant ``v`` of a run."""
     seed = bfcl_task(seed_id)
     trace = trace_task(seed)
     profile = profile_task(seed, trace)
-    plan = sample_variant_plan(seed, profile, trace, rng_for(7, seed.id, v, 0))
-    turns, donors = rewrite_plan(seed, profile, plan, rng_for(7, seed.id, v, "rewrite"))
+    plan = sample_variant_plan(seed, profile, trace, rng_for(run_seed, seed.id, v, 0))
+    turns, donors = rewrite_plan(seed, profile, plan, rng_for(run_seed, seed.id, v, "rewrite"))
     return seed, build_variant(seed, turns, plan, v, 0), plan, donors
 
 
