@@ -9,6 +9,7 @@ phrasebook keeps its seed's information structure while its words are new.
 from __future__ import annotations
 
 import json
+import re
 
 from envs.task import bfcl_task
 from rods_agents.analysis.information_structure import information_structure, structure_mismatches
@@ -189,3 +190,14 @@ def test_a_sentence_never_writes_the_ticker_for_a_company_or_words_for_a_result_
     picked = (_slot("stock", "ZETA", "call"),)
     assert _phrasebook_donors(seed, 0, 0, ("add_to_watchlist",), picked, segment_signature(), set(), set(),
                               "Add the first stock on the list to my watchlist.") == []
+
+
+def test_a_miss_param_answer_that_names_the_company_is_not_reworded_into_the_ticker():
+    seed, variant = _rewritten("multi_turn_miss_param_142")  # turn 1: 'The company is named Zeta Corp'
+    assert "Zeta" in _user(seed, 1)
+    info = _structure(variant)
+    w = next(x.withheld for x in info.turns if x.withheld is not None)
+    from rods_agents.analysis.information_structure import withheld_value
+
+    ticker = str(withheld_value(variant, trace_task(variant), w)[0])
+    assert not re.search(rf"\b{ticker}\b", _user(variant, w.supplied_at)), _user(variant, w.supplied_at)

@@ -691,6 +691,9 @@ def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int) -> list[str
     values = withheld_value(variant, trace, w)
     if len(values) != 1 or not isinstance(values[0], str | int | float) or len(str(values[0])) > 80:
         return []
+    said = "\n".join(m.content for m in variant.turns[turn] if m.role == "user")
+    if not _said_as_is(values[0], said, _numbers(said)):
+        return []  # the seed's answer says it otherwise ('The company is named Zeta Corp'): the ticker would be easier
     table = supply_sentences()
     return [t.format(v1=spoken(values[0])) for t in (*table.get(f"{w.method}.{w.param}", ()), *table.get("*", ()))]
 
