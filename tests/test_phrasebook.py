@@ -14,10 +14,10 @@ import re
 from envs.task import bfcl_task
 from rods_agents.analysis.information_structure import information_structure, structure_mismatches
 from rods_agents.analysis.novelty import containment
-from rods_agents.analysis.tracing import trace_task
+from rods_agents.analysis.tracing import CallRecord, Trace, trace_task
 from rods_agents.analysis.value_sources import classify_arguments
 from rods_agents.variation.phrasebook import check, context_sentences, parse_phrasing, phrase_donors, phrasebook, render
-from rods_agents.variation.turn_bank import Slot, segment_signature
+from rods_agents.variation.turn_bank import Slot, segment_signature, singled_producer
 from tests.test_transplant import _variant
 
 
@@ -201,3 +201,35 @@ def test_a_miss_param_answer_that_names_the_company_is_not_reworded_into_the_tic
 
     ticker = str(withheld_value(variant, trace_task(variant), w)[0])
     assert not re.search(rf"\b{ticker}\b", _user(variant, w.supplied_at)), _user(variant, w.supplied_at)
+
+
+def _record(position: int, name: str, result: dict, **args) -> CallRecord:
+    return CallRecord(turn=position, index=0, call=name, name=name, cls="TravelAPI", args=args, result=json.dumps(result))
+
+
+def test_a_result_singles_out_a_value_only_while_no_other_result_holds_another_under_its_key():
+    booked = _record(0, "book_flight", {"booking_id": "3426812", "transaction_id": "45451592", "booking_status": True})
+    cancel = _record(1, "cancel_booking", {}, booking_id="3426812")
+    assert singled_producer(Trace(calls=[booked, cancel]), 0, "3426812", 1) == "book_flight"
+    # a second booking before the cancellation: 'the booking we made' no longer says which
+    again = _record(1, "book_flight", {"booking_id": "5550001", "transaction_id": "1", "booking_status": True})
+    assert singled_producer(Trace(calls=[booked, again, cancel]), 0, "3426812", 2) == ""
+    # an item of a list (a booking history) is picked by the seed's words, never singled out
+    history = _record(0, "get_booking_history", {"bookings": ["3426812", "5550001"]})
+    assert singled_producer(Trace(calls=[history, cancel]), 0, "3426812", 1) == ""
+
+
+def test_a_phrasing_points_at_a_result_only_for_a_call_that_reads_that_result():
+    p = parse_phrasing("TravelAPI", "cancel_booking", 0, {"text": "Cancel the flight we booked; token {access_token}.",
+                                                          "from": {"booking_id": ["book_flight"]}})
+    token = _slot("access_token", "tok_1")
+    read = Slot(0, "booking_id", json.dumps("3426812"), "call", False, "book_flight")
+    assert render(p, (token, read)) == "Cancel the flight we booked; token tok_1."
+    # read from another call's result (an invoice), or from one of several results: the words would lie or not say which
+    assert render(p, (token, Slot(0, "booking_id", json.dumps("3426812"), "call", False, "retrieve_invoice"))) is None
+    assert render(p, (token, Slot(0, "booking_id", json.dumps("3426812"), "call", False, ""))) is None
+    # a booking id the user states is written, never pointed at
+    assert render(p, (token, _slot("booking_id", "3426812"))) is None
+    # and a sentence without 'from' never words a call that reads a result (it would leave the value unpointed)
+    plain = parse_phrasing("TravelAPI", "cancel_booking", 1, "Please cancel my booking; my access token is {access_token}.")
+    assert render(plain, (token, read)) is None

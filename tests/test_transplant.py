@@ -19,7 +19,7 @@ from rods_agents.analysis.value_sources import airport_cities, classify_argument
 from rods_agents.run.runtime import rng_for
 from rods_agents.stages.coherence_rewrite import build_variant, carry_plan, rewrite_plan
 from rods_agents.stages.plan_sampling import sample_variant_plan
-from rods_agents.variation.transplant import keeps_said, reinstantiate
+from rods_agents.variation.transplant import keeps_said, premise_free, reinstantiate
 from rods_agents.variation.turn_bank import (
     Donor,
     Slot,
@@ -216,3 +216,17 @@ def test_a_numeric_option_the_donor_writes_once_is_carried_as_a_number():
     text = reinstantiate(ticket("Open a ticket 'Flight delay' at priority 4."), target, {"lost bag"}, {2.0}, "Lost bag 2")
     assert text == "Open a ticket 'Lost bag' at priority 2."
     assert reinstantiate(ticket("Open a ticket 'Flight delay', priority 4 of 4."), target, {"lost bag"}, {2.0}, "") is None
+
+
+def test_a_human_turn_that_opens_on_its_own_premise_or_persona_is_never_a_donor():
+    # leftovers the independent reads found in variants: each presupposes the donor's conversation, not the variant's
+    for text in ("With the liters in mind, I'll need to top up the tank.", "Given this apprehension, check the tires.",
+                 "Finally, book the flight.", "Now that the tank is full, start the engine.", "I am Alice, please send it.",
+                 "As a seasoned real estate agent, I need a budget.", "Refuel it. Then start the engine.",
+                 "you'd prefer to formally notify your travel agent about the abrupt change in your itinerary"):
+        assert not premise_free(text), text
+    for text in ("Could you fill the tank with 20 gallons?", "Please cancel my booking.",
+                 "I'm planning a trip to Rivermist, could you check the distance?"):
+        assert premise_free(text), text
+    donors = [d for pool in turn_bank().values() for d in pool if d.scenario != "phrasebook"]
+    assert 0 < sum(map(premise_free, (d.text for d in donors))) < len(donors)

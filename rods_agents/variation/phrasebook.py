@@ -14,10 +14,15 @@ A phrasing asks for exactly one call and states exactly what the seed's turn sta
 - ``"when": {"param": value}`` marks an option the sentence's own words state ('Fire up the engine' is
   ``ignitionMode='START'``);
 - a value the assistant reads from a result or the state, or a miss_param turn withholds, has no placeholder
-  (the phrasing asks for the call without it, as the seed's turn does).
+  (the phrasing asks for the call without it, as the seed's turn does);
+- ``"from": {"param": ["method", ...]}`` marks a phrasing that points at a value read from the result of one of
+  those methods ('Cancel the booking I just made.' for ``cancel_booking.booking_id`` from ``book_flight``). Such
+  a phrasing fits only a call whose value that result singles out
+  (:func:`rods_agents.variation.turn_bank.singled_producer`): one booking made, not a booking history.
 
 A phrasing fits a call when its placeholders and ``when`` keys are exactly the call's stated values and
-options, and every ``when`` value is the call's. It becomes a :class:`~rods_agents.variation.turn_bank.Donor`
+options, every ``when`` value is the call's, and its ``from`` keys are exactly the values the call reads from
+a result (none for a phrasing without ``from``), each from one of the methods it names. It becomes a :class:`~rods_agents.variation.turn_bank.Donor`
 carrying the call's own slots, so :mod:`rods_agents.variation.transplant` measures it like a human donor: a
 phrasing that moves a value source, adds a reference or drops a condition is never kept.
 
@@ -32,7 +37,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -58,6 +63,7 @@ class Phrasing:
     when: tuple[tuple[str, str], ...]  # (param, JSON value)
     fields: frozenset[str]
     choices: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (param, ((option, words), ...))
+    results: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (param, methods whose result it is read from)
 
     @property
     def params(self) -> frozenset[str]:
@@ -71,11 +77,17 @@ def _option_key(value: Any) -> str:
 def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phrasing:
     """A phrasebook entry as a :class:`Phrasing` (ValueError naming the file's method on a bad entry)."""
     if isinstance(entry, str):
-        text, when = entry, {}
+        text, when, origin = entry, {}, {}
     elif isinstance(entry, dict) and isinstance(entry.get("text"), str):
-        text, when = entry["text"], dict(entry.get("when") or {})
+        text, when, origin = entry["text"], dict(entry.get("when") or {}), dict(entry.get("from") or {})
     else:
-        raise ValueError(f"phrasebook {cls}.{method}[{index}]: a phrasing is a string or {{'text', 'when'}}")
+        raise ValueError(f"phrasebook {cls}.{method}[{index}]: a phrasing is a string or {{'text', 'when', 'from'}}")
+    results = []
+    for param, methods in sorted(origin.items()):
+        methods = [methods] if isinstance(methods, str) else methods
+        if not isinstance(methods, list) or not methods or not all(isinstance(m, str) for m in methods):
+            raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'from' maps a parameter to a method or a list of them")
+        results.append((param, tuple(methods)))
     fields, choices = set(), []
     for m in _FIELD.finditer(text):
         fields.add(m.group(1))
@@ -85,7 +97,7 @@ def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phra
                 raise ValueError(f"phrasebook {cls}.{method}[{index}]: bad option list in {m.group(0)!r}")
             choices.append((m.group(1), tuple((k.strip(), v) for k, v in pairs)))
     return Phrasing(cls, method, index, text, tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in when.items())),
-                    frozenset(fields), tuple(choices))
+                    frozenset(fields), tuple(choices), tuple(results))
 
 
 @lru_cache(maxsize=1)
@@ -173,6 +185,10 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
     which a sentence repeating them would make easier."""
     own = {s.param: s for s in slots if s.index == 0}
     stated = {p for p, s in own.items() if s.source in STATED}
+    read = {p: s.producer for p, s in own.items() if s.source == "call" and s.producer}
+    origin = dict(phrasing.results)
+    if origin.keys() != read.keys() or any(read[p] not in methods for p, methods in origin.items()):
+        return None  # it points at a result the call does not read, or leaves one unpointed
     when = {p for p, _ in phrasing.when}
     # every value said must be written; a value unsaid is not; an option may be worded by the sentence's own words
     if not (stated - unsaid <= phrasing.params <= stated and phrasing.fields <= stated - unsaid and when <= stated):
@@ -227,8 +243,10 @@ def check() -> list[str]:
             continue
         params = {p.name for p in spec.params}
         for p in phrasings:
-            for name in p.params - params:
+            for name in (p.params | {r for r, _ in p.results}) - params:
                 problems.append(f"{p.cls}.{method}[{p.index}]: no parameter {name!r} ({p.text!r})")
+            for name in {m for _, ms in p.results for m in ms} - catalog.keys():
+                problems.append(f"{p.cls}.{method}[{p.index}]: 'from' names {name!r}, not a method of the catalog")
             problems += [f"{p.cls}.{method}[{p.index}]: {why} ({p.text!r})" for why in lint(p)]
     return problems
 
@@ -263,8 +281,9 @@ def coverage() -> dict[str, list[tuple[str, int, int]]]:
     for donors in turn_bank().values():
         for d in donors:
             for i, m in enumerate(d.methods):
-                own = tuple(Slot(0, s.param, s.value, s.source, s.flag) for s in d.slots if s.index == i)
-                key = json.dumps({s.param: (json.loads(s.value) if s.source == "flag" else s.source) for s in own}, sort_keys=True)
+                own = tuple(replace(s, index=0) for s in d.slots if s.index == i)
+                key = json.dumps({s.param: (json.loads(s.value) if s.source == "flag" else
+                                            f"from {s.producer}" if s.producer else s.source) for s in own}, sort_keys=True)
                 patterns.setdefault(m, Counter())[key] += 1
                 examples[(m, key)] = own
     return {m: [(k, n, sum(render(p, examples[(m, k)]) is not None for p in phrasebook().get(m, ())))

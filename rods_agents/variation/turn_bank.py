@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -47,6 +47,9 @@ class Slot:
     value: str
     source: str
     flag: bool
+    producer: str = ""
+    """For a value read from a result: the method whose result singles it out (:func:`singled_producer`), so a
+    sentence may point at it as that call's outcome ('the order I just placed'); "" otherwise."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ def split_calls(implicit: set[int], methods: tuple[str, ...], slots: tuple[Slot,
     keep = [i for i in range(len(methods)) if i not in implicit]
     pos = {old: new for new, old in enumerate(keep)}
     hidden = {old: -(k + 1) for k, old in enumerate(i for i in range(len(methods)) if i in implicit)}
-    out = [Slot(pos[x.index], x.param, x.value, x.source, x.flag) for x in slots if x.index in pos]
+    out = [replace(x, index=pos[x.index]) for x in slots if x.index in pos]
     out += [Slot(hidden[x.index], f"{methods[x.index]}.{x.param}", x.value, x.source, x.flag) for x in slots
             if x.index in hidden and x.source == "user" and not x.flag]
     return tuple(methods[i] for i in keep), tuple(out)
@@ -129,8 +132,8 @@ def withholding_calls(task: Task, trace: Trace, sources: list[ArgSource], info: 
             or task.ground_truth[turn] or not _user_text(task, turn)):
         return None
     methods, slots = turn_slots(trace, sources, g)
-    slots = tuple(Slot(x.index, x.param, x.value, "withheld" if (methods[x.index], x.param) == (w.method, w.param)
-                       else x.source, x.flag) for x in slots)
+    slots = tuple(replace(x, source="withheld") if (methods[x.index], x.param) == (w.method, w.param) else x
+                  for x in slots)
     if not any(x.source == "withheld" for x in slots):
         return None
     from rods_agents.analysis.information_structure import _classify_calls
@@ -158,15 +161,61 @@ def asked_turn(task: Task, turn: int) -> int | None:
 
 def turn_slots(trace: Trace, sources: list[ArgSource], turn: int) -> tuple[tuple[str, ...], tuple[Slot, ...]]:
     """The methods a ground-truth turn calls, in order, and every argument of them as a :class:`Slot`."""
-    src = {(a.index, a.param): a.source for a in sources if a.turn == turn}
+    src = {(a.index, a.param): a for a in sources if a.turn == turn}
     recs = [r for r in trace.calls if r.turn == turn]
     slots = []
+    position = {id(r): p for p, r in enumerate(trace.calls)}
     for r in recs:
         for param, value in r.args.items():
             flag = isinstance(value, bool) or is_flag(r.name, param, value)
-            slots.append(Slot(r.index, param, json.dumps(value, sort_keys=True), src.get((r.index, param), "flag"),
-                              flag))
+            a = src.get((r.index, param))
+            producer = singled_producer(trace, a.producer, value, position[id(r)]) if a is not None and a.source == "call" \
+                else ""
+            slots.append(Slot(r.index, param, json.dumps(value, sort_keys=True), a.source if a else "flag", flag,
+                              producer))
     return tuple(r.name for r in recs), tuple(slots)
+
+
+def _keyed(obj: Any, out: dict[str, list[Any]], in_list: bool = False) -> None:
+    """Every scalar of a result under the key that holds it (a list's items under the list's key)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, dict):
+                _keyed(v, out)
+            elif isinstance(v, list):
+                out.setdefault(str(k), []).extend(("list", x) for x in v if not isinstance(x, dict | list))
+                for x in v:
+                    _keyed(x, out, True)
+            else:
+                out.setdefault(str(k), []).append(("list" if in_list else "scalar", v))
+
+
+def _result_json(result: str) -> Any:
+    try:
+        return json.loads(result)
+    except (TypeError, ValueError):
+        return None
+
+
+def singled_producer(trace: Trace, producer: int | None, value: Any, consumer: int) -> str:
+    """The method of the call at trace position ``producer`` when its result singles ``value`` out for the call
+    at position ``consumer``: the value stands on its own under a key (not an item of a list), and no result
+    before the consumer holds another value under that key. 'Cancel the booking I just made' then points at one
+    booking, whatever the state holds; after two bookings, or a booking history, it would not ("" then: the
+    seed's words must say which)."""
+    if producer is None or not 0 <= producer < consumer or isinstance(value, dict | list | bool) or value is None:
+        return ""
+    keyed: dict[str, list[Any]] = {}
+    _keyed(_result_json(trace.calls[producer].result), keyed)
+    keys = [k for k, found in keyed.items() if ("scalar", value) in found]
+    if len(keys) != 1:
+        return ""
+    seen: set[str] = set()
+    for r in trace.calls[:consumer]:
+        others: dict[str, list[Any]] = {}
+        _keyed(_result_json(r.result), others)
+        seen.update(json.dumps(v, sort_keys=True) for _, v in others.get(keys[0], []))
+    return trace.calls[producer].name if seen == {json.dumps(value, sort_keys=True)} else ""
 
 
 def world_strings(task: Task, trace: Trace | None = None) -> set[str]:
@@ -257,7 +306,7 @@ def partial_donors(task: Task, t: int, text: str, methods: tuple[str, ...], slot
             lo = 0 if a == 0 else bounds[sentence_of[a]]
             hi = bounds[sentence_of[b]] if b < len(methods) else len(text)
             part = clean_piece(text[lo:hi])
-            run = tuple(Slot(x.index - a, x.param, x.value, x.source, x.flag) for x in slots if 0 <= a <= x.index < b)
+            run = tuple(replace(x, index=x.index - a) for x in slots if 0 <= a <= x.index < b)
             out.append(Donor(task.id, knowledge.donor_key(task), t, part, methods[a:b], run, segment_signature(), entities,
                              cue_key(info, g)))
     return out
