@@ -148,9 +148,15 @@ def parameter_names(class_name: str, method: str) -> tuple[str, ...]:
 
 @cache
 def _mutable_defaults(class_name: str, method: str) -> tuple[tuple[str, Any], ...]:
+    """The method's mutable defaults as each call must see them: for BFCL's classes an empty container of the
+    default's type (every BFCL mutable default is written ``[]``; BFCL's own checker, run in the same process,
+    appends to the shared one, so a copy of the live default could carry its leftovers), for a user's class a
+    snapshot taken the first time the method is called."""
     sig = method_signature(class_name, method)
+    bfcl = resolve(class_name).bfcl
     return tuple(
-        (p.name, p.default) for p in sig.parameters.values() if isinstance(p.default, list | dict | set)
+        (p.name, type(p.default)() if bfcl else copy.deepcopy(p.default))
+        for p in sig.parameters.values() if isinstance(p.default, list | dict | set)
     )
 
 

@@ -264,6 +264,20 @@ def test_allowed_restricts_to_offered_tools():
 
 
 # ------------------------------------------------------------------ BFCL aliasing bugs are contained
+def test_a_default_list_bfcls_own_code_filled_never_reaches_an_episode():
+    import inspect
+
+    from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.posting_api import TwitterAPI
+
+    # BFCL's checker, run in the same process (rods eval, the equivalence tests), appends to the class's shared list
+    shared = inspect.signature(TwitterAPI.post_tweet).parameters["mentions"].default
+    shared.append("@leftover")
+    try:
+        assert json.loads(make_env().execute("post_tweet(content='a')"))["mentions"] == []
+    finally:
+        shared.remove("@leftover")
+
+
 def test_twitter_default_lists_are_not_shared():
     from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.posting_api import TwitterAPI
 
