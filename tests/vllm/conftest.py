@@ -189,11 +189,13 @@ def run_vllm_server(model_path: Path, python: Path, max_model_len: int = 16384, 
 
 
 def pytest_collection_modifyitems(config, items):
-    """Every test in tests/vllm is a real-vLLM test and a slow one."""
+    """Every test in tests/vllm is a real-vLLM test and a slow one, and all of them run in one pytest-xdist
+    worker (``--dist loadgroup``): the server is a session fixture, so two workers would start two servers."""
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.vllm)
             item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.xdist_group("vllm"))
 
 
 @pytest.fixture(scope="session")
