@@ -257,12 +257,26 @@ def _word_in(value: str, text: str) -> bool:
     return len(v) >= 6 and v.isalpha() and re.search(r"\b" + re.escape(v[:-1]), text.lower()) is not None
 
 
+def said_in(value: str, text: str) -> bool:
+    """``value`` written in ``text`` as itself, case aside: not inside a longer word or number ('BOS' is not said
+    by 'Boston', 'QUAS' not by 'Quasar Ltd.', 'ORD' not by 'order'); a value with a non-alphanumeric end
+    ('.hidden') may sit next to anything at that end. Values of one or two letters are matched anywhere."""
+    v = value.strip().lower()
+    if not v:
+        return False
+    if len(v) < 3:  # an option code ('l' for wc's lines, 'c'): found anywhere, as before, its words decide
+        return v in text.lower()
+    lead = r"(?<![a-z0-9])" if v[0].isalnum() else ""
+    trail = r"(?![a-z0-9])" if v[-1].isalnum() else ""
+    return re.search(lead + re.escape(v) + trail, text.lower()) is not None
+
+
 def classify_scalar(value: Any, text: str, text_nums: set[float], results: list[str], result_nums: list[set[float]],
                     strings: set[str], numbers: set[float], long_strings: list[str],
                     dates: set[str] | None = None) -> tuple[str, int | None]:
     if isinstance(value, str):
         v = value.strip()
-        if v and v.lower() in text.lower():
+        if v and said_in(v, text):
             return "user", None
         if _paraphrased(v, text) or _word_in(v, text) or stated_as_date(v, dates if dates is not None else _dates(text)):
             return "user", None
