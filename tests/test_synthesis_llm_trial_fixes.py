@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from envs.dataset import load_tasks
-from envs.task import Message
+from envs.task import Message, bfcl_task
 from graphs.synthesis import synthesize
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
@@ -321,3 +321,20 @@ def test_a_turn_whose_function_the_plan_swapped_may_be_written_without_the_draft
     values = [{"state": [], "unstated": []}]
     assert validate_rewrite({"narrative": "n", "turns": text}, drafts, [[]], values, [0]) == text
     assert validate_rewrite({"narrative": "n", "turns": text}, drafts, [[]], values, [0], swapped={0}) == text
+
+
+def test_a_class_swap_is_an_option_swap_so_the_first_airport_is_no_leftover():
+    """Trial 2, 0011: a plan that swapped first -> economy class could never be written with 'the first airport'
+    (a position cue): the class change was a rename, and 'first' anywhere in the text a leftover name."""
+    from rods_agents.analysis.variant_quality import leftover_names
+    from rods_agents.llm.backbone import positional_changes
+
+    seed = ["book_flight(access_token='t', card_id='c', travel_date='2026-01-01', travel_from='SFO', travel_to='ORD', "
+            "travel_class='first')"]
+    plan = [seed[0].replace("'first'", "'economy'")]
+    renames, _, swaps, _ = positional_changes([seed], [plan])
+    assert swaps == {"first": "economy"} and renames == {}
+    seed_task = bfcl_task("multi_turn_base_152")
+    text = [[Message(role="user", content="Fly me from the first airport on the list, economy class.")]]
+    variant = seed_task.model_copy(update={"turns": text, "ground_truth": [plan]})
+    assert leftover_names(variant, renames) == []

@@ -47,6 +47,7 @@ from rods_agents.run.context import SynthesisContext
 from rods_agents.run.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE, LLMUsage
 from rods_agents.variation.config_rules import ConfigPatch
 from rods_agents.variation.plan import Plan, config_strings, replace_in_config
+from rods_agents.variation.value_kinds import options
 
 # a quoted value: a quote not inside a word, so the apostrophes of "I'm ... I'm" or "the user's" are no quotes
 _QUOTED = re.compile(r"(?<![\w])'([^'\n]+?)'(?![\w])")
@@ -388,8 +389,9 @@ def positional_changes(old_gt: list[list[str]], new_gt: list[list[str]]
                 for a, b in zip(ov, nv, strict=True):
                     if a == b or type(a) is not type(b) and not (isinstance(a, int | float) and isinstance(b, int | float)):
                         continue
-                    if isinstance(a, str):
-                        (swaps if param in enums else renames).setdefault(a, b)
+                    if isinstance(a, str):  # an option ('first' -> 'economy' class) is a swap, never a leftover name
+                        option = param in enums or a in options(nn, param)
+                        (swaps if option else renames).setdefault(a, b)
                     elif isinstance(a, int | float) and not isinstance(a, bool):
                         numbers.setdefault(repr(a), b)
     return renames, numbers, swaps, subs
