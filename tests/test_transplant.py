@@ -19,7 +19,7 @@ from rods_agents.analysis.value_sources import airport_cities, classify_argument
 from rods_agents.run.runtime import rng_for
 from rods_agents.stages.coherence_rewrite import build_variant, carry_plan, rewrite_plan
 from rods_agents.stages.plan_sampling import sample_variant_plan
-from rods_agents.variation.transplant import keeps_said, premise_free, reinstantiate
+from rods_agents.variation.transplant import foreign_names, keeps_said, premise_free, reinstantiate
 from rods_agents.variation.turn_bank import (
     Donor,
     Slot,
@@ -230,3 +230,11 @@ def test_a_human_turn_that_opens_on_its_own_premise_or_persona_is_never_a_donor(
         assert premise_free(text), text
     donors = [d for pool in turn_bank().values() for d in pool if d.scenario != "phrasebook"]
     assert 0 < sum(map(premise_free, (d.text for d in donors))) < len(donors)
+
+
+def test_a_human_turn_naming_someone_or_something_outside_the_variants_world_is_never_kept():
+    # read of 30 pairs: 'a comprehensive analysis of the stock with Amazon' carried into a task about Omega Industries
+    world = {"omeg", "omega industries", "nvda", "bob"}
+    assert foreign_names("Please list my watchlist. I require an analysis of the stock with Amazon, for my decision.",
+                         world) == ["Amazon"]
+    assert foreign_names("Send it to Bob on Friday. I'm sure Omega's shares are fine. Use the GPS.", world) == []

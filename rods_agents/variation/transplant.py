@@ -51,7 +51,7 @@ from rods_agents.analysis.information_structure import (
     structure_mismatches,
     withheld_value,
 )
-from rods_agents.analysis.novelty import call_values
+from rods_agents.analysis.novelty import call_values, user_text
 from rods_agents.analysis.obtainability import public_state, state_obtainable
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import (
@@ -103,6 +103,24 @@ _PREMISE = re.compile(
     r"|\b(?:i am|i'm|my name is|this is)\s+(?-i:[A-Z][a-z]+)\b"
     r"|\b(?:you|you'd|you've|your)\b(?=[^.?!]*\b(?:prefer|itinerary|adventure|journey|escape)\b)",
     re.IGNORECASE)
+
+
+_CALENDAR = frozenset("january february march april may june july august september october november december monday "
+                      "tuesday wednesday thursday friday saturday sunday".split())
+
+
+def foreign_names(text: str, world: set[str]) -> list[str]:
+    """Capitalised words inside a sentence (not its first word) that name nothing of the variant's world (its
+    state, its calls, the words of its own turns): a human turn's 'the stock with Amazon' or 'my friend Maria'
+    carried into a task about another company or person. Month and day names, 'I' and codes in capitals pass."""
+    out = []
+    for sentence in re.split(r"(?<=[.?!])\s+", text):
+        for word in re.findall(r"[A-Za-z][\w'-]*", sentence)[1:]:
+            low = word.lower().removesuffix("'s")
+            if (word[0].isupper() and any(c.islower() for c in word[1:]) and low not in _CALENDAR
+                    and not low.startswith("i'") and not any(low in s for s in world)):
+                out.append(word)
+    return out
 
 
 def premise_free(text: str) -> bool:
@@ -449,6 +467,8 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
         if d.scenario != "phrasebook" and not premise_free(d.text):
             continue
         text = reinstantiate(d, target, world, allowed, values)
+        if text is not None and d.scenario != "phrasebook" and foreign_names(text, world):
+            continue
         if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
                 and (d.scenario != "phrasebook" or keeps_specifics(text, span))):
             fits.append((text, d))
@@ -841,7 +861,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     candidates = [t for t in range(len(variant.turns)) if (asked_turn(variant, t) is not None or t in held)
                   and _user_messages(variant.turns[t]) == 1]
     base_state_ok = _state_ok(variant, trace, sources, set(candidates))
-    world = world_strings(variant, trace)
+    world = world_strings(variant, trace) | {w.lower() for w in re.findall(r"[A-Za-z][\w'-]*", user_text(variant))}
     gt_text = " ".join(c for calls in variant.ground_truth for c in calls)
     turns = [list(t) for t in variant.turns]
     used: set[str] = set()
