@@ -100,3 +100,19 @@ def test_a_round_stated_number_made_odd_is_rejected():
     v.turns[3] = [Message(role="user", content="Finally, show the last 15 lines the file.")]
     v.ground_truth[3] = ["tail(file_name='log.txt',lines=15)"]
     assert round_made_odd(v, seed, classify_arguments(v, trace_task(v)), classify_arguments(seed, trace_task(seed))) == []
+
+
+def test_a_renamed_card_number_only_ties_its_last_four_digits_not_a_flight_code_that_shares_a_run():
+    """LLM trial 3, request 0016: renaming a card number whose digits '1234' also sat in an existing booking's
+    flight number 'LA1234' was refused as old digits left behind; only the card id takes the number's tail."""
+    seed = _seed("base_159")  # card_3456, number '6754 9823 6519 3456'
+    v = _copy(seed, "__flight")
+    travel = v.initial_config["TravelAPI"]
+    card = travel["credit_card_list"].pop("card_3456")
+    travel["credit_card_list"]["card_7781"] = {**card, "card_number": "4417 2038 9921 7781"}
+    travel["booking_record"] = {"booking_1": {"flight_number": "LA6519", "card_id": "card_7781"}}
+    both = {"6754 9823 6519 3456": "4417 2038 9921 7781", "card_3456": "card_7781"}
+    assert old_digits_left(v, both) == []  # 'LA6519' shares a run of the old number, but ties nothing to it
+    travel["credit_card_list"]["card_3456"] = travel["credit_card_list"].pop("card_7781")
+    found = old_digits_left(v, {"6754 9823 6519 3456": "4417 2038 9921 7781"})
+    assert found and "state_value='card_3456'" in found[0]  # the id still ends in the old tail: refused

@@ -197,13 +197,19 @@ def unknown_symbols(task: Task, seed: Task) -> list[str]:
 
 # ----------------------------------------------------------------------------- renamed ids
 def _holds_digits(s: str, digits: str) -> bool:
-    """``s`` carries ``digits`` as a whole run ('card 4455', 'acct_4455') or as the tail of a long number
-    (a card number '...4455'), not inside another number."""
-    runs = _DIGITS.findall(s)
-    if digits in runs:
+    """``s`` carries ``digits`` as a whole run of an id ('card 4455', 'acct_4455') or as the tail of a long number
+    (a card number '...4455'), not inside another number or a code glued to letters (flight 'LA1234')."""
+    if re.search(rf"(?<![A-Za-z0-9]){re.escape(digits)}(?!\d)", s):
         return True
     flat = re.sub(r"\D", "", s)
     return len(flat) >= 12 and flat.endswith(digits)
+
+
+def _tied_digits(value: str) -> list[str]:
+    """The digit runs of ``value`` another state value may repeat: for a long number (a card number) only its
+    last four digits (the tail a card id takes), for an id every run of four or more."""
+    flat = re.sub(r"\D", "", value)
+    return [flat[-4:]] if len(flat) >= 12 else _DIGITS.findall(value)
 
 
 def old_digits_left(task: Task, renames: dict[str, str]) -> list[str]:
@@ -213,7 +219,7 @@ def old_digits_left(task: Task, renames: dict[str, str]) -> list[str]:
     for old, new in renames.items():
         if not isinstance(old, str) or not isinstance(new, str):
             continue
-        old_d, new_d = _DIGITS.findall(old), _DIGITS.findall(new)
+        old_d, new_d = _tied_digits(old), _DIGITS.findall(new) + _tied_digits(new)
         for d in old_d:
             if d in new_d:
                 continue
