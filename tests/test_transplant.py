@@ -8,6 +8,7 @@ split; what the seed leaves to the assistant (an implicit cd, a condition's word
 from __future__ import annotations
 
 import json
+import re
 
 from envs.dataset import load_split, split_scenarios
 from envs.task import bfcl_task
@@ -19,7 +20,7 @@ from rods_agents.analysis.value_sources import airport_cities, classify_argument
 from rods_agents.run.runtime import rng_for
 from rods_agents.stages.coherence_rewrite import build_variant, carry_plan, rewrite_plan
 from rods_agents.stages.plan_sampling import sample_variant_plan
-from rods_agents.variation.transplant import foreign_names, keeps_said, premise_free, reinstantiate
+from rods_agents.variation.transplant import drops_request, foreign_names, keeps_said, premise_free, reinstantiate
 from rods_agents.variation.turn_bank import (
     Donor,
     Slot,
@@ -238,3 +239,17 @@ def test_a_human_turn_naming_someone_or_something_outside_the_variants_world_is_
     assert foreign_names("Please list my watchlist. I require an analysis of the stock with Amazon, for my decision.",
                          world) == ["Amazon"]
     assert foreign_names("Send it to Bob on Friday. I'm sure Omega's shares are fine. Use the GPS.", world) == []
+
+
+def test_a_sentence_asking_for_two_calls_is_not_reworded_as_one_of_them():
+    # read 5, multi_turn_miss_param_69: 'fill the tank with 40 additional liters' re-worded as the conversion alone
+    # left nobody asking for the fill ('Round the fill amount' later kept the fill 'explicit' for the measure)
+    calls = ("liter_to_gallon", "fillFuelTank")
+    span = "Afterwards, fill the tank with 40 additional liters of gasoline for my quick trip."
+    assert drops_request(span, "How many gallons make up 40 liters?", calls, 0, 1)
+    assert not drops_request("Convert 40 liters to gallons.", "How many gallons make up 40 liters?", calls, 0, 1)
+    for v in range(4):
+        seed, variant, _, _ = _variant("multi_turn_miss_param_69", v, 3)
+        assert variant.ground_truth[0][-1].startswith("fillFuelTank")
+        first = " ".join(m.content for m in variant.turns[0] if m.role == "user")
+        assert re.search(r"\b(fill|top (it )?up|refuel)\w*\b[^.?!]*\b(tank|liters|gallons)", first, re.I), first

@@ -51,7 +51,7 @@ from rods_agents.analysis.information_structure import (
     structure_mismatches,
     withheld_value,
 )
-from rods_agents.analysis.novelty import call_values, user_text
+from rods_agents.analysis.novelty import call_values
 from rods_agents.analysis.obtainability import public_state, state_obtainable
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import (
@@ -121,6 +121,16 @@ def foreign_names(text: str, world: set[str]) -> list[str]:
                     and not low.startswith("i'") and not any(low in s for s in world)):
                 out.append(word)
     return out
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[A-Za-z][\w'-]*", text)}
+
+
+def _companies(world: set[str]) -> set[str]:
+    """The company names of the tickers in ``world`` ('quasar ltd.' for 'quas'): how a user names a stock."""
+    table = knowledge.value_pools().get("company_of_ticker", {})
+    return {str(v).lower() for k, v in table.items() if not k.startswith("_") and k.lower() in world}
 
 
 def premise_free(text: str) -> bool:
@@ -464,11 +474,12 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
         if value_map(d, target) is None:
             continue
         tries += d.scenario != "phrasebook"
-        if d.scenario != "phrasebook" and not premise_free(d.text):
-            continue
+        if d.scenario != "phrasebook" and (not premise_free(d.text) or any(x.source == "state" for x in d.slots)):
+            continue  # a premise of its own story, or a value it names its own way ('Alice' for the id to look up)
         text = reinstantiate(d, target, world, allowed, values)
-        if text is not None and d.scenario != "phrasebook" and foreign_names(text, world):
-            continue
+        if text is not None and d.scenario != "phrasebook" and (
+                text == d.text or foreign_names(text, world | _words(span) | _companies(world))):
+            continue  # another train task's turn word for word (the same cities, the same calls), or its people
         if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
                 and (d.scenario != "phrasebook" or keeps_specifics(text, span))):
             fits.append((text, d))
@@ -521,10 +532,12 @@ def _joined(parts: list[tuple[str, Donor]], key: str) -> str:
     """A turn's segments as one text; a phrasebook sentence after the first is handed over with a connective
     now and then ('After that, ...'), one choice per sample and segment."""
     out = []
+    leads = list(_HAND_OVER)
+    random.Random(key).shuffle(leads)  # one order per turn: no 'Next, ... Next, ...'
     for i, (text, d) in enumerate(parts):
         text = _sentence(text)
         if i and d.scenario == "phrasebook":
-            lead = random.Random(f"{key}|{i}").choice(_HAND_OVER)
+            lead = leads[i % len(leads)]
             if lead and not text.startswith(("I ", "I'")):
                 text = lead + text[:1].lower() + text[1:]
         out.append(text)
@@ -667,6 +680,16 @@ def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]
     return out
 
 
+def drops_request(span: str, words: str, methods: tuple[str, ...], a: int, b: int) -> bool:
+    """True when ``span``, replaced by ``words`` that ask for ``methods[a:b]``, holds lexicon words of another call
+    of the turn that ``words`` lacks: the replacement would drop a request ('fill the tank with 40 more liters'
+    asks for the fill as well as the liters-to-gallons conversion whose value it states; re-worded as the
+    conversion alone, nobody asks for the fill, though 'Round the fill amount' later keeps the fill explicit)."""
+    lex = lexicon().methods
+    others = {methods[i] for i in range(len(methods)) if not a <= i < b} - set(methods[a:b])
+    return any(p.search(span) and not p.search(words) for name in others for p in lex.get(name, ((), None))[0])
+
+
 def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...],
            world: set[str], allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None,
            carried: str, earlier: str = "") -> tuple[str, list[Donor]] | None:
@@ -702,6 +725,8 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
                                          {x.text for x in donors}, carried[lo:units[m][3]], earlier)
             found = _find(_ordered(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
                           carried[lo:units[m][3]], slot, phrases, True)
+            if found is not None and drops_request(carried[lo:units[m][3]], found[0], methods, a, b):
+                found = None
             if found is not None:
                 break
         if found is None:
@@ -861,7 +886,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     candidates = [t for t in range(len(variant.turns)) if (asked_turn(variant, t) is not None or t in held)
                   and _user_messages(variant.turns[t]) == 1]
     base_state_ok = _state_ok(variant, trace, sources, set(candidates))
-    world = world_strings(variant, trace) | {w.lower() for w in re.findall(r"[A-Za-z][\w'-]*", user_text(variant))}
+    world = world_strings(variant, trace)
     gt_text = " ".join(c for calls in variant.ground_truth for c in calls)
     turns = [list(t) for t in variant.turns]
     used: set[str] = set()
