@@ -340,3 +340,13 @@ def test_a_new_name_agrees_with_the_pronoun_the_text_uses():
     renamed = [new for plan in plans for old, new in plan.renames.items() if old == "John Levy"]
     assert renamed, "expected John Levy to be renamed in some variant"
     assert all(new.split()[0] in he for new in renamed), renamed
+
+
+def test_a_hidden_file_or_folder_stays_hidden_when_renamed():
+    # read 5, multi_turn_base_1: '.hidden_file' renamed 'photos' left the task's hidden file visible
+    import random
+
+    for i in range(10):
+        new = fresh(".hidden_file", kind_of(".hidden_file", None, None, "file"), random.Random(i), set())
+        assert new and new.startswith(".") and not new.startswith(".."), new
+    assert not fresh("Documents", "folder", random.Random(0), set()).startswith(".")

@@ -142,7 +142,8 @@ def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None
             new = _style(m.group("stem"), stem_words) + "." + m.group("ext")
         elif kind in ("folder", "folder_like_file"):
             words = rng.choice(p["folders"]).split("_")
-            new = _style(old, words)
+            new = _style(old.lstrip("."), words)
+            new = "." * (len(old) - len(old.lstrip("."))) + new  # a hidden entry stays hidden ('.hidden_file')
         elif kind == "person":
             new = f"{rng.choice(first_names(pronoun))} {rng.choice(p['last_names'])}"
         elif kind == "first_name":
