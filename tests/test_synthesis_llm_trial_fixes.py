@@ -338,3 +338,28 @@ def test_a_class_swap_is_an_option_swap_so_the_first_airport_is_no_leftover():
     text = [[Message(role="user", content="Fly me from the first airport on the list, economy class.")]]
     variant = seed_task.model_copy(update={"turns": text, "ground_truth": [plan]})
     assert leftover_names(variant, renames) == []
+
+
+def test_only_results_a_later_value_derives_from_are_marked():
+    """Trial 3: every call was marked 'a later value derives from this' where a composed value matched no result."""
+    from rods_agents.llm.prompting import ground_truth_text
+
+    text = ground_truth_text(bfcl_task("multi_turn_base_18"))  # nine calls, a tweet composed in the user's words
+    assert "[a later value derives from this]" not in text
+    marked = [line for line in ground_truth_text(bfcl_task("multi_turn_base_90")).splitlines() if "derives" in line]
+    # the zip codes estimate_distance reads, the tweet whose id mention reads
+    assert [line.split("(")[0].strip() for line in marked] == ["get_zipcode_based_on_city", "get_zipcode_based_on_city",
+                                                                "post_tweet"]
+
+
+def test_the_fare_rule_the_prompt_states_is_the_environments():
+    """Trial 3: the prompt's fare rule left out the date factor, so planned fares missed by a factor of two."""
+    from envs.executor import Environment
+    from rods_agents.analysis import knowledge
+
+    rule = json.dumps(knowledge.table("preconditions"))
+    assert "digits of the travel date add up to an even number" in rule
+    env = Environment(["TravelAPI"], {})
+    fare = {d: json.loads(env.execute(f"get_flight_cost(travel_from='SFO', travel_to='LAX', travel_date='{d}', "
+                                      "travel_class='first')"))["travel_cost_list"][0] for d in ("2026-11-15", "2026-11-16")}
+    assert fare["2026-11-15"] == 2 * fare["2026-11-16"]  # digit sums 18 (even) and 19 (odd)

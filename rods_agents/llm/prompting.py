@@ -91,7 +91,8 @@ def _leaves(result: str) -> list[Any]:
 def feeding_positions(task: Task, trace: Trace) -> set[int]:
     """Trace positions whose result a later argument derives from: for every argument read from a result
     or composed from results (a mean of three counts, a formatted text), each earlier result that holds
-    one of its values (or, for a composed value none of whose parts is found, every earlier result)."""
+    one of its values. A composed value none of whose parts a result holds marks none: marking every earlier
+    result (as before) told the planner that every call fed a later value (LLM trial 3)."""
     try:
         sources = classify_arguments(task, trace)
     except Exception:  # noqa: BLE001 - a prompt without the marks still shows every result
@@ -108,7 +109,7 @@ def feeding_positions(task: Task, trace: Trace) -> set[int]:
         hits = {p for p in range(pos) for leaf in _leaves(trace.calls[p].result)
                 if any(leaf == v or isinstance(v, str) and isinstance(leaf, str) and len(v) >= 3 and v in leaf
                        for v in parts)}
-        out |= hits if hits or a.source == "call" else set(range(pos))
+        out |= hits  # a composed value none of whose parts a result holds marks nothing (not every earlier call)
     return out
 
 
