@@ -477,9 +477,8 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
         if d.scenario != "phrasebook" and (not premise_free(d.text) or any(x.source == "state" for x in d.slots)):
             continue  # a premise of its own story, or a value it names its own way ('Alice' for the id to look up)
         text = reinstantiate(d, target, world, allowed, values)
-        if text is not None and d.scenario != "phrasebook" and (
-                text == d.text or foreign_names(text, world | _words(span) | _companies(world))):
-            continue  # another train task's turn word for word (the same cities, the same calls), or its people
+        if text is not None and d.scenario != "phrasebook" and foreign_names(text, world | _words(span) | _companies(world)):
+            continue  # a person or a thing of the donor's own story
         if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
                 and (d.scenario != "phrasebook" or keeps_specifics(text, span))):
             fits.append((text, d))
