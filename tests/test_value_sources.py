@@ -11,7 +11,7 @@ from __future__ import annotations
 from envs.task import bfcl_task
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
-from rods_agents.analysis.value_sources import classify_arguments, said_in
+from rods_agents.analysis.value_sources import classify_arguments, numbers_for, said_in
 from rods_agents.stages.verdict import judge
 
 
@@ -32,3 +32,13 @@ def test_a_ticker_named_by_its_company_is_looked_up_and_a_variant_stating_it_is_
     variant = seed.model_copy(update={"id": seed.id + "__rods_test", "turns": turns})
     reasons, _ = judge(variant, seed, profile_task(seed), trace_task(variant))
     assert any(r.startswith("information_structure:state_value_stated") for r in reasons), reasons
+
+
+def test_a_number_is_found_in_the_state_only_under_a_key_of_its_kind():
+    # LLM trial 3, multi_turn_miss_func_71: the fill to full (45.0) equalled the humidity (45.0), so the seed's fill
+    # read as 'found in the state' and every variant's fill on another fuel level as a value stated
+    assert numbers_for("fuelAmount", {45.0: {"humidityLevel"}, 5.0: {"fuelLevel"}}) == {5.0}
+    assert numbers_for("price", {227.16: {"price"}, 45.0: {"humidityLevel"}}) == {227.16}
+    seed = bfcl_task("multi_turn_base_71")
+    fill = next(a for a in classify_arguments(seed, trace_task(seed)) if a.param == "fuelAmount")
+    assert fill.source == "composed", fill

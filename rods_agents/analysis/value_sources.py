@@ -90,6 +90,41 @@ def _walk(obj: Any, strings: set[str], numbers: set[float], depth: int = 0) -> N
                 _walk(v, strings, numbers, depth + 1)
 
 
+def _key_words(name: str) -> set[str]:
+    """'fuelAmount' -> {'fuel', 'amount'}; 'rear_left_tire_pressure' -> {'rear', 'left', 'tire', 'pressure'}."""
+    return {w.lower() for w in re.findall(r"[A-Z]?[a-z]+", name)}
+
+
+def state_number_keys(task: Task) -> dict[float, set[str]]:
+    """Every number of the task's initial public state and the keys it sits under."""
+    env = Environment(task.involved_classes, task.initial_config, task.long_context)
+    out: dict[float, set[str]] = {}
+
+    def walk(obj: Any, key: str, depth: int = 0) -> None:
+        if depth > 40 or isinstance(obj, bool) or obj is None:
+            return
+        if isinstance(obj, int | float):
+            out.setdefault(float(obj), set()).add(key)
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                walk(v, str(k), depth + 1)
+        elif isinstance(obj, list | tuple):
+            for v in obj:
+                walk(v, key, depth + 1)
+
+    for inst in env.instances.values():
+        walk({k: v for k, v in vars(inst).items() if not k.startswith("_")}, "")
+    return out
+
+
+def numbers_for(param: str, number_keys: dict[float, set[str]]) -> set[float]:
+    """The state's numbers an argument ``param`` may be read from: those under a key sharing a word with it (a
+    price under 'price', a balance under 'balance'). A fill of 45.0 is not read from a humidity of 45.0: the
+    coincidence made the seed's fill 'found in the state' and the same fill on another fuel level 'stated'."""
+    words = _key_words(param)
+    return {n for n, keys in number_keys.items() if any(words & _key_words(k) for k in keys)}
+
+
 def state_values(task: Task) -> tuple[set[str], set[float]]:
     """String and numeric leaves (dict keys included) of the task's initial public state."""
     env = Environment(task.involved_classes, task.initial_config, task.long_context)
@@ -307,7 +342,9 @@ _RANK = {"user": 0, "call": 1, "state": 2, "composed": 3}
 
 def classify_arguments(task: Task, trace: Trace) -> list[ArgSource]:
     """Classify every non-flag argument of every traced call (see module docstring)."""
-    strings, numbers = state_values(task)
+    strings, _ = state_values(task)
+    number_keys = state_number_keys(task)
+    related: dict[str, set[float]] = {}
     long_strings = [s for s in strings if len(s) >= 8]
     out: list[ArgSource] = []
     results: list[str] = []
@@ -324,7 +361,9 @@ def classify_arguments(task: Task, trace: Trace) -> list[ArgSource]:
             scalars = _scalars(value)
             if not scalars:
                 continue
-            labels = [classify_scalar(s, text, text_nums, results, result_nums, strings, numbers, long_strings, dates)
+            if param not in related:
+                related[param] = numbers_for(param, number_keys)
+            labels = [classify_scalar(s, text, text_nums, results, result_nums, strings, related[param], long_strings, dates)
                       for s in scalars]
             worst = max(labels, key=lambda lp: _RANK[lp[0]])
             source = worst[0] if len({lb for lb, _ in labels}) == 1 else ("composed" if worst[0] == "composed" else worst[0])
