@@ -20,7 +20,14 @@ from rods_agents.analysis.value_sources import airport_cities, classify_argument
 from rods_agents.run.runtime import rng_for
 from rods_agents.stages.coherence_rewrite import build_variant, carry_plan, rewrite_plan
 from rods_agents.stages.plan_sampling import sample_variant_plan
-from rods_agents.variation.transplant import drops_request, foreign_names, keeps_said, premise_free, reinstantiate
+from rods_agents.variation.transplant import (
+    _compound_cuts,
+    drops_request,
+    foreign_names,
+    keeps_said,
+    premise_free,
+    reinstantiate,
+)
 from rods_agents.variation.turn_bank import (
     Donor,
     Slot,
@@ -253,3 +260,19 @@ def test_a_sentence_asking_for_two_calls_is_not_reworded_as_one_of_them():
         assert variant.ground_truth[0][-1].startswith("fillFuelTank")
         first = " ".join(m.content for m in variant.turns[0] if m.role == "user")
         assert re.search(r"\b(fill|top (it )?up|refuel)\w*\b[^.?!]*\b(tank|liters|gallons)", first, re.I), first
+
+
+def test_a_copy_under_a_new_name_is_never_worded_as_a_copy_and_a_move_of_the_original():
+    # read 5, multi_turn_base_2: "copy it over to the archive under the name IdeasArchive.txt" became "Could you copy
+    # X over to Meetings? Can you transfer X over to ReleaseNotes.txt?" (the original renamed, the steps spelled out)
+    seed = bfcl_task("multi_turn_base_2")
+    trace = trace_task(seed)
+    sources = classify_arguments(seed, trace)
+    info = information_structure(seed, trace, sources)
+    methods, slots = explicit_calls(info, 3, *turn_slots(trace, sources, 3))
+    text = " ".join(m.content for m in seed.turns[3] if m.role == "user")
+    assert methods == ("cp", "mv") and _compound_cuts(text, info, 3, methods, slots) == {1}
+    for v in range(2):
+        words = " ".join(m.content for m in _variant("multi_turn_base_2", v, 3)[1].turns[3] if m.role == "user")
+        assert not (re.search(r"\b(copy|clone|duplicate)\b", words, re.I) and re.search(r"\b(move|transfer)\w*", words, re.I)
+                    and "under the name" not in words), words

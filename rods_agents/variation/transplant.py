@@ -577,10 +577,13 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
     comes from the phrasebook or a one-call piece of a human turn), with a context sentence for hidden values."""
     parts: list[tuple[str, Donor]] = []
     start, n = 0, len(methods)
+    joined = _compound_cuts(carried, seed_info, g, methods, target)
     while start < n:
         for stop in range(n, start, -1):
             if (delicate or whole_only) and (start, stop) != (0, n):
                 continue
+            if stop in joined:
+                continue  # one request for two calls on one thing ('copy it under the name X'): never cut
             if single_only and stop - start > 1:
                 continue
             seg_sig = sig if (start, stop) == (0, n) else segment_signature()
@@ -611,6 +614,21 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             return None
         text = f"{ctx[random.Random(f'{seed.scenario}|{turn}|{slot}|context').randrange(len(ctx))]} {text}"
     return text, [d for _, d in parts]
+
+
+def _compound_cuts(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...]) -> set[int]:
+    """Call indices ``i`` where a turn's wording must not be cut between calls ``i - 1`` and ``i``: both take a
+    value the seed's turn says once. "Secure 'TeamNotes.txt': copy it to the archive under the name
+    IdeasArchive.txt" is a copy, a cd and a rename of that copy; worded call by call ('Copy TeamNotes.txt over to
+    Archived. Move TeamNotes.txt over to IdeasArchive.txt.') it reads as renaming the original, and it spells
+    out the steps the seed left to the assistant (read 5)."""
+    stated: dict[int, set[str]] = {}
+    for x in target:
+        if x.index >= 0 and x.source == "user":
+            stated.setdefault(x.index, set()).update(str(v) for v in _scalars(json.loads(x.value)) if isinstance(v, str))
+    low = text.lower()
+    return {i for i in range(1, len(methods))
+            if any(low.count(v.lower()) == 1 for v in stated.get(i - 1, set()) & stated.get(i, set()))}
 
 
 def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...]
