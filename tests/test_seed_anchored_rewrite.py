@@ -350,3 +350,12 @@ def test_a_hidden_file_or_folder_stays_hidden_when_renamed():
         new = fresh(".hidden_file", kind_of(".hidden_file", None, None, "file"), random.Random(i), set())
         assert new and new.startswith(".") and not new.startswith(".."), new
     assert not fresh("Documents", "folder", random.Random(0), set()).startswith(".")
+
+
+def test_a_password_made_of_digits_is_not_renamed_where_a_record_has_that_id():
+    # read 6, multi_turn_long_context_110: the password '12345' renamed '75431' re-keyed the old order 12345
+    from tests.test_transplant import _variant
+
+    for v in range(4):
+        _, variant, plan, _ = _variant("multi_turn_long_context_110", v, 3)
+        assert "12345" in variant.initial_config["TradingBot"]["orders"], plan.renames

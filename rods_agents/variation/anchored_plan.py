@@ -536,6 +536,8 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
                     continue
                 if s in own_symbols and not _ticker_renamable(s, all_text):
                     continue
+                if s.isdigit() and not param.lower().endswith("id") and any(_keys_with(seed.initial_config, s)):
+                    continue  # a password '12345' renamed would re-key the record whose id is 12345
                 kind = kind_of(s, rec.name, param, fs.get(s))
                 if kind in (None, "title") and knowledge.is_user_class(rec.cls):
                     kind = knowledge.derived_kind(s) or kind  # no pools for this class: a handle or a name by its shape
@@ -629,6 +631,15 @@ def _dictated_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], renames: d
                     renames[s] = d.pick(choices, f"dictated|{s}")
 
 
+def _keys_with(obj: Any, key: str) -> list[str]:
+    """The dict keys equal to ``key`` anywhere in ``obj`` (record ids: an order 12345, a ticket '7')."""
+    if isinstance(obj, dict):
+        return [k for k in obj if k == key] + [x for v in obj.values() for x in _keys_with(v, key)]
+    if isinstance(obj, list | tuple):
+        return [x for v in obj for x in _keys_with(v, key)]
+    return []
+
+
 def _digit_companions(renames: dict[str, str], config_strings: set[str]) -> None:
     """An id renamed with new digits ('card_6789' -> 'card_2623') takes its digit runs of four or more along
     wherever the config writes them on their own (the card number ending '-6789'): a renamed card whose
@@ -642,7 +653,9 @@ def _digit_companions(renames: dict[str, str], config_strings: set[str]) -> None
             for c in config_strings:  # a card number written without separators ends with the run
                 if c != old and c not in renames and re.fullmatch(r"[\d\s\-*]+", c) and c.endswith(o_run):
                     renames[c] = c[: -len(o_run)] + n_run
-            if any(c != old and re.search(rf"(?<![A-Za-z0-9]){o_run}(?![A-Za-z0-9])", c) for c in config_strings):
+            # the run as the tail of a separated number ('1234-5678-9012-6789'), not a value of its own (a
+            # transaction id '12345' is another record's id, not a companion of the token '12345-67890')
+            if any(c != old and c != o_run and re.search(rf"(?<![A-Za-z0-9]){o_run}$", c) for c in config_strings):
                 renames[o_run] = n_run
 
 
