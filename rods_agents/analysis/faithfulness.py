@@ -206,10 +206,13 @@ def _holds_digits(s: str, digits: str) -> bool:
 
 
 def _tied_digits(value: str) -> list[str]:
-    """The digit runs of ``value`` another state value may repeat: for a long number (a card number) only its
-    last four digits (the tail a card id takes), for an id every run of four or more."""
+    """The digit runs of ``value`` another state value may repeat: for a long number written in digits and
+    separators (a card number) only its last four digits (the tail a card id takes), for an id (a uuid, a
+    'card_3456') every run of four or more."""
     flat = re.sub(r"\D", "", value)
-    return [flat[-4:]] if len(flat) >= 12 else _DIGITS.findall(value)
+    if len(flat) >= 12 and re.fullmatch(r"[\d\s\-*]+", value):
+        return [flat[-4:]]
+    return _DIGITS.findall(value)
 
 
 def old_digits_left(task: Task, renames: dict[str, str]) -> list[str]:

@@ -653,9 +653,10 @@ def _digit_companions(renames: dict[str, str], config_strings: set[str]) -> None
             for c in config_strings:  # a card number written without separators ends with the run
                 if c != old and c not in renames and re.fullmatch(r"[\d\s\-*]+", c) and c.endswith(o_run):
                     renames[c] = c[: -len(o_run)] + n_run
-            # the run as the tail of a separated number ('1234-5678-9012-6789'), not a value of its own (a
-            # transaction id '12345' is another record's id, not a companion of the token '12345-67890')
-            if any(c != old and c != o_run and re.search(rf"(?<![A-Za-z0-9]){o_run}$", c) for c in config_strings):
+            # the run as a group of a longer value ('1234-5678-9012-6789'), not a value of its own (a transaction
+            # id '12345' is another record's id, not a companion of the token '12345-67890')
+            if any(c != old and c != o_run and re.search(rf"(?<![A-Za-z0-9]){o_run}(?![A-Za-z0-9])", c)
+                   for c in config_strings):
                 renames[o_run] = n_run
 
 
