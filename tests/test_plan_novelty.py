@@ -74,7 +74,8 @@ def test_stock_outside_the_sector_lists_swaps_beside_a_sector_lookup():
 
 
 @pytest.mark.parametrize(("seed_id", "old", "new"), [("multi_turn_base_3", "cp", {"mv"}),
-                                                     ("multi_turn_base_81", "mean", {"max_value", "min_value"})])
+                                                     ("multi_turn_base_81", "mean", {"max_value", "min_value", "sum_values",
+                                                                                     "standard_deviation"})])
 def test_method_swapped_inside_its_skill_class(seed_id, old, new):
     seed, plans = _plans(seed_id)
     for plan in plans:
