@@ -68,7 +68,8 @@ class ArgSource(BaseModel):
     producer: int | None = None  # position in the trace of the call whose result held the value
 
 
-def _walk(obj: Any, strings: set[str], numbers: set[float], depth: int = 0) -> None:
+def _walk(obj: Any, strings: set[str], numbers: dict[float, set[str]], key: str = "", depth: int = 0) -> None:
+    """The string leaves (dict keys included) and the numbers of ``obj``, each number with the keys it sits under."""
     if depth > 40:
         return
     if isinstance(obj, bool) or obj is None:
@@ -76,45 +77,23 @@ def _walk(obj: Any, strings: set[str], numbers: set[float], depth: int = 0) -> N
     if isinstance(obj, str):
         strings.add(obj)
     elif isinstance(obj, int | float):
-        numbers.add(float(obj))
+        numbers.setdefault(float(obj), set()).add(key)
     elif isinstance(obj, dict):
         for k, v in obj.items():
-            _walk(k, strings, numbers, depth + 1)
-            _walk(v, strings, numbers, depth + 1)
+            _walk(k, strings, numbers, key, depth + 1)
+            _walk(v, strings, numbers, str(k), depth + 1)
     elif isinstance(obj, list | tuple | set | frozenset):
         for v in obj:
-            _walk(v, strings, numbers, depth + 1)
+            _walk(v, strings, numbers, key, depth + 1)
     elif hasattr(obj, "__dict__"):
         for k, v in vars(obj).items():
             if k != "parent" and not k.startswith("_"):
-                _walk(v, strings, numbers, depth + 1)
+                _walk(v, strings, numbers, k, depth + 1)
 
 
 def _key_words(name: str) -> set[str]:
     """'fuelAmount' -> {'fuel', 'amount'}; 'rear_left_tire_pressure' -> {'rear', 'left', 'tire', 'pressure'}."""
     return {w.lower() for w in re.findall(r"[A-Z]?[a-z]+", name)}
-
-
-def state_number_keys(task: Task) -> dict[float, set[str]]:
-    """Every number of the task's initial public state and the keys it sits under."""
-    env = Environment(task.involved_classes, task.initial_config, task.long_context)
-    out: dict[float, set[str]] = {}
-
-    def walk(obj: Any, key: str, depth: int = 0) -> None:
-        if depth > 40 or isinstance(obj, bool) or obj is None:
-            return
-        if isinstance(obj, int | float):
-            out.setdefault(float(obj), set()).add(key)
-        elif isinstance(obj, dict):
-            for k, v in obj.items():
-                walk(v, str(k), depth + 1)
-        elif isinstance(obj, list | tuple):
-            for v in obj:
-                walk(v, key, depth + 1)
-
-    for inst in env.instances.values():
-        walk({k: v for k, v in vars(inst).items() if not k.startswith("_")}, "")
-    return out
 
 
 def numbers_for(param: str, number_keys: dict[float, set[str]]) -> set[float]:
@@ -125,14 +104,21 @@ def numbers_for(param: str, number_keys: dict[float, set[str]]) -> set[float]:
     return {n for n, keys in number_keys.items() if any(words & _key_words(k) for k in keys)}
 
 
-def state_values(task: Task) -> tuple[set[str], set[float]]:
-    """String and numeric leaves (dict keys included) of the task's initial public state."""
+def state_leaves(task: Task) -> tuple[set[str], dict[float, set[str]]]:
+    """String leaves (dict keys included) of the task's initial public state, and its numbers with the keys they
+    sit under (one environment built, one walk)."""
     env = Environment(task.involved_classes, task.initial_config, task.long_context)
     strings: set[str] = set()
-    numbers: set[float] = set()
+    numbers: dict[float, set[str]] = {}
     for inst in env.instances.values():
         _walk({k: v for k, v in vars(inst).items() if not k.startswith("_")}, strings, numbers)
     return strings, numbers
+
+
+def state_values(task: Task) -> tuple[set[str], set[float]]:
+    """String and numeric leaves (dict keys included) of the task's initial public state."""
+    strings, numbers = state_leaves(task)
+    return strings, set(numbers)
 
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -342,8 +328,7 @@ _RANK = {"user": 0, "call": 1, "state": 2, "composed": 3}
 
 def classify_arguments(task: Task, trace: Trace) -> list[ArgSource]:
     """Classify every non-flag argument of every traced call (see module docstring)."""
-    strings, _ = state_values(task)
-    number_keys = state_number_keys(task)
+    strings, number_keys = state_leaves(task)
     related: dict[str, set[float]] = {}
     long_strings = [s for s in strings if len(s) >= 8]
     out: list[ArgSource] = []

@@ -468,6 +468,7 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
     """Append to ``fits`` the donors that re-instantiate on ``target`` and say exactly what ``span`` says, until
     ``want`` fit; at most ``MAX_TRIES`` human donors asking for the calls the same way are tried."""
     tries = 0
+    names: set[str] | None = None  # what a human donor's capitalised words may name: built once, on first need
     for d in donors:
         if len(fits) >= want or tries >= MAX_TRIES:
             return
@@ -477,8 +478,10 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
         if d.scenario != "phrasebook" and (not premise_free(d.text) or any(x.source == "state" for x in d.slots)):
             continue  # a premise of its own story, or a value it names its own way ('Alice' for the id to look up)
         text = reinstantiate(d, target, world, allowed, values)
-        if text is not None and d.scenario != "phrasebook" and foreign_names(text, world | _words(span) | _companies(world)):
-            continue  # a person or a thing of the donor's own story
+        if text is not None and d.scenario != "phrasebook":
+            names = names if names is not None else world | _words(span) | _companies(world)
+            if foreign_names(text, names):
+                continue  # a person or a thing of the donor's own story
         if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
                 and (d.scenario != "phrasebook" or keeps_specifics(text, span))):
             fits.append((text, d))

@@ -190,11 +190,16 @@ def _keyed(obj: Any, out: dict[str, list[Any]], in_list: bool = False) -> None:
                 out.setdefault(str(k), []).append(("list" if in_list else "scalar", v))
 
 
-def _result_json(result: str) -> Any:
+@lru_cache(maxsize=4096)
+def _keyed_result(result: str) -> dict[str, tuple[Any, ...]]:
+    """:func:`_keyed` of a result string, parsed once (every consuming call re-reads the results before it)."""
     try:
-        return json.loads(result)
+        data = json.loads(result)
     except (TypeError, ValueError):
-        return None
+        data = None
+    out: dict[str, list[Any]] = {}
+    _keyed(data, out)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def singled_producer(trace: Trace, producer: int | None, value: Any, consumer: int) -> str:
@@ -205,16 +210,12 @@ def singled_producer(trace: Trace, producer: int | None, value: Any, consumer: i
     seed's words must say which)."""
     if producer is None or not 0 <= producer < consumer or isinstance(value, dict | list | bool) or value is None:
         return ""
-    keyed: dict[str, list[Any]] = {}
-    _keyed(_result_json(trace.calls[producer].result), keyed)
-    keys = [k for k, found in keyed.items() if ("scalar", value) in found]
+    keys = [k for k, found in _keyed_result(trace.calls[producer].result).items() if ("scalar", value) in found]
     if len(keys) != 1:
         return ""
     seen: set[str] = set()
     for r in trace.calls[:consumer]:
-        others: dict[str, list[Any]] = {}
-        _keyed(_result_json(r.result), others)
-        seen.update(json.dumps(v, sort_keys=True) for _, v in others.get(keys[0], []))
+        seen.update(json.dumps(v, sort_keys=True) for _, v in _keyed_result(r.result).get(keys[0], ()))
     return trace.calls[producer].name if seen == {json.dumps(value, sort_keys=True)} else ""
 
 
