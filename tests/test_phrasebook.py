@@ -233,3 +233,46 @@ def test_a_phrasing_points_at_a_result_only_for_a_call_that_reads_that_result():
     # and a sentence without 'from' never words a call that reads a result (it would leave the value unpointed)
     plain = parse_phrasing("TravelAPI", "cancel_booking", 1, "Please cancel my booking; my access token is {access_token}.")
     assert render(plain, (token, read)) is None
+
+
+def test_a_code_the_seeds_turn_names_by_its_city_company_or_date_words_is_written_the_same_way():
+    from rods_agents.variation.transplant import _phrasebook_donors, named_as, says_no_more
+
+    assert named_as("LAX", "a seat from New York to Los Angeles") == "Los Angeles"
+    assert named_as("JFK", "fly out of NYC tomorrow") == "NYC"
+    assert named_as("ZETA", "track Zeta Corp's stock") == "Zeta Corp"
+    assert named_as("2026-10-15", "this Thursday October 15th 2026") == "October 15th, 2026"
+    assert named_as("2026-10-15", "on the 15th of October") == "October 15th"
+    assert named_as("LAX", "fly to LAX") is None  # said as it is: a phrasing writes it as it is
+    # a route the seed names by its cities (the codes read from the state): the phrasings write the cities and the
+    # date in words, never the codes or the ISO date, which would hand the assistant its lookups
+    seed = bfcl_task("multi_turn_miss_func_158")
+    slots = (_slot("travel_from", "JFK", "state"), _slot("travel_to", "LAX", "state"),
+             _slot("travel_date", "2026-10-15"), _slot("travel_class", "first", "flag", True))
+    span = "I need a first-class seat from New York to Los Angeles for this upcoming Thursday October 15th 2026."
+    donors = _phrasebook_donors(seed, 1, 0, ("get_flight_cost",), slots, segment_signature(), set(), set(), span)
+    assert donors
+    for d in donors:
+        assert "New York" in d.text and "Los Angeles" in d.text and "October 15th, 2026" in d.text, d.text
+        assert not re.search(r"\b(JFK|LAX)\b|2026-10-15", d.text), d.text
+    assert says_no_more(donors[0].text, slots, span)
+    assert not says_no_more("How much is first class from JFK to LAX on October 15th, 2026?", slots, span)
+    # without the words the turn names them by, a value read from the state has no phrasing
+    p = parse_phrasing("TravelAPI", "get_flight_cost", 0, "What does {travel_from} to {travel_to} cost on {travel_date}?")
+    route = slots[:3]
+    assert render(p, route) is None
+    assert render(p, route, named={"travel_from": "New York", "travel_to": "Los Angeles"}) == (
+        "What does New York to Los Angeles cost on 2026-10-15?")
+
+
+def test_a_sentence_giving_a_value_the_new_words_lack_stays_beside_them():
+    from rods_agents.variation.transplant import with_specifics
+
+    span = "Could you kindly dispatch the message 'Hi there' to my colleague USR003? Your user id is 'USR001'."
+    assert with_specifics("Please send USR003 the message 'Hi there'.", span, ("send_message",)) == (
+        "Please send USR003 the message 'Hi there'. Your user id is 'USR001'.")
+    # the sentence holding the missing value asks for the call again: no wording
+    assert with_specifics("Post it, please.", "Post a tweet tagged #Travel.", ("post_tweet",)) is None
+    seed, variant = _rewritten("multi_turn_base_101")  # turn 1 sends a message; its last sentence gives the login id
+    assert _user(variant, 1) != _user(seed, 1) and "'USR001'" in _user(variant, 1)
+    assert containment(_user(variant, 1), _user(seed, 1)) < 0.5

@@ -145,6 +145,20 @@ def test_a_route_is_carried_with_its_cities_and_no_airport_of_the_donors_trip_st
                          "WLB PHV") is None
 
 
+def test_a_destination_naming_a_city_of_the_airport_table_is_the_variants_own_value():
+    def nav(text: str, value: str) -> Donor:
+        return Donor("multi_turn_base_60", 0, 0, text, ("set_navigation",), (_slot("destination", value),), "{}",
+                     frozenset())
+
+    target = (_slot("destination", "Crescent Hollow, Spring, TX"),)
+    text = reinstantiate(nav("Set my destination to 7 Main St.", "7 Main St"), target, set(), set(),
+                         "set_navigation(destination='Crescent Hollow, Spring, TX')")
+    assert text == "Set my destination to Crescent Hollow, Spring, TX."
+    # a city the donor names besides its value is still the donor's trip
+    assert reinstantiate(nav("Drive me to 7 Main St, near Rivermist.", "7 Main St"), target, set(), set(),
+                         "set_navigation(destination='Crescent Hollow, Spring, TX')") is None
+
+
 def test_a_ticker_is_carried_in_its_own_case_only():
     donor = Donor("multi_turn_base_0", 0, 0, "Before buying Zeta Corp, show me ZETA.", ("get_stock_info",),
                   (_slot("symbol", "ZETA"),), "{}", frozenset({"zeta"}))

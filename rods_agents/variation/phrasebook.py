@@ -14,7 +14,9 @@ A phrasing asks for exactly one call and states exactly what the seed's turn sta
 - ``"when": {"param": value}`` marks an option the sentence's own words state ('Fire up the engine' is
   ``ignitionMode='START'``);
 - a value the assistant reads from a result or the state, or a miss_param turn withholds, has no placeholder
-  (the phrasing asks for the call without it, as the seed's turn does);
+  (the phrasing asks for the call without it, as the seed's turn does); except a code the seed's turn names by
+  other words, which ``{param}`` writes in those words (the city for an airport, the company for a ticker, a date
+  in words: :func:`rods_agents.variation.transplant.named_as`), so the lookup stays the assistant's;
 - ``"from": {"param": ["method", ...]}`` marks a phrasing that points at a value read from the result of one of
   those methods ('Cancel the booking I just made.' for ``cancel_booking.booking_id`` from ``book_flight``). Such
   a phrasing fits only a call whose value that result singles out
@@ -37,6 +39,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -178,13 +181,17 @@ def spoken(value: Any) -> str:
     return str(value)
 
 
-def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] = frozenset()) -> str | None:
+def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] = frozenset(),
+           named: Mapping[str, str] | None = None) -> str | None:
     """The phrasing written for a call's ``slots`` (one call, index 0), or None when it does not fit: its
     placeholders and ``when`` keys must be exactly the call's stated values and options, less ``unsaid``: the
     values the user stated in an earlier turn and the replaced words leave out ('book it with the same card'),
-    which a sentence repeating them would make easier."""
+    which a sentence repeating them would make easier. ``named``: parameter -> the words the turn names its
+    value by ('Los Angeles' for LAX, 'Zeta Corp' for ZETA), written in their place, so a code the assistant
+    looks up stays to be looked up; such a value fills a placeholder even where it counts as read from the state."""
+    named = named or {}
     own = {s.param: s for s in slots if s.index == 0}
-    stated = {p for p, s in own.items() if s.source in STATED}
+    stated = {p for p, s in own.items() if s.source in STATED or p in named}
     read = {p: s.producer for p, s in own.items() if s.source == "call" and s.producer}
     origin = dict(phrasing.results)
     if origin.keys() != read.keys() or any(read[p] not in methods for p, methods in origin.items()):
@@ -199,6 +206,8 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
     choices = dict(phrasing.choices)
 
     def fill(m: re.Match) -> str:
+        if m.group(1) in named:
+            return named[m.group(1)]
         value = json.loads(own[m.group(1)].value)
         if m.group(1) in choices:
             words = dict(choices[m.group(1)]).get(_option_key(value))
@@ -216,13 +225,13 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
     return text[:1].upper() + text[1:]
 
 
-def phrase_donors(method: str, slots: tuple[Slot, ...], signature: str, unsaid: frozenset[str] = frozenset()
-                  ) -> list[Donor]:
-    """The phrasings of ``method`` that fit the call's ``slots`` (``unsaid``: see :func:`render`), as donors
-    carrying those slots (their values are the variant's own, so re-instantiating one changes nothing)."""
+def phrase_donors(method: str, slots: tuple[Slot, ...], signature: str, unsaid: frozenset[str] = frozenset(),
+                  named: Mapping[str, str] | None = None) -> list[Donor]:
+    """The phrasings of ``method`` that fit the call's ``slots`` (``unsaid``, ``named``: see :func:`render`), as
+    donors carrying those slots (their values are the variant's own, so re-instantiating one changes nothing)."""
     out = []
     for p in phrasebook().get(method, ()):
-        text = render(p, slots, unsaid)
+        text = render(p, slots, unsaid, named)
         if text is not None:
             out.append(Donor(f"phrasebook:{p.cls}.{method}#{p.index}", "phrasebook", -1, text, (method,),
                              tuple(s for s in slots if s.index == 0), signature, frozenset(), ""))

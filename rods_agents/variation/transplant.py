@@ -72,6 +72,7 @@ from rods_agents.variation.phrasebook import (
 )
 from rods_agents.variation.seed_anchor import Substitution, substitute_numbers
 from rods_agents.variation.turn_bank import (
+    SENTENCE_END,
     Donor,
     Slot,
     asked_turn,
@@ -314,6 +315,7 @@ def reinstantiate(donor: Donor, target: tuple[Slot, ...], world: set[str], allow
     ours = {c.lower() for code, c in cities.items() if _word_in(code, variant_values)} | world
     named = {c for code, c in cities.items()
              for f in (code, c, *CITY_ALIASES.get(c, ()), *_AIRPORT_NAMES.get(code, ())) if _word_in(f, text)}
+    ours |= {c.lower() for c in named if any(_word_in(c, v) for v in strings.values())}  # 'Crescent Hollow, Spring, TX'
     if any(c.lower() not in ours for c in named):
         return None  # an airport of the donor's trip (its code, city or name) the variant does not fly
     known = variant_values.lower()
@@ -424,15 +426,16 @@ def says_no_more(text: str, target: tuple[Slot, ...], span: str) -> bool:
     as we discussed'), or names the option the seed described ('the climate settings' for 'the AC temperature'),
     makes the turn easier (issue 13's independent reads: 12 and 9 of 30); so does the ticker for the company
     the seed names or the ISO date for its words (:func:`_said_as_is`)."""
-    dates, span_nums, nums = _dates(text), _numbers(span), _numbers(text)
+    dates, span_dates, span_nums, nums = _dates(text), _dates(span), _numbers(span), _numbers(text)
     for x in target:
         if x.source == "withheld":
             continue
         for v in _scalars(json.loads(x.value)):
-            if isinstance(v, bool):
+            if isinstance(v, bool) or not _said(v, text, dates, nums):
                 continue
-            if _said(v, text, dates, nums) and not _said_as_is(v, span, span_nums):
-                return False
+            if not _said(v, span, span_dates, span_nums) or (_said_as_is(v, text, nums)
+                                                             and not _said_as_is(v, span, span_nums)):
+                return False  # the same form only: a city for the city, never the code for the city
     return True
 
 
@@ -449,6 +452,30 @@ def _said_as_is(value: Any, text: str, nums: set[float]) -> bool:
     return value.lower() in text.lower()
 
 
+def named_as(value: Any, span: str) -> str | None:
+    """The words ``span`` names a code by where it does not write the code itself: the airport's city ('Los
+    Angeles' or 'LA' for LAX), the ticker's company ('Zeta Corp' for ZETA). A sentence written for the turn
+    names the value the same way, so the lookup the seed leaves to the assistant stays left to it. A date the turn
+    writes in words is written in words too ('October 15th, 2026'; without the year where the turn leaves it out)."""
+    if not isinstance(value, str) or _said_as_is(value, span, set()):
+        return None
+    if date := _ISO.match(value):
+        found = [old for old, _ in date_forms(value, value, span)]
+        year, month, day = (int(x) for x in date.groups())
+        forms = _date_words(year, month, day)
+        return None if not found else forms[0] if any(str(year) in f for f in found) else forms[8]
+    if not _CODE.fullmatch(value):
+        return None
+    city = airport_cities().get(value)
+    for form in (*CITY_ALIASES.get(city, ()), city) if city else ():
+        if _word_in(form, span):
+            return form
+    company = knowledge.value_pools().get("company_of_ticker", {}).get(value)
+    if isinstance(company, str) and re.search(rf"\b{re.escape(company)}", span, re.I):
+        return company
+    return None
+
+
 _SPECIFIC = re.compile(r"[#@][\w.]+")
 
 
@@ -463,10 +490,28 @@ def keeps_specifics(text: str, span: str) -> bool:
     return all(q in lower for q in quoted if q) and all(t.lower() in lower for t in _SPECIFIC.findall(span))
 
 
+def with_specifics(text: str, span: str, methods: tuple[str, ...]) -> str | None:
+    """``text``, followed where it must be by the sentences of ``span`` that hold a number, a quoted value, a hashtag
+    or a handle ``text`` lacks and ask for none of ``methods`` ("Your user id is 'USR001'." after the message it
+    sends: the value an implicit login takes); None when such a sentence also asks for a call (it would ask twice)."""
+    if keeps_specifics(text, span):
+        return text
+    bounds = [0, *(m.end() for m in SENTENCE_END.finditer(span))]
+    sentences = [span[a:b].strip() for a, b in zip(bounds, [*bounds[1:], len(span)], strict=True)]
+    missing = [x for x in sentences if x and not keeps_specifics(text, x)]
+    cues = [p for name in methods for p in lexicon().methods.get(name, ((), None))[0]]
+    if not missing or any(p.search(x) for x in missing for p in cues):
+        return None
+    out = f"{_sentence(text)} {' '.join(_sentence(x) for x in missing)}"
+    return out if keeps_specifics(out, span) else None
+
+
 def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[Slot, ...], world: set[str],
-             allowed: set[float], values: str, span: str, want: int) -> None:
+             allowed: set[float], values: str, span: str, want: int, whole_span: bool = True) -> None:
     """Append to ``fits`` the donors that re-instantiate on ``target`` and say exactly what ``span`` says, until
-    ``want`` fit; at most ``MAX_TRIES`` human donors asking for the calls the same way are tried."""
+    ``want`` fit; at most ``MAX_TRIES`` human donors asking for the calls the same way are tried. ``whole_span``:
+    the donor words all of ``span``, so a phrasebook sentence must keep its numbers and quoted values (one call's
+    sentence of several is held to that only once they are joined: :func:`_segments`)."""
     tries = 0
     names: set[str] | None = None  # what a human donor's capitalised words may name: built once, on first need
     for d in donors:
@@ -482,14 +527,15 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
             names = names if names is not None else world | _words(span) | _companies(world)
             if foreign_names(text, names):
                 continue  # a person or a thing of the donor's own story
-        if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
-                and (d.scenario != "phrasebook" or keeps_specifics(text, span))):
+        if d.scenario == "phrasebook" and whole_span and text is not None:
+            text = with_specifics(text, span, d.methods)
+        if text is not None and keeps_said(text, target, span) and says_no_more(text, target, span):
             fits.append((text, d))
 
 
 def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
           span: str, slot: int | None = None, phrases: list[Donor] | None = None, phrases_first: bool = False,
-          distinct: bool = False) -> tuple[str, Donor] | None:
+          distinct: bool = False, whole_span: bool = True) -> tuple[str, Donor] | None:
     """A donor of ``pool`` that re-instantiates on ``target`` and states what ``span`` states: the first one, or
     for a sibling ``slot`` the slot's pick among the first ``PICK`` that fit (siblings of one scenario share
     their turns' pools, and the first fitting donor of a rotated pool is often the same one). At most
@@ -497,7 +543,7 @@ def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed:
     fits: list[tuple[str, Donor]] = []
     first, then = (list(phrases or []), pool) if phrases_first else (pool, list(phrases or []))
     for source in (first, then):  # a piece of a turn takes the phrasebook first: a human piece brings its story
-        _collect(source, fits, target, world, allowed, values, span, PICK if slot is not None else 1)
+        _collect(source, fits, target, world, allowed, values, span, PICK if slot is not None else 1, whole_span)
     if not fits or (distinct and slot is not None and slot >= len(fits)):
         return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words
     return fits[0] if slot is None else fits[slot % len(fits)]
@@ -507,8 +553,9 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
                       used: set[str], picked: set[str], span: str = "", earlier: str = "") -> list[Donor]:
     """The phrasebook's donors for a one-call segment (:mod:`rods_agents.variation.phrasebook`), in one order per
     scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out."""
+    named = {x.param: words for x in target if x.index == 0 and (words := named_as(json.loads(x.value), span))}
     if len(methods) != 1 or any(x.index == 0 and x.source in ("call", "state", "composed") and not x.producer
-                                for x in target):
+                                and x.param not in named for x in target):
         return []  # a value read from the state or one of several results: the seed's words say which one
     hidden = tuple(x for x in target if x.index < 0)
     # a value the replaced words leave out may be left out only where an earlier turn says it as it is: a value the
@@ -517,7 +564,8 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     dates, nums, e_dates, e_nums = _dates(span), _numbers(span), _dates(earlier), _numbers(earlier)
     unsaid = frozenset(x.param for x in target if x.index == 0 and x.source == "user" and all(
         not _said(v, span, dates, nums) and _said(v, earlier, e_dates, e_nums) for v in _scalars(json.loads(x.value))))
-    out = [d for d in phrase_donors(methods[0], target, signature, unsaid) if d.task_id not in used and d.text not in picked]
+    out = [d for d in phrase_donors(methods[0], target, signature, unsaid - named.keys(), named)
+           if d.task_id not in used and d.text not in picked]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
         ctx = context_sentences(hidden)
         pick = random.Random(f"{seed.scenario}|{turn}|context").randrange(len(ctx)) if ctx else 0
@@ -600,7 +648,8 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             phrases = [] if delicate or whole_only else _phrasebook_donors(seed, turn, start, methods[start:stop], seg_target,
                                                                             seg_sig, used, picked, carried, earlier)
             found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n) or n == 1,
-                          distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only))
+                          distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only),
+                          whole_span=(start, stop) == (0, n))
             if found is not None:
                 parts.append(found)
                 start = stop
@@ -610,6 +659,10 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         if len(parts) > MAX_SEGMENTS:
             return None
     text = _joined(parts, f"{seed.scenario}|{turn}|{slot}")
+    if len(parts) > 1 and any(d.scenario == "phrasebook" for _, d in parts):
+        text = with_specifics(text, carried, methods)  # a number or quoted value of the turn no segment says
+        if text is None:
+            return None
     hidden = tuple(x for x in target if x.index < 0)
     if hidden and len(parts) > 1:  # the values of implicit calls no segment carries: a context sentence states them
         ctx = [c for c in context_sentences(hidden) if says_no_more(c, hidden, carried)]
