@@ -276,3 +276,17 @@ def test_a_sentence_giving_a_value_the_new_words_lack_stays_beside_them():
     seed, variant = _rewritten("multi_turn_base_101")  # turn 1 sends a message; its last sentence gives the login id
     assert _user(variant, 1) != _user(seed, 1) and "'USR001'" in _user(variant, 1)
     assert containment(_user(variant, 1), _user(seed, 1)) < 0.5
+
+
+def test_words_picking_a_value_by_recency_give_way_to_a_sentence_pointing_at_the_one_result_that_holds_it():
+    from rods_agents.variation.transplant import cue_spans
+
+    assert cue_spans("Would you mind canceling the flight reservation I just made?")
+    assert cue_spans("Would you mind canceling the flight reservation I just made?", singled=True) == []
+    # a position or a transformation still says which value or how it is built: those words stay
+    assert cue_spans("Cancel the first booking on the list.", singled=True)
+    assert cue_spans("Round the total to the nearest integer.", singled=True)
+    seed, variant = _rewritten("multi_turn_miss_func_158")  # the last turn cancels the one booking made before it
+    t = next(t for t in range(len(seed.turns)) if "I just made" in _user(seed, t))
+    assert _user(variant, t) and "I just made" not in _user(variant, t), _user(variant, t)
+    assert variant.ground_truth[t] == [c for c in variant.ground_truth[t] if c.startswith("cancel_booking(")]

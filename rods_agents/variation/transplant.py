@@ -609,7 +609,7 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         return None
     whole_only = signature is not None  # a withholding turn: one donor withholding the same value
     delicate = bool(parsed.get("references") or parsed.get("transformations"))
-    if not delicate and not whole_only and cue_spans(carried):
+    if not delicate and not whole_only and cue_spans(carried, len(methods) == 1 and any(x.producer for x in target)):
         return None  # cue words the structure did not tie to a call: _mixed keeps their sentences
     if len(methods) > 1 and not (delicate or whole_only):  # sentence by sentence first: no other task's story
         built = _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried,
@@ -709,16 +709,20 @@ def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple
     return units
 
 
-def cue_spans(text: str) -> list[tuple[int, int]]:
+def cue_spans(text: str, singled: bool = False) -> list[tuple[int, int]]:
     """Where ``text`` has words the lexicon reads as a condition, a reference or a transformation, whether or not
     the structure tied them to a call: 'only rounded to the nearest integer, just the number' decides that the
-    mean's 6500.0 is written '6500' even where the value counts as read from a result."""
+    mean's 6500.0 is written '6500' even where the value counts as read from a result. ``singled``: the one call's
+    value read from a result is the only one of its kind so far (:func:`rods_agents.variation.turn_bank.singled_producer`),
+    so words picking it by recency ('the order I just placed', 'my latest booking') say nothing a sentence
+    pointing at that result ('Cancel the booking we made') does not: they are left out."""
     lex = lexicon()
     spans = []
     # the generic 'the result' / 'based on the' / 'with the details' cues mark a value read from a result, which
     # the value sources already hold to its call; the rest say how a value is built or which one is meant
     strong = [p for p in lex.transformations if not re.search(r"result|based on|includ", p.pattern)]
-    for p in [*strong, *(q for pats in lex.references.values() for q in pats)]:
+    kinds = [k for k in lex.references if not (singled and k == "property")]
+    for p in [*strong, *(q for k in kinds for q in lex.references[k])]:
         spans += [m.span() for m in p.finditer(text)]
     excluded = [m.span() for p in lex.condition_exclusions for m in p.finditer(text)]
     for p in lex.conditions:
