@@ -269,10 +269,14 @@ def test_a_sentence_giving_a_value_the_new_words_lack_stays_beside_them():
     from rods_agents.variation.transplant import with_specifics
 
     span = "Could you kindly dispatch the message 'Hi there' to my colleague USR003? Your user id is 'USR001'."
-    assert with_specifics("Please send USR003 the message 'Hi there'.", span, ("send_message",)) == (
+    calls = "message_login(user_id='USR001') send_message(receiver_id='USR003',message='Hi there')"
+    assert with_specifics("Please send USR003 the message 'Hi there'.", span, ("send_message",), calls) == (
         "Please send USR003 the message 'Hi there'. Your user id is 'USR001'.")
     # the sentence holding the missing value asks for the call again: no wording
-    assert with_specifics("Post it, please.", "Post a tweet tagged #Travel.", ("post_tweet",)) is None
+    assert with_specifics("Post it, please.", "Post a tweet tagged #Travel.", ("post_tweet",), "post_tweet()") is None
+    # a number no call takes is a budget or a threshold whose check lives in the words the new sentence dropped
+    budget = "Check the fare and make sure I can afford it. My max spending limit is 7000."
+    assert with_specifics("What's the fare?", budget, ("get_flight_cost",), "get_flight_cost(travel_class='first')") is None
     seed, variant = _rewritten("multi_turn_base_101")  # turn 1 sends a message; its last sentence gives the login id
     assert _user(variant, 1) != _user(seed, 1) and "'USR001'" in _user(variant, 1)
     assert containment(_user(variant, 1), _user(seed, 1)) < 0.5
@@ -290,3 +294,39 @@ def test_words_picking_a_value_by_recency_give_way_to_a_sentence_pointing_at_the
     t = next(t for t in range(len(seed.turns)) if "I just made" in _user(seed, t))
     assert _user(variant, t) and "I just made" not in _user(variant, t), _user(variant, t)
     assert variant.ground_truth[t] == [c for c in variant.ground_truth[t] if c.startswith("cancel_booking(")]
+
+
+def test_a_human_turn_never_brings_a_pick_the_words_it_replaces_lack():
+    from rods_agents.variation.transplant import brings_cues
+
+    seed_words = "Please cd into project folder and find Kelly's test report somewhere in the directory and read it."
+    assert brings_cues("For clarity, output the complete content of the first file you find on the terminal.", seed_words)
+    assert not brings_cues("Read me Kelly's test report, please.", seed_words)
+    assert not brings_cues("Show the last stock on the list.", "Give me the last stock on the list.")
+    # recency words point at the call whose result the value sources already tie the value to
+    assert not brings_cues("Please cancel that booking.", "I can't make the trip; call off my reservation.")
+
+
+def test_a_miss_param_answer_saying_more_than_the_value_keeps_its_words():
+    from rods_agents.analysis.information_structure import withheld_value
+
+    seed, variant = _rewritten("multi_turn_miss_param_17")  # the answer gives the message's format, 'Kelly ...'
+    info = _structure(variant)
+    w = next(x.withheld for x in info.turns if x.withheld is not None)
+    assert "'Kelly Total Score: total_score'" in _user(seed, w.supplied_at)
+    assert "Kelly Total Score" in _user(variant, w.supplied_at), _user(variant, w.supplied_at)
+    assert withheld_value(variant, trace_task(variant), w)
+
+
+def test_a_folder_entered_after_the_turns_first_request_is_never_stated_as_where_the_files_are():
+    from rods_agents.variation.turn_bank import split_calls
+
+    slots = (Slot(0, "folder", json.dumps(".."), "state", False), Slot(1, "source", json.dumps("a.pdf"), "user", False),
+             Slot(2, "folder", json.dumps("exports"), "user", False), Slot(3, "file_name1", json.dumps("b.pdf"), "user", False))
+    methods, target = split_calls({0, 2}, ("cd", "mv", "cd", "diff"), slots)
+    assert methods == ("mv", "diff")
+    hidden = [x for x in target if x.index < 0]
+    assert [x.param for x in hidden] == ["cd.folder@after"]
+    assert context_sentences(tuple(hidden)) == []  # 'What I need is inside the exports directory' would mislead
+    _, early = split_calls({0}, ("cd", "mv"), (Slot(0, "folder", json.dumps("exports"), "user", False),))
+    assert [x.param for x in early] == ["cd.folder"] and context_sentences(early)

@@ -38,10 +38,12 @@ def test_most_samples_are_accepted_and_cover_categories(run):
     seeds, result = run
     assert result.report["samples"] == 40
     # Since the verdict rejects copies of the seed, entities masked, and a re-worded sentence must say exactly what the
-    # seed's turn says (issue 13), the main job accepts 10 of 40 (0.25; the issue's target, 0.60 over 400 x 2, is not
-    # reached): this floor catches a collapse, every category still yields.
+    # seed's turn says (issue 13), the main job accepts 10 of 40 (0.25 at seed 0; the issue's target, 0.60 over 400 x 2, is not
+    # reached): this floor catches a collapse. Its one miss_param variant deleted "the last message to Alice" (the
+    # user herself) for a message sent to Olga, a human turn's pick; refused since (read 7), so three categories yield
+    # here and the miss_param mechanics are checked on seeds of their own (miss_param_run).
     assert result.report["acceptance_rate"] >= 0.2
-    assert len({t.category for t in result.accepted}) == 4
+    assert len({t.category for t in result.accepted}) >= 3
     assert result.report["accepted"] + result.report["rejected"] == 40
 
 
@@ -189,8 +191,17 @@ def test_provenance_is_recorded(run):
         json.dumps(task.to_bfcl())  # serializable as a BFCL entry
 
 
-def test_miss_param_withholds_a_literal_and_supplies_it_next_turn(run):
-    seeds, result = run
+@pytest.fixture(scope="module")
+def miss_param_run():
+    """Four miss_param train seeds x 2 (run seed 3, the benchmark's): most of their variants are accepted."""
+    from envs.task import bfcl_task
+
+    seeds = [bfcl_task(f"multi_turn_miss_param_{n}") for n in (5, 7, 14, 29)]
+    return seeds, synthesize(seeds, SynthesisContext(seed=3, variants_per_seed=2))
+
+
+def test_miss_param_withholds_a_literal_and_supplies_it_next_turn(miss_param_run):
+    seeds, result = miss_param_run
     by_id = {s.id: s for s in seeds}
     tasks = [t for t in result.accepted if t.category == "miss_param"]
     assert tasks

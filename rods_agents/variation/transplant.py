@@ -490,10 +490,14 @@ def keeps_specifics(text: str, span: str) -> bool:
     return all(q in lower for q in quoted if q) and all(t.lower() in lower for t in _SPECIFIC.findall(span))
 
 
-def with_specifics(text: str, span: str, methods: tuple[str, ...]) -> str | None:
+def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, world: set[str] | None = None
+                   ) -> str | None:
     """``text``, followed where it must be by the sentences of ``span`` that hold a number, a quoted value, a hashtag
     or a handle ``text`` lacks and ask for none of ``methods`` ("Your user id is 'USR001'." after the message it
-    sends: the value an implicit login takes); None when such a sentence also asks for a call (it would ask twice)."""
+    sends: the value an implicit login takes). None when such a sentence also asks for a call (it would ask twice)
+    or holds a number no call of the task takes or a quoted value neither a call nor the state (``world``) holds
+    (``values``: the ground truth's text): 'My max spending limit is 7000' is a budget whose check lives in the
+    words around it, which the new sentence dropped (read 7)."""
     if keeps_specifics(text, span):
         return text
     bounds = [0, *(m.end() for m in SENTENCE_END.finditer(span))]
@@ -502,6 +506,12 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...]) -> str | None
     cues = [p for name in methods for p in lexicon().methods.get(name, ((), None))[0]]
     if not missing or any(p.search(x) for x in missing for p in cues):
         return None
+    lower, taken = values.lower(), _numbers(values)
+    for x in missing:
+        quoted = [m.group(0)[1:-1].strip().lower() for m in _QUOTED.finditer(x)]
+        if not (_numbers(x) - _numbers(text)) <= taken or any(q and q not in lower and q not in (world or ())
+                                                              for q in quoted):
+            return None
     out = f"{_sentence(text)} {' '.join(_sentence(x) for x in missing)}"
     return out if keeps_specifics(out, span) else None
 
@@ -525,10 +535,10 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
         text = reinstantiate(d, target, world, allowed, values)
         if text is not None and d.scenario != "phrasebook":
             names = names if names is not None else world | _words(span) | _companies(world)
-            if foreign_names(text, names):
-                continue  # a person or a thing of the donor's own story
+            if foreign_names(text, names) or brings_cues(text, span):
+                continue  # a person or a thing of the donor's own story, or its own pick ('the first file you find')
         if d.scenario == "phrasebook" and whole_span and text is not None:
-            text = with_specifics(text, span, d.methods)
+            text = with_specifics(text, span, d.methods, values, world)
         if text is not None and keeps_said(text, target, span) and says_no_more(text, target, span):
             fits.append((text, d))
 
@@ -660,7 +670,7 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             return None
     text = _joined(parts, f"{seed.scenario}|{turn}|{slot}")
     if len(parts) > 1 and any(d.scenario == "phrasebook" for _, d in parts):
-        text = with_specifics(text, carried, methods)  # a number or quoted value of the turn no segment says
+        text = with_specifics(text, carried, methods, values, world)  # a number or quoted value no segment says
         if text is None:
             return None
     hidden = tuple(x for x in target if x.index < 0)
@@ -728,6 +738,17 @@ def cue_spans(text: str, singled: bool = False) -> list[tuple[int, int]]:
     for p in lex.conditions:
         spans += [m.span() for m in p.finditer(text) if not any(a <= m.start() < b for a, b in excluded)]
     return spans
+
+
+def brings_cues(text: str, span: str) -> bool:
+    """``text`` has condition, position, filter or transformation words that the words it replaces (``span``) lack:
+    a human turn's own pick ('output the content of the first file you find', read 7) names another file than the
+    seed's description did, and the structure, which ties no call to such words, would not see it. Words of
+    recency ('that booking', 'the order I just placed') are left to the value sources: the donor reads its value
+    from the same call's result as the seed (a pick the seed's structure ties to a call takes only donors with
+    the seed's own cue words)."""
+    low = span.lower()
+    return any(text[a:b].lower() not in low for a, b in cue_spans(text, singled=True))
 
 
 def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]) -> set[int] | None:
@@ -839,7 +860,10 @@ def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int) -> list[str
     if not _said_as_is(values[0], said, _numbers(said)):
         return []  # the seed's answer says it otherwise ('The company is named Zeta Corp'): the ticker would be easier
     table = supply_sentences()
-    return [t.format(v1=spoken(values[0])) for t in (*table.get(f"{w.method}.{w.param}", ()), *table.get("*", ()))]
+    texts = [t.format(v1=spoken(values[0])) for t in (*table.get(f"{w.method}.{w.param}", ()), *table.get("*", ()))]
+    # the answer may say more than the value: "The report should be in the format of 'Kelly Total Score:
+    # total_score'" supplies a format holding the name, which "Use Kelly for that." loses (read 7)
+    return [t for t in texts if keeps_specifics(t, said)]
 
 
 def _reword_supply(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], trace: Trace,

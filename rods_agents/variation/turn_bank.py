@@ -89,13 +89,17 @@ def explicit_calls(info: InformationStructure, turn: int, methods: tuple[str, ..
 
 def split_calls(implicit: set[int], methods: tuple[str, ...], slots: tuple[Slot, ...]
                 ) -> tuple[tuple[str, ...], tuple[Slot, ...]]:
-    """:func:`explicit_calls` given the indices of the implicit calls."""
+    """:func:`explicit_calls` given the indices of the implicit calls. A hidden slot of an implicit call made after
+    the turn's first explicit one is named ``method.param@after``: 'What I need is inside the exports folder'
+    states the folder of a cd that comes first, and would send the assistant there before a move out of another
+    folder (read 7); a donor carries such a value only where its own implicit call comes late too."""
     keep = [i for i in range(len(methods)) if i not in implicit]
     pos = {old: new for new, old in enumerate(keep)}
     hidden = {old: -(k + 1) for k, old in enumerate(i for i in range(len(methods)) if i in implicit)}
+    first = keep[0] if keep else len(methods)
     out = [replace(x, index=pos[x.index]) for x in slots if x.index in pos]
-    out += [Slot(hidden[x.index], f"{methods[x.index]}.{x.param}", x.value, x.source, x.flag) for x in slots
-            if x.index in hidden and x.source == "user" and not x.flag]
+    out += [Slot(hidden[x.index], f"{methods[x.index]}.{x.param}{'@after' if x.index > first else ''}", x.value,
+                 x.source, x.flag) for x in slots if x.index in hidden and x.source == "user" and not x.flag]
     return tuple(methods[i] for i in keep), tuple(out)
 
 
