@@ -305,6 +305,10 @@ def test_a_human_turn_never_brings_a_pick_the_words_it_replaces_lack():
     assert not brings_cues("Show the last stock on the list.", "Give me the last stock on the list.")
     # recency words point at the call whose result the value sources already tie the value to
     assert not brings_cues("Please cancel that booking.", "I can't make the trip; call off my reservation.")
+    # a claim of what was just done is the donor's story, unless a result singles the value out
+    created = "Now, take the contents of 'a.pdf' that we just created and sort the lines alphabetically."
+    assert brings_cues(created, "Sort 'a.pdf' by line.")
+    assert not brings_cues(created, "Sort 'a.pdf' by line.", singled=True)
 
 
 def test_a_miss_param_answer_saying_more_than_the_value_keeps_its_words():
@@ -330,3 +334,12 @@ def test_a_folder_entered_after_the_turns_first_request_is_never_stated_as_where
     assert context_sentences(tuple(hidden)) == []  # 'What I need is inside the exports directory' would mislead
     _, early = split_calls({0}, ("cd", "mv"), (Slot(0, "folder", json.dumps("exports"), "user", False),))
     assert [x.param for x in early] == ["cd.folder"] and context_sentences(early)
+
+
+def test_a_folder_an_earlier_turn_names_for_an_implicit_cd_is_not_said_again():
+    seed, variant = _rewritten("multi_turn_base_0")  # turn 1 greps 'the file' inside the folder turn 0 created
+    folder = next(c.split("'")[1] for c in variant.ground_truth[1] if c.startswith("cd("))
+    assert _user(variant, 1) != _user(seed, 1)
+    assert "budget analysis" in _user(variant, 1) and folder not in _user(variant, 1), _user(variant, 1)
+    info, seed_info = _structure(variant), _structure(seed)
+    assert [c.explicit for c in info.turns[1].calls] == [c.explicit for c in seed_info.turns[1].calls]

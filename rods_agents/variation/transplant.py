@@ -535,7 +535,7 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
         text = reinstantiate(d, target, world, allowed, values)
         if text is not None and d.scenario != "phrasebook":
             names = names if names is not None else world | _words(span) | _companies(world)
-            if foreign_names(text, names) or brings_cues(text, span):
+            if foreign_names(text, names) or brings_cues(text, span, any(x.producer for x in target)):
                 continue  # a person or a thing of the donor's own story, or its own pick ('the first file you find')
         if d.scenario == "phrasebook" and whole_span and text is not None:
             text = with_specifics(text, span, d.methods, values, world)
@@ -559,6 +559,14 @@ def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed:
     return fits[0] if slot is None else fits[slot % len(fits)]
 
 
+def _hidden_said(target: tuple[Slot, ...], span: str) -> tuple[Slot, ...]:
+    """The hidden slots (values of implicit calls) that ``span`` states: a context sentence must state them too. One it
+    leaves to an earlier turn ('search the file' inside the folder named a turn before) needs none, and one would
+    make the turn easier; the re-measure checks the value is still obtainable as in the seed."""
+    dates, nums = _dates(span), _numbers(span)
+    return tuple(x for x in target if x.index < 0 and any(_said(v, span, dates, nums) for v in _scalars(json.loads(x.value))))
+
+
 def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
                       used: set[str], picked: set[str], span: str = "", earlier: str = "") -> list[Donor]:
     """The phrasebook's donors for a one-call segment (:mod:`rods_agents.variation.phrasebook`), in one order per
@@ -567,7 +575,7 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     if len(methods) != 1 or any(x.index == 0 and x.source in ("call", "state", "composed") and not x.producer
                                 and x.param not in named for x in target):
         return []  # a value read from the state or one of several results: the seed's words say which one
-    hidden = tuple(x for x in target if x.index < 0)
+    hidden = _hidden_said(target, span)
     # a value the replaced words leave out may be left out only where an earlier turn says it as it is: a value the
     # seed's turn says in words no lookup finds ('high-priority', 'end with 50 gallons', 'in pounds sterling') stays
     # said, and an option is never left out
@@ -581,6 +589,8 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
         pick = random.Random(f"{seed.scenario}|{turn}|context").randrange(len(ctx)) if ctx else 0
         out = [Donor(d.task_id, d.scenario, d.turn, f"{ctx[(pick + k) % len(ctx)]} {_sentence(d.text)}", d.methods,
                      target, d.signature, d.entities, d.cues) for k, d in enumerate(out)] if ctx else []
+    elif any(x.index < 0 for x in target):  # values of implicit calls the turn leaves to an earlier one: nothing to say
+        out = [replace(d, slots=target) for d in out]
     random.Random(f"{seed.scenario}|{turn}|{start}|phrasebook").shuffle(out)
     return out
 
@@ -673,7 +683,7 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         text = with_specifics(text, carried, methods, values, world)  # a number or quoted value no segment says
         if text is None:
             return None
-    hidden = tuple(x for x in target if x.index < 0)
+    hidden = _hidden_said(target, carried)
     if hidden and len(parts) > 1:  # the values of implicit calls no segment carries: a context sentence states them
         ctx = [c for c in context_sentences(hidden) if says_no_more(c, hidden, carried)]
         if not ctx:
@@ -740,15 +750,21 @@ def cue_spans(text: str, singled: bool = False) -> list[tuple[int, int]]:
     return spans
 
 
-def brings_cues(text: str, span: str) -> bool:
+_CLAIM = re.compile(r"\b(just|recently|previously)\s+(placed|made|booked|created|submitted|opened|sent|posted|"
+                    r"purchased|acquired|lodged|filed|reserved|initiated|put in|moved|copied)\b", re.I)
+
+
+def brings_cues(text: str, span: str, singled: bool = False) -> bool:
     """``text`` has condition, position, filter or transformation words that the words it replaces (``span``) lack:
     a human turn's own pick ('output the content of the first file you find', read 7) names another file than the
     seed's description did, and the structure, which ties no call to such words, would not see it. Words of
     recency ('that booking', 'the order I just placed') are left to the value sources: the donor reads its value
     from the same call's result as the seed (a pick the seed's structure ties to a call takes only donors with
-    the seed's own cue words)."""
+    the seed's own cue words). Unless a result singles the value out (``singled``), words claiming what was just
+    done stay the donor's story: 'the file that we just created' for a file the variant moved (read 6)."""
     low = span.lower()
-    return any(text[a:b].lower() not in low for a, b in cue_spans(text, singled=True))
+    claims = [] if singled else [m.span() for m in _CLAIM.finditer(text)]
+    return any(text[a:b].lower() not in low for a, b in [*cue_spans(text, singled=True), *claims])
 
 
 def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]) -> set[int] | None:
