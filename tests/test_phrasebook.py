@@ -343,3 +343,15 @@ def test_a_folder_an_earlier_turn_names_for_an_implicit_cd_is_not_said_again():
     assert "budget analysis" in _user(variant, 1) and folder not in _user(variant, 1), _user(variant, 1)
     info, seed_info = _structure(variant), _structure(seed)
     assert [c.explicit for c in info.turns[1].calls] == [c.explicit for c in seed_info.turns[1].calls]
+
+
+def test_words_that_ask_for_the_turns_own_call_are_no_stray_cue():
+    from rods_agents.variation.transplant import stray_cues
+
+    mean = "I now need to compute the average amount spent in my last purchases, which are 45.99 and 78.25."
+    assert stray_cues(mean, ("mean",)) == []  # 'average' asks for the mean
+    invoice = "A neat summary of my booking would be amazing. Could you generate an invoice for this purchase?"
+    assert stray_cues(invoice, ("retrieve_invoice",)) == []
+    # a rounding, or a word of another kind, still says how a value is built: its sentence stays the seed's
+    assert stray_cues("Round the total to the nearest integer.", ("mean",))
+    assert stray_cues("What's the average of the numbers in the last file?", ("mean",))

@@ -629,7 +629,7 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         return None
     whole_only = signature is not None  # a withholding turn: one donor withholding the same value
     delicate = bool(parsed.get("references") or parsed.get("transformations"))
-    if not delicate and not whole_only and cue_spans(carried, len(methods) == 1 and any(x.producer for x in target)):
+    if not delicate and not whole_only and stray_cues(carried, methods, len(methods) == 1 and any(x.producer for x in target)):
         return None  # cue words the structure did not tie to a call: _mixed keeps their sentences
     if len(methods) > 1 and not (delicate or whole_only):  # sentence by sentence first: no other task's story
         built = _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried,
@@ -748,6 +748,14 @@ def cue_spans(text: str, singled: bool = False) -> list[tuple[int, int]]:
     for p in lex.conditions:
         spans += [m.span() for m in p.finditer(text) if not any(a <= m.start() < b for a, b in excluded)]
     return spans
+
+
+def stray_cues(text: str, methods: tuple[str, ...], singled: bool = False) -> list[tuple[int, int]]:
+    """:func:`cue_spans` less the words that ask for one of the turn's own calls: 'the average amount' asks for the
+    mean, 'a summary of my booking' for the invoice, 'the total' for the sum; they say which call, not how a value
+    is built, and a sentence for that call says it too."""
+    own = [m.span() for name in methods for p in lexicon().methods.get(name, ((), None))[0] for m in p.finditer(text)]
+    return [(a, b) for a, b in cue_spans(text, singled) if not any(x <= a and b <= y for x, y in own)]
 
 
 _CLAIM = re.compile(r"\b(just|recently|previously)\s+(placed|made|booked|created|submitted|opened|sent|posted|"
