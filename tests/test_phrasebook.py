@@ -177,6 +177,10 @@ def test_a_phrasebook_sentence_keeps_the_numbers_tags_and_quotes_of_the_words_it
     assert not keeps_specifics("Let's get some gas in the car.", "Fill it so the tank ends with 50 gallons.")
     assert not keeps_specifics("Post it, please.", "Post it and tag #BusinessOnTheMove.")
     assert keeps_specifics("Post it with #BusinessOnTheMove, 50 of them.", "Tag #BusinessOnTheMove on 50 posts.")
+    # a comma the seed put inside the quotes, and a quoted list said item by item, are kept
+    assert keeps_specifics("Open a ticket titled Flight Cancellation Alert.", "A ticket named 'Flight Cancellation Alert,' now")
+    assert keeps_specifics("Tweet it with #Journey, #SmoothRide and #Grateful.", "Tags '#Journey, #SmoothRide, #Grateful'")
+    assert not keeps_specifics("Tweet it with #Journey.", "Tags '#Journey, #SmoothRide, #Grateful'")
 
 
 def test_a_sentence_never_writes_the_ticker_for_a_company_or_words_for_a_result_the_seed_picks():

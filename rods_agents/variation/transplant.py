@@ -486,8 +486,11 @@ def keeps_specifics(text: str, span: str) -> bool:
     if not _numbers(span) <= _numbers(text):
         return False
     lower = text.lower()
-    quoted = [m.group(0)[1:-1].strip().lower() for m in _QUOTED.finditer(span)]
-    return all(q in lower for q in quoted if q) and all(t.lower() in lower for t in _SPECIFIC.findall(span))
+    quoted = [m.group(0)[1:-1].strip().strip(",.;:").strip().lower() for m in _QUOTED.finditer(span)]
+    # a quoted list ('#Journey, #SmoothRide, #Grateful') is kept when each of its items is
+    return (all(q in lower or ("," in q and all(x.strip() in lower for x in q.split(",") if x.strip()))
+                for q in quoted if q)
+            and all(t.lower() in lower for t in _SPECIFIC.findall(span)))
 
 
 def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, world: set[str] | None = None
