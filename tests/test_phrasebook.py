@@ -359,3 +359,17 @@ def test_words_that_ask_for_the_turns_own_call_are_no_stray_cue():
     # a rounding, or a word of another kind, still says how a value is built: its sentence stays the seed's
     assert stray_cues("Round the total to the nearest integer.", ("mean",))
     assert stray_cues("What's the average of the numbers in the last file?", ("mean",))
+
+
+def test_a_miss_param_turn_withholding_its_one_calls_value_gets_a_sentence_without_it():
+    from rods_agents.variation.transplant import _describes_withheld
+
+    price = (Slot(0, "symbol", json.dumps("OMEG"), "user", False), Slot(0, "price", json.dumps(25.5), "withheld", False))
+    assert _describes_withheld("Could you purchase 150 shares of OMEG at market price?", price)
+    assert not _describes_withheld("Could you buy 150 shares of OMEG for me?", price)
+    seed, variant = _rewritten("multi_turn_miss_param_86")
+    want = next(x.withheld for x in _structure(seed).turns if x.withheld is not None)
+    got = next(x.withheld for x in _structure(variant).turns if x.withheld is not None)
+    k = want.supplied_at - 1
+    assert (got.method, got.param, got.supplied_at) == (want.method, want.param, want.supplied_at)
+    assert _user(variant, k) != _user(seed, k) and containment(_user(variant, k), _user(seed, k)) < 0.5, _user(variant, k)

@@ -570,6 +570,14 @@ def _hidden_said(target: tuple[Slot, ...], span: str) -> tuple[Slot, ...]:
     return tuple(x for x in target if x.index < 0 and any(_said(v, span, dates, nums) for v in _scalars(json.loads(x.value))))
 
 
+def _describes_withheld(text: str, target: tuple[Slot, ...]) -> bool:
+    """A sentence for a miss_param turn that names what the withheld value is about ('at market price' for the
+    price the next turn supplies): it answers the question the assistant must ask, wrongly. Any word of the
+    withheld parameter's name counts (conservative: 'the ticket' for a withheld ticket id too)."""
+    words = {w for x in target if x.source == "withheld" for w in x.param.lower().split("_") if len(w) >= 3}
+    return any(re.search(rf"\b{re.escape(w)}", text, re.I) for w in words)
+
+
 def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
                       used: set[str], picked: set[str], span: str = "", earlier: str = "") -> list[Donor]:
     """The phrasebook's donors for a one-call segment (:mod:`rods_agents.variation.phrasebook`), in one order per
@@ -586,7 +594,7 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     unsaid = frozenset(x.param for x in target if x.index == 0 and x.source == "user" and all(
         not _said(v, span, dates, nums) and _said(v, earlier, e_dates, e_nums) for v in _scalars(json.loads(x.value))))
     out = [d for d in phrase_donors(methods[0], target, signature, unsaid - named.keys(), named)
-           if d.task_id not in used and d.text not in picked]
+           if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
         ctx = context_sentences(hidden)
         pick = random.Random(f"{seed.scenario}|{turn}|context").randrange(len(ctx)) if ctx else 0
@@ -668,8 +676,10 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
                 if d.task_id not in used and d.text not in picked]
             pool = _ordered(pool, seed, turn, start, stop, rng, slot)
             seg_target = _rebased(target, start, stop, (start, stop) == (0, n))
-            phrases = [] if delicate or whole_only else _phrasebook_donors(seed, turn, start, methods[start:stop], seg_target,
-                                                                            seg_sig, used, picked, carried, earlier)
+            # a miss_param turn withholding a value of its one call: a sentence for that call without the value
+            # (the re-measure checks the same parameter is still the one withheld)
+            phrases = [] if delicate or (whole_only and n > 1) else _phrasebook_donors(
+                seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked, carried, earlier)
             found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n) or n == 1,
                           distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only),
                           whole_span=(start, stop) == (0, n))
