@@ -290,3 +290,15 @@ def test_a_copy_under_a_new_name_is_never_worded_as_a_copy_and_a_move_of_the_ori
         words = " ".join(m.content for m in _variant("multi_turn_base_2", v, 3)[1].turns[3] if m.role == "user")
         assert not (re.search(r"\b(copy|clone|duplicate)\b", words, re.I) and re.search(r"\b(move|transfer)\w*", words, re.I)
                     and "under the name" not in words), words
+
+
+def test_a_human_turn_naming_work_the_variant_never_does_is_never_kept():
+    from rods_agents.variation.transplant import names_other_work
+
+    travel = {"travelapi", "ticketapi"}
+    assert names_other_work("I need the invoice that details my recently acquired flight and insurance.", travel,
+                            "retrieve_invoice(access_token='x',booking_id='1')")
+    assert not names_other_work("I need the invoice for the insurance I bought.", travel,
+                                "purchase_insurance(insurance_type='comprehensive') retrieve_invoice(booking_id='1')")
+    assert names_other_work("Please close the ticket for me as the tire issue is resolved.", travel, "close_ticket(ticket_id=1)")
+    assert not names_other_work("Please close ticket 1 for me.", travel, "close_ticket(ticket_id=1)")

@@ -43,6 +43,7 @@ from dataclasses import replace
 from typing import Any
 
 from envs.task import Message, Task
+from prompts import load_prompt_json
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import (
     _QUOTED,
@@ -538,7 +539,8 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
         text = reinstantiate(d, target, world, allowed, values)
         if text is not None and d.scenario != "phrasebook":
             names = names if names is not None else world | _words(span) | _companies(world)
-            if foreign_names(text, names) or brings_cues(text, span, any(x.producer for x in target)):
+            if (foreign_names(text, names) or brings_cues(text, span, any(x.producer for x in target))
+                    or names_other_work(text, world, values)):
                 continue  # a person or a thing of the donor's own story, or its own pick ('the first file you find')
         if d.scenario == "phrasebook" and whole_span and text is not None:
             text = with_specifics(text, span, d.methods, values, world)
@@ -769,6 +771,24 @@ def stray_cues(text: str, methods: tuple[str, ...], singled: bool = False) -> li
     is built, and a sentence for that call says it too."""
     own = [m.span() for name in methods for p in lexicon().methods.get(name, ((), None))[0] for m in p.finditer(text)]
     return [(a, b) for a, b in cue_spans(text, singled) if not any(x <= a and b <= y for x, y in own)]
+
+
+def names_other_work(text: str, world: set[str], calls: str) -> bool:
+    """``text`` names work of an environment the variant does not have, or of a call it never makes
+    (``prompts/bfcl/donor_domain_words.json``): 'the invoice that details my recently acquired flight and
+    insurance' where nobody bought insurance, 'close the ticket as the tire issue is resolved' in a flight task
+    (read 8). ``world``: the variant's world strings (its config's class names among them); ``calls``: its
+    ground truth's text."""
+    for entry in load_prompt_json("bfcl/donor_domain_words.json").values():
+        match = re.search(entry["pattern"], text, re.I)
+        if match is None:
+            continue
+        if not any(c.lower() in world for c in entry.get("classes", ())):
+            return True
+        methods = entry.get("methods")
+        if methods and not any(f"{m}(" in calls for m in methods) and match.group(0).lower() not in world:
+            return True
+    return False
 
 
 _CLAIM = re.compile(r"\b(just|recently|previously)\s+(placed|made|booked|created|submitted|opened|sent|posted|"
