@@ -302,3 +302,12 @@ def test_a_human_turn_naming_work_the_variant_never_does_is_never_kept():
                                 "purchase_insurance(insurance_type='comprehensive') retrieve_invoice(booking_id='1')")
     assert names_other_work("Please close the ticket for me as the tire issue is resolved.", travel, "close_ticket(ticket_id=1)")
     assert not names_other_work("Please close ticket 1 for me.", travel, "close_ticket(ticket_id=1)")
+
+
+def test_a_folder_the_text_also_names_in_the_singular_keeps_its_name():
+    # miss_func_2 says "Make sure the Archived directory exists in document folder" for the folder 'documents': a
+    # rename to 'invoices' would leave 'document folder' naming a folder that no longer exists (read 8)
+    for v in range(2):
+        seed, variant, _, _ = _variant("multi_turn_miss_func_2", v, run_seed=3)
+        assert "document folder" in " ".join(m.content for t in seed.turns for m in t)
+        assert any("folder='documents'" in c for c in variant.ground_truth[0]), variant.ground_truth[0]

@@ -676,6 +676,8 @@ def _renamable_in_context(value: str, kind: str, text: str, strings: set[str]) -
         return not any(len(p) >= 4 and re.search(rf"\b{re.escape(p)}\b", rest, re.I)
                        for p in (x.strip() for x in value.split(",")))
     if value.isalpha() and value.islower():
+        if len(value) > 4 and value.endswith("s") and re.search(rf"\b{re.escape(value[:-1])}\b", text, re.I):
+            return False  # 'the Archived directory in document folder' for 'documents': the rename would miss it
         return not any(x != value and re.search(rf"\b{re.escape(value)}\b", x, re.I) for x in strings)
     return True
 
