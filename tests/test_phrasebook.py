@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from envs.task import bfcl_task
 from rods_agents.analysis.information_structure import information_structure, structure_mismatches
 from rods_agents.analysis.novelty import containment
@@ -373,3 +375,42 @@ def test_a_miss_param_turn_withholding_its_one_calls_value_gets_a_sentence_witho
     k = want.supplied_at - 1
     assert (got.method, got.param, got.supplied_at) == (want.method, want.param, want.supplied_at)
     assert _user(variant, k) != _user(seed, k) and containment(_user(variant, k), _user(seed, k)) < 0.5, _user(variant, k)
+
+
+def test_the_seeds_words_for_a_pick_are_the_noun_phrase_around_its_cue():
+    from rods_agents.variation.transplant import pick_phrase
+
+    report = "I need a detailed report on the first stock listed in my watchlist. This includes its price."
+    assert pick_phrase("the first stock", report) == "the first stock listed in my watchlist"
+    assert pick_phrase("most recent order", "my order associated with the most recent order ID?") == "the most recent order ID"
+    assert pick_phrase("third file", "For that same third file, could you count its lines?") == "that same third file"
+    assert pick_phrase("the first", "Opt to fly from the first airport to the second one") is None  # no head noun
+    assert pick_phrase("recently acquired", "the invoice of my recently acquired flight and insurance") is None
+
+
+def test_a_pick_phrasing_fits_only_a_picked_value_and_a_picked_value_only_a_pick_phrasing():
+    pick = parse_phrasing("picks", "get_stock_info", 0, {"text": "Pull up the stock info for {symbol}.", "pick": "symbol"})
+    plain = parse_phrasing("TradingBot", "get_stock_info", 0, "Pull up the stock info for {symbol}.")
+    read = (Slot(0, "symbol", json.dumps("NVDA"), "call", False, "get_watchlist"),)  # singled out by the watchlist
+    picks = {"symbol": "the first stock listed in my watchlist"}
+    assert render(pick, read, picks=picks) == "Pull up the stock info for the first stock listed in my watchlist."
+    assert render(plain, read, picks=picks) is None  # 'for NVDA' would hand over what the seed leaves to the assistant
+    assert render(pick, (_slot("symbol", "NVDA"),)) is None  # a stated ticker is no pick
+    with pytest.raises(ValueError):
+        parse_phrasing("picks", "get_stock_info", 1, {"text": "Pull it up.", "pick": "symbol"})
+
+
+def test_a_turn_picking_its_value_from_a_list_gets_new_words_around_the_seeds_pick():
+    seed, variant = _rewritten("multi_turn_base_137")  # turn 2: 'a detailed report on the first stock listed in ...'
+    before, after = _user(seed, 2), _user(variant, 2)
+    assert "the first stock listed in my watchlist" in after
+    assert containment(after, before, mask=True) < 0.5, after
+    assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 2]
+
+
+def test_a_booking_turn_leaving_date_and_class_to_an_earlier_turn_gets_new_words_without_them():
+    seed, variant = _rewritten("multi_turn_long_context_159")  # turn 0 says the date and the economy class
+    after = _user(variant, 1)
+    assert containment(after, _user(seed, 1), mask=True) < 0.5, after
+    assert "economy" not in after.lower() and not re.search(r"\d{4}-\d\d-\d\d", after)
+    assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 1]

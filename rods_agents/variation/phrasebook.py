@@ -17,6 +17,11 @@ A phrasing asks for exactly one call and states exactly what the seed's turn sta
   (the phrasing asks for the call without it, as the seed's turn does); except a code the seed's turn names by
   other words, which ``{param}`` writes in those words (the city for an airport, the company for a ticker, a date
   in words: :func:`rods_agents.variation.transplant.named_as`), so the lookup stays the assistant's;
+- ``"pick": "param"`` marks a phrasing whose ``{param}`` stands where a noun phrase goes ('Pull up the numbers
+  for {symbol}.'), for a value the seed's turn picks by its place in a list or by recency: the seed's own words for
+  the pick ('the first stock listed in my watchlist', 'the most recent order ID') are written there
+  (:func:`rods_agents.variation.transplant.pick_phrase`), so the new sentence leaves the same pick to the
+  assistant. Only such phrasings fit a picked value, and they fit nothing else;
 - ``"from": {"param": ["method", ...]}`` marks a phrasing that points at a value read from the result of one of
   those methods ('Cancel the booking I just made.' for ``cancel_booking.booking_id`` from ``book_flight``). Such
   a phrasing fits only a call whose value that result singles out
@@ -67,6 +72,7 @@ class Phrasing:
     fields: frozenset[str]
     choices: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (param, ((option, words), ...))
     results: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (param, methods whose result it is read from)
+    pick: str = ""  # the parameter whose placeholder takes the seed's words for a picked value
 
     @property
     def params(self) -> frozenset[str]:
@@ -80,11 +86,14 @@ def _option_key(value: Any) -> str:
 def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phrasing:
     """A phrasebook entry as a :class:`Phrasing` (ValueError naming the file's method on a bad entry)."""
     if isinstance(entry, str):
-        text, when, origin = entry, {}, {}
+        text, when, origin, pick = entry, {}, {}, ""
     elif isinstance(entry, dict) and isinstance(entry.get("text"), str):
         text, when, origin = entry["text"], dict(entry.get("when") or {}), dict(entry.get("from") or {})
+        pick = entry.get("pick") or ""
+        if not isinstance(pick, str) or (pick and "{" + pick + "}" not in text):
+            raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'pick' names a parameter the text writes as {{param}}")
     else:
-        raise ValueError(f"phrasebook {cls}.{method}[{index}]: a phrasing is a string or {{'text', 'when', 'from'}}")
+        raise ValueError(f"phrasebook {cls}.{method}[{index}]: a phrasing is a string or {{'text', 'when', 'from', 'pick'}}")
     results = []
     for param, methods in sorted(origin.items()):
         methods = [methods] if isinstance(methods, str) else methods
@@ -100,7 +109,7 @@ def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phra
                 raise ValueError(f"phrasebook {cls}.{method}[{index}]: bad option list in {m.group(0)!r}")
             choices.append((m.group(1), tuple((k.strip(), v) for k, v in pairs)))
     return Phrasing(cls, method, index, text, tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in when.items())),
-                    frozenset(fields), tuple(choices), tuple(results))
+                    frozenset(fields), tuple(choices), tuple(results), pick)
 
 
 @lru_cache(maxsize=1)
@@ -182,17 +191,23 @@ def spoken(value: Any) -> str:
 
 
 def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] = frozenset(),
-           named: Mapping[str, str] | None = None) -> str | None:
+           named: Mapping[str, str] | None = None, picks: Mapping[str, str] | None = None) -> str | None:
     """The phrasing written for a call's ``slots`` (one call, index 0), or None when it does not fit: its
     placeholders and ``when`` keys must be exactly the call's stated values and options, less ``unsaid``: the
     values the user stated in an earlier turn and the replaced words leave out ('book it with the same card'),
     which a sentence repeating them would make easier. ``named``: parameter -> the words the turn names its
     value by ('Los Angeles' for LAX, 'Zeta Corp' for ZETA), written in their place, so a code the assistant
-    looks up stays to be looked up; such a value fills a placeholder even where it counts as read from the state."""
-    named = named or {}
+    looks up stays to be looked up; such a value fills a placeholder even where it counts as read from the state.
+    ``picks``: parameter -> the seed's words picking its value from a list or by recency; only a phrasing marked
+    ``pick`` for that parameter fits (its placeholder stands where a noun phrase goes), and the pick stands in for
+    any pointer at a result."""
+    picks = picks or {}
+    if set(picks) != ({phrasing.pick} if phrasing.pick else set()):
+        return None
+    named = {**(named or {}), **picks}
     own = {s.param: s for s in slots if s.index == 0}
     stated = {p for p, s in own.items() if s.source in STATED or p in named}
-    read = {p: s.producer for p, s in own.items() if s.source == "call" and s.producer}
+    read = {p: s.producer for p, s in own.items() if s.source == "call" and s.producer and p not in picks}
     origin = dict(phrasing.results)
     if origin.keys() != read.keys() or any(read[p] not in methods for p, methods in origin.items()):
         return None  # it points at a result the call does not read, or leaves one unpointed
@@ -226,12 +241,12 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
 
 
 def phrase_donors(method: str, slots: tuple[Slot, ...], signature: str, unsaid: frozenset[str] = frozenset(),
-                  named: Mapping[str, str] | None = None) -> list[Donor]:
-    """The phrasings of ``method`` that fit the call's ``slots`` (``unsaid``, ``named``: see :func:`render`), as
-    donors carrying those slots (their values are the variant's own, so re-instantiating one changes nothing)."""
+                  named: Mapping[str, str] | None = None, picks: Mapping[str, str] | None = None) -> list[Donor]:
+    """The phrasings of ``method`` that fit the call's ``slots`` (``unsaid``, ``named``, ``picks``: see :func:`render`),
+    as donors carrying those slots (their values are the variant's own, so re-instantiating one changes nothing)."""
     out = []
     for p in phrasebook().get(method, ()):
-        text = render(p, slots, unsaid, named)
+        text = render(p, slots, unsaid, named, picks)
         if text is not None:
             out.append(Donor(f"phrasebook:{p.cls}.{method}#{p.index}", "phrasebook", -1, text, (method,),
                              tuple(s for s in slots if s.index == 0), signature, frozenset(), ""))
@@ -260,12 +275,20 @@ def check() -> list[str]:
     return problems
 
 
+_PICK_STANDIN = "that entry I keep coming back to in my "
+"""What :func:`lint` writes before a pick placeholder's head noun: a pick phrase as long as the seeds' ('the first
+stock listed in my watchlist'), with no cue of its own."""
+
+
 def lint(phrasing: Phrasing) -> list[str]:
     """Why a phrasing would change a turn's structure: no cue of its method in the lexicon (the call would
     read as left to the assistant), or words the structure reads as a condition, reference or
     transformation (a segment has none of them)."""
     lex = lexicon()
-    text = _FIELD.sub(lambda m: m.group(1).upper(), phrasing.text)
+    # a pick's placeholder takes a long noun phrase ending in its head ('the first stock listed in my watchlist'): the
+    # method's cue must be found around a phrase that long, and may be its head ('the most recent order ID')
+    text = _FIELD.sub(lambda m: _PICK_STANDIN + m.group(1).replace("_", " ") if m.group(1) == phrasing.pick
+                      else m.group(1).upper(), phrasing.text)
     out = []
     if phrasing.method in lex.methods and not any(p.search(text) for p in lex.methods[phrasing.method][0]):
         out.append("no lexicon cue for the method (the call would read as implicit)")

@@ -65,6 +65,7 @@ from rods_agents.analysis.value_sources import (
     user_text_upto,
 )
 from rods_agents.variation.phrasebook import (
+    STATED,
     context_sentences,
     phrase_donors,
     spoken,
@@ -477,6 +478,55 @@ def named_as(value: Any, span: str) -> str | None:
     return None
 
 
+_PICK_DET = re.compile(r"\b(?:the|that|this|my|your)(?:\s+(?:same|very))?\s+$", re.I)
+_PICK_TAIL = re.compile(r"\s+(?:listed|displayed|shown|on|in|of|from|within|my|the|your|that|this|those|these|list|watchlist|"
+                        r"watch\s+list|directory|folder|system's|id|ids|one|stock|stocks|file|files|order|orders|booking|"
+                        r"bookings|symbols?|results?|output|sector)\b", re.I)
+_PICK_END = re.compile(r"(?:\s+(?:on|in|of|from|within|my|the|your|that|this|those|these))+$", re.I)
+_PICK_HEADS = frozenset("stock stocks symbol file files order booking reservation one list watchlist directory folder id "
+                        "output results listed displayed shown message tweet ticket transaction".split())
+
+
+def pick_phrase(cue: str, span: str) -> str | None:
+    """The noun phrase ``span`` picks a value by, around a reference cue: 'the first stock listed in my watchlist'
+    for the cue 'the first stock', 'the most recent order ID' for 'most recent order'. A sentence written around
+    these words ('Pull up the numbers for {symbol}.', phrasebook ``pick``) leaves the assistant the same pick from
+    the same list, in words that are not the seed's sentence. None where the words around the cue are no noun
+    phrase with a determiner and a head ('my recently acquired flight and insurance', 'the first' alone)."""
+    at = span.lower().find(cue.lower().strip())
+    if at < 0 or not cue.strip():
+        return None
+    start, end = at, at + len(cue.strip())
+    before = _PICK_DET.search(span[:start])
+    if before and not re.match(r"(?:the|that|this|my|your)\b", span[start:], re.I):
+        start = before.start()
+    while (more := _PICK_TAIL.match(span, end)) is not None:
+        end = more.end()
+    phrase = _PICK_END.sub("", span[start:end])
+    words = phrase.lower().split()
+    if not re.match(r"(?:the|that|this|my|your)\b", phrase, re.I) or len(words) < 2 or words[-1] not in _PICK_HEADS:
+        return None
+    return phrase[:1].lower() + phrase[1:]
+
+
+def turn_picks(info: Any, g: int, span: str, methods: tuple[str, ...]) -> dict[str, str]:
+    """Parameter -> pick phrase (:func:`pick_phrase`) for a one-call turn whose only cues are references of its
+    call (by position or recency, one per parameter); {} for any other turn (a transformation or a condition
+    keeps its sentence, two picks in one call read as one phrase)."""
+    s = info.turns[g]
+    if len(methods) != 1 or s.conditions or s.transformations or not s.references:
+        return {}
+    out: dict[str, str] = {}
+    for r in s.references:
+        phrase = pick_phrase(r.cue, span) if r.kind in ("position", "property") and r.method == methods[0] else None
+        if phrase is None or r.param in out:
+            return {}
+        out[r.param] = phrase
+    if len(set(out.values())) != len(out):
+        return {}
+    return out
+
+
 _SPECIFIC = re.compile(r"[#@][\w.]+")
 
 
@@ -581,21 +631,24 @@ def _describes_withheld(text: str, target: tuple[Slot, ...]) -> bool:
 
 
 def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
-                      used: set[str], picked: set[str], span: str = "", earlier: str = "") -> list[Donor]:
+                      used: set[str], picked: set[str], span: str = "", earlier: str = "",
+                      picks: dict[str, str] | None = None) -> list[Donor]:
     """The phrasebook's donors for a one-call segment (:mod:`rods_agents.variation.phrasebook`), in one order per
     scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out."""
-    named = {x.param: words for x in target if x.index == 0 and (words := named_as(json.loads(x.value), span))}
+    picks = picks or {}
+    named = {x.param: words for x in target if x.index == 0 and x.param not in picks
+             and (words := named_as(json.loads(x.value), span))}
     if len(methods) != 1 or any(x.index == 0 and x.source in ("call", "state", "composed") and not x.producer
-                                and x.param not in named for x in target):
+                                and x.param not in named and x.param not in picks for x in target):
         return []  # a value read from the state or one of several results: the seed's words say which one
     hidden = _hidden_said(target, span)
     # a value the replaced words leave out may be left out only where an earlier turn says it as it is: a value the
     # seed's turn says in words no lookup finds ('high-priority', 'end with 50 gallons', 'in pounds sterling') stays
     # said, and an option is never left out
     dates, nums, e_dates, e_nums = _dates(span), _numbers(span), _dates(earlier), _numbers(earlier)
-    unsaid = frozenset(x.param for x in target if x.index == 0 and x.source == "user" and all(
+    unsaid = frozenset(x.param for x in target if x.index == 0 and x.source in STATED and all(
         not _said(v, span, dates, nums) and _said(v, earlier, e_dates, e_nums) for v in _scalars(json.loads(x.value))))
-    out = [d for d in phrase_donors(methods[0], target, signature, unsaid - named.keys(), named)
+    out = [d for d in phrase_donors(methods[0], target, signature, unsaid - named.keys() - picks.keys(), named, picks)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
         ctx = context_sentences(hidden)
@@ -644,6 +697,12 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
     delicate = bool(parsed.get("references") or parsed.get("transformations"))
     if not delicate and not whole_only and stray_cues(carried, methods, len(methods) == 1 and any(x.producer for x in target)):
         return None  # cue words the structure did not tie to a call: _mixed keeps their sentences
+    if delicate and not whole_only and (picks := turn_picks(seed_info, g, carried, methods)):
+        phrases = _phrasebook_donors(seed, turn, 0, methods, _rebased(target, 0, 1, True), sig, used, set(), carried,
+                                     earlier, picks)
+        found = _find([], _rebased(target, 0, 1, True), world, allowed, values, carried, slot, phrases, True)
+        if found is not None:
+            return _sentence(found[0]), [found[1]]
     if len(methods) > 1 and not (delicate or whole_only):  # sentence by sentence first: no other task's story
         built = _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried,
                           sig, earlier, single_only=True)
