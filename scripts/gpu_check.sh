@@ -30,7 +30,7 @@ LIMIT_S=${LIMIT_S:-420}
 PYV=${PYV:-3.12}
 REQS="aiosqlite==0.22.1 annotated-types==0.8.0 bfcl-eval==2026.3.23 datasets==5.2.0 dill==0.4.1 distro==1.9.0
 httpcore2==2.16.2 httpx2==2.16.2 jiter==0.19.0 jsonpatch==1.48 jsonpointer==3.12 langchain-core==1.8.3
-langchain-openai==1.7.4 langchain-protocol==0.0.20 langgraph==1.2.24 langgraph-checkpoint==4.3.2
+langchain-openai==1.8.1 langchain-protocol==0.0.20 langgraph==1.2.24 langgraph-checkpoint==4.3.2
 langgraph-checkpoint-sqlite==3.1.2 langgraph-prebuilt==1.1.3 langgraph-sdk==0.4.14 langsmith==0.15.1
 multiprocess==0.70.19 openai==3.57.0 orjson==3.13.0 ormsgpack==1.13.1 pydantic==2.14.4 pydantic-core==2.50.5
 python-dotenv==1.2.4 requests-toolbelt==1.0.0 sniffio==1.3.1 sqlite-vec==0.1.9 tenacity==9.2.1 trl==1.16.0
