@@ -478,6 +478,7 @@ def named_as(value: Any, span: str) -> str | None:
     return None
 
 
+_PICK_LEAD = re.compile(r"(?:the|that|this|my|your)\b", re.I)  # a pick phrase opens with a determiner
 _PICK_DET = re.compile(r"\b(?:the|that|this|my|your)(?:\s+(?:same|very))?\s+$", re.I)
 _PICK_TAIL = re.compile(r"\s+(?:listed|displayed|shown|on|in|of|from|within|my|the|your|that|this|those|these|list|watchlist|"
                         r"watch\s+list|directory|folder|system's|id|ids|one|stock|stocks|file|files|order|orders|booking|"
@@ -498,13 +499,13 @@ def pick_phrase(cue: str, span: str) -> str | None:
         return None
     start, end = at, at + len(cue.strip())
     before = _PICK_DET.search(span[:start])
-    if before and not re.match(r"(?:the|that|this|my|your)\b", span[start:], re.I):
+    if before and not _PICK_LEAD.match(span, start):
         start = before.start()
     while (more := _PICK_TAIL.match(span, end)) is not None:
         end = more.end()
     phrase = _PICK_END.sub("", span[start:end])
     words = phrase.lower().split()
-    if not re.match(r"(?:the|that|this|my|your)\b", phrase, re.I) or len(words) < 2 or words[-1] not in _PICK_HEADS:
+    if not _PICK_LEAD.match(phrase) or len(words) < 2 or words[-1] not in _PICK_HEADS:
         return None
     return phrase[:1].lower() + phrase[1:]
 
@@ -698,9 +699,9 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
     if not delicate and not whole_only and stray_cues(carried, methods, len(methods) == 1 and any(x.producer for x in target)):
         return None  # cue words the structure did not tie to a call: _mixed keeps their sentences
     if delicate and not whole_only and (picks := turn_picks(seed_info, g, carried, methods)):
-        phrases = _phrasebook_donors(seed, turn, 0, methods, _rebased(target, 0, 1, True), sig, used, set(), carried,
-                                     earlier, picks)
-        found = _find([], _rebased(target, 0, 1, True), world, allowed, values, carried, slot, phrases, True)
+        whole = _rebased(target, 0, 1, True)
+        phrases = _phrasebook_donors(seed, turn, 0, methods, whole, sig, used, set(), carried, earlier, picks)
+        found = _find([], whole, world, allowed, values, carried, slot, phrases, True)
         if found is not None:
             return _sentence(found[0]), [found[1]]
     if len(methods) > 1 and not (delicate or whole_only):  # sentence by sentence first: no other task's story
