@@ -14,7 +14,7 @@ from envs.executor import parse_call
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
-from rods_agents.variation.anchored_plan import _masked, _parsed, _sector_symbols, anchored_plan, sibling_slot
+from rods_agents.variation.anchored_plan import _masked, _parsed, _sectors_of, anchored_plan, sibling_slot
 
 
 @lru_cache(maxsize=1)
@@ -66,11 +66,23 @@ def test_stock_outside_the_sector_lists_swaps_beside_a_sector_lookup():
     for plan in plans:
         symbol = _calls(plan["ground_truth"], "get_stock_info")[0].kwargs.get("symbol") or \
             _calls(plan["ground_truth"], "get_stock_info")[0].args[0]
-        assert symbol != "QUAS" and symbol in known and symbol not in _sector_symbols()
+        assert symbol != "QUAS" and symbol in known and symbol not in _sectors_of()
         assert plan["swaps"].get("Quasar Ltd.")  # the company's name follows the ticker
         # the sector's own stocks are still the ones added
         added = [c.kwargs.get("stock") or c.args[0] for c in _calls(plan["ground_truth"], "add_to_watchlist")]
-        assert set(added) <= _sector_symbols()
+        assert set(added) <= set(_sectors_of())
+
+
+def test_a_stock_a_sector_list_names_becomes_another_stock_of_that_sector():
+    # base_128: the Technology sector's list, then 150 Microsoft shares; MSFT stayed in every plan, so all 8 variants
+    # of the scenario were new only in digits. The list is the environment's: the new stock must be on it too
+    seed, plans = _plans("multi_turn_base_128")
+    bought = [_calls(p["ground_truth"], "place_order")[0].kwargs["symbol"] for p in plans]
+    assert any(b != "MSFT" for b in bought), bought
+    for plan, symbol in zip(plans, bought, strict=True):
+        assert _sectors_of()[symbol] == _sectors_of()["MSFT"]  # what the Technology lookup lists
+        if symbol != "MSFT":
+            assert plan["swaps"].get("Microsoft")  # the text named the company: the new company's name follows
 
 
 @pytest.mark.parametrize(("seed_id", "old", "new"), [("multi_turn_base_3", "cp", {"mv"}),

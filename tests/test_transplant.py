@@ -311,3 +311,29 @@ def test_a_folder_the_text_also_names_in_the_singular_keeps_its_name():
         seed, variant, _, _ = _variant("multi_turn_miss_func_2", v, run_seed=3)
         assert "document folder" in " ".join(m.content for t in seed.turns for m in t)
         assert any("folder='documents'" in c for c in variant.ground_truth[0]), variant.ground_truth[0]
+
+
+def test_a_donor_naming_a_pair_against_its_own_calls_order_is_never_used():
+    """Read 9, base_63: 'a trip from Silverpine to Oakendale' came from a human turn whose zip-code lookups ran the
+    other way; re-instantiated slot by slot, the variant's text named its pair against its ground truth."""
+    from rods_agents.variation.transplant import said_out_of_order
+
+    def donor(text: str) -> Donor:
+        return Donor("multi_turn_base_0", 0, 0, text, ("estimate_distance",),
+                     (Slot(0, "cityA", '"83214"', "call", False), Slot(0, "cityB", '"74532"', "call", False),
+                      Slot(-1, "get_zipcode_based_on_city.city", '"Rivermist"', "user", False),
+                      Slot(-2, "get_zipcode_based_on_city.city", '"Greenway"', "user", False)), "{}",
+                     frozenset({"rivermist", "greenway"}))
+
+    assert not said_out_of_order(donor("How far is it from Rivermist to Greenway?"))
+    assert said_out_of_order(donor("I'm planning a trip from Greenway to Rivermist. How far is it?"))
+
+
+def test_a_human_turn_picking_a_line_by_its_place_never_words_a_whole_file_call():
+    """Read 9, base_0: 'sort the inaugural line of the report' (a BFCL train turn) worded a sort of a whole file."""
+    from rods_agents.variation.transplant import brings_cues
+
+    assert brings_cues("Methodically sort the inaugural line of 'grant_proposal.pdf'.", "Sort 'report.pdf' for me.")
+    assert brings_cues("Sort the first line of 'a.txt'.", "Sort 'a.txt', please.")
+    assert not brings_cues("Show me the last 5 lines of 'a.txt'.", "Display the last 10 lines of 'a.txt'.")
+    assert not brings_cues("Sort 'a.txt' alphabetically.", "Sort 'a.txt', please.")

@@ -9,9 +9,10 @@ easier than its seed, and a rewrite saying 'Boston' would be refused for stating
 from __future__ import annotations
 
 from envs.task import bfcl_task
+from rods_agents.analysis.information_structure import information_structure
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
-from rods_agents.analysis.value_sources import classify_arguments, numbers_for, said_in
+from rods_agents.analysis.value_sources import classify_arguments, named_by_lookup, numbers_for, said_in
 from rods_agents.stages.verdict import judge
 
 
@@ -27,10 +28,33 @@ def test_a_ticker_named_by_its_company_is_looked_up_and_a_variant_stating_it_is_
     seed = bfcl_task("multi_turn_base_105")  # 'Can you provide the latest trading details for Quasar Ltd.?'
     sources = classify_arguments(seed, trace_task(seed))
     assert next(a.source for a in sources if a.turn == 0 and a.param == "symbol") == "state"
-    turns = [list(t) for t in seed.turns]
-    turns[0] = [m.model_copy(update={"content": "Can you provide the latest trading details for QUAS?"}) for m in turns[0]]
-    variant = seed.model_copy(update={"id": seed.id + "__rods_test", "turns": turns})
+    variant = _worded(seed, 0, "Can you provide the latest trading details for QUAS?")
     reasons, _ = judge(variant, seed, profile_task(seed), trace_task(variant))
+    assert any(r.startswith("information_structure:state_value_stated") for r in reasons), reasons
+
+
+def _worded(task, turn: int, text: str):
+    turns = [list(t) for t in task.turns]
+    turns[turn] = [m.model_copy(update={"content": text}) for m in turns[turn]]
+    return task.model_copy(update={"id": task.id + "__rods_test", "turns": turns})
+
+
+def test_a_company_whose_name_holds_its_ticker_still_names_it_for_a_lookup():
+    # multi_turn_base_107: 'Zeta Corp' read as stating ZETA (the word is the ticker), so every variant naming its own
+    # company ('Can you show me how Tesla is performing?') read as a value picked from the state with no cue:
+    # 8 of 8 variants of 5 TradingBot scenarios were refused
+    assert named_by_lookup("ZETA", "shares in Zeta Corp") == "Zeta Corp" and named_by_lookup("TSLA", "how Tesla is doing")
+    assert named_by_lookup("ZETA", "buy ZETA (Zeta Corp)") is None  # the ticker written as it is: stated
+    assert named_by_lookup("LAX", "a flight to Los Angeles") == "Los Angeles"
+    seed = bfcl_task("multi_turn_base_107")  # 'Before purchasing shares in Zeta Corp, ...'
+    assert [a.source for a in classify_arguments(seed, trace_task(seed)) if a.param == "symbol"] == ["state", "state"]
+    variant = _worded(seed, 0, "Can you show me how Zeta Corp is performing?")
+    info = information_structure(variant)
+    assert info.turns[0].unresolved_picks == 0, "a named company is one value, not a pick among the state's"
+    reasons, _ = judge(variant, seed, profile_task(seed), trace_task(variant))
+    assert not any("state_value" in r or "unobtainable" in r or "reference_unresolved" in r for r in reasons), reasons
+    stated = _worded(seed, 0, "Can you show me how ZETA is performing?")
+    reasons, _ = judge(stated, seed, profile_task(seed), trace_task(stated))
     assert any(r.startswith("information_structure:state_value_stated") for r in reasons), reasons
 
 

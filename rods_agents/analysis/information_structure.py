@@ -40,7 +40,14 @@ from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.obtainability import public_state
 from rods_agents.analysis.tracing import CallRecord, Trace, trace_task
-from rods_agents.analysis.value_sources import ArgSource, _numbers, classify_arguments, is_flag, user_text_upto
+from rods_agents.analysis.value_sources import (
+    ArgSource,
+    _numbers,
+    classify_arguments,
+    is_flag,
+    named_by_lookup,
+    user_text_upto,
+)
 
 LEXICON = PROMPTS / "bfcl/method_lexicon.json"
 REASON = "information_structure"
@@ -341,6 +348,8 @@ def _picked(a: ArgSource, rec: CallRecord, trace: Trace, task: Task, cache: dict
         obj = _load_result(trace.calls[a.producer].result)
         return all(among_candidates(v, obj) for v in items)
     if a.source == "state":
+        if all(named_by_lookup(v, user_text_upto(task, a.turn)) for v in items):
+            return False  # named for a lookup ('Tesla' for TSLA): one value, not a pick among the state's
         if rec.siblings and all(isinstance(v, str) and v in rec.siblings for v in items) and len(rec.siblings) >= 2:
             return True
         return all(among_candidates(v, _state_of(task, rec.cls, cache)) for v in items)

@@ -27,7 +27,7 @@ from envs.executor import Environment
 from envs.task import Task
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.tracing import CallRecord
-from rods_agents.analysis.value_sources import CITY_ALIASES, _numbers, airport_cities
+from rods_agents.analysis.value_sources import CITY_ALIASES, _numbers, airport_cities, ticker_companies
 
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TOKEN = re.compile(r"[A-Za-z]+|\d+(?:\.\d+)?")
@@ -171,6 +171,9 @@ def state_hints(value: Any, rec: CallRecord, state: dict[str, Any], noun: str) -
         city = airport_cities()[value]
         out.append(Hint(kind="lookup", phrase=city, say=city))
         out += [Hint(kind="lookup", phrase=alias, say=alias) for alias in CITY_ALIASES.get(city, ())]
+    company = ticker_companies().get(value) if isinstance(value, str) else None
+    if company:
+        out.append(Hint(kind="lookup", phrase=company, say=company))  # get_symbol_by_name's name for the ticker
     if rec.siblings and isinstance(value, str):
         out += _fs_hints(value, rec.siblings, noun)
     if not isinstance(value, list | dict):

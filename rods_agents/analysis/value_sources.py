@@ -11,7 +11,9 @@ Sources, in the order they are tried:
 A value counts as stated when the text says it in a human format: numbers with thousands separators,
 currency symbols, percentages or as words ("$10,000", "15%", "fifty"), dates in words ("November
 10th, 2026"), card expiry dates ("12/25" for ``12/2025``). An airport code is read from the
-environment (``state``) when the text names its city: ``get_nearest_airport_by_city`` gives it.
+environment (``state``) when the text names its city: ``get_nearest_airport_by_city`` gives it; so is a
+ticker the text names by its company ('Zeta Corp', 'Tesla') without writing the ticker as it is:
+``get_symbol_by_name`` gives it (:func:`named_by_lookup`).
 
 Booleans, ``None``, navigation tokens (``.``, ``..``, empty strings) and *choices* (a value of an
 enum parameter, or a phrase-table choice such as ``order_type='Buy'``) are flags, not information,
@@ -211,6 +213,33 @@ def airport_cities() -> dict[str, str]:
 
 
 @lru_cache(maxsize=1)
+def ticker_companies() -> dict[str, str]:
+    """Ticker -> company name, as ``TradingBot.get_symbol_by_name`` knows them (prompts/bfcl/offline_value_kinds.json)."""
+    table = knowledge.value_pools().get("company_of_ticker", {})
+    return {k: v for k, v in table.items() if not k.startswith("_")}
+
+
+def named_by_lookup(value: Any, text: str) -> str | None:
+    """The name ``text`` gives ``value`` by, which the assistant looks the value up with, or None: an airport
+    code by its city ('Los Angeles' for LAX), a ticker by its company ('Zeta Corp' for ZETA, 'Tesla' for TSLA)
+    where the ticker itself is not written in its own case. Either way the value is read from the environment:
+    'Zeta Corp' no more states ZETA than 'Tesla' states TSLA, so a variant that names its company is as hard as a
+    seed that named its own, and one that writes the ticker is easier."""
+    if not isinstance(value, str):
+        return None
+    low = text.lower()
+    city = airport_cities().get(value)
+    for name in (city, *CITY_ALIASES.get(city or "", ())) if city else ():
+        if re.search(r"\b" + re.escape(name.lower()) + r"\b", low):
+            return name
+    company = ticker_companies().get(value)
+    if company and not re.search(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", text):
+        if re.search(r"\b" + re.escape(company.lower().rstrip(".")), low):
+            return company
+    return None
+
+
+@lru_cache(maxsize=1)
 def choice_phrases() -> dict[str, dict[str, str]]:
     """``method.param`` -> {repr(value): words}: choices the rewrite says in words (prompts/bfcl/value_phrases.json)."""
     return knowledge.value_phrases()
@@ -297,13 +326,13 @@ def classify_scalar(value: Any, text: str, text_nums: set[float], results: list[
                     dates: set[str] | None = None) -> tuple[str, int | None]:
     if isinstance(value, str):
         v = value.strip()
+        if v in ticker_companies() and named_by_lookup(v, text):
+            return "state", None  # 'Zeta Corp' names ZETA for a lookup, as 'Tesla' names TSLA
         if v and said_in(v, text):
             return "user", None
         if _paraphrased(v, text) or _word_in(v, text) or stated_as_date(v, dates if dates is not None else _dates(text)):
             return "user", None
-        city = airport_cities().get(v)
-        if city and any(re.search(r"\b" + re.escape(name.lower()) + r"\b", text.lower())
-                        for name in (city, *CITY_ALIASES.get(city, ()))):
+        if named_by_lookup(v, text):
             return "state", None
         if len(v) >= 2:
             for i in range(len(results) - 1, -1, -1):

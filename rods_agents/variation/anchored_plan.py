@@ -767,17 +767,18 @@ _STOCK_PARAMS = {"symbol", "stock"}
 
 
 @lru_cache(maxsize=1)
-def _sector_symbols() -> frozenset[str]:
-    """Every symbol a sector lookup of the trading environment lists (its tables, run, not parsed)."""
+def _sectors_of() -> dict[str, frozenset[str]]:
+    """Symbol -> the sectors whose lookup lists it, in the trading environment's own tables (run, not parsed)."""
     from envs.bfcl_data import env_class
 
     api = env_class("TradingBot")()
     api._load_scenario({}, long_context=False)
-    out: set[str] = set()
+    out: dict[str, set[str]] = {}
     for sector in options("get_available_stocks", "sector"):
         listed = api.get_available_stocks(sector)
-        out |= set(listed.get("stock_list", [])) if isinstance(listed, dict) else set()
-    return frozenset(out)
+        for symbol in listed.get("stock_list", []) if isinstance(listed, dict) else []:
+            out.setdefault(symbol, set()).add(sector)
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 _SECTOR_LOOKUPS = {"get_available_stocks", "filter_stocks_by_price"}
@@ -787,14 +788,16 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
     """The stock a task trades becomes another stock the environment lists (its config's stock table and
     get_symbol_by_name's company table), its company's name with it ('Zeta Corp' -> 'Omega Industries'):
     another market situation, not a made-up ticker. Prices read from results follow (:func:`rederive`). Not
-    a stock a sector list names when the task looks stocks up by sector (those lists are the environment's
-    and fixed), where the text names the stock in neither form, or where a dictated text quotes it."""
+    a stock where the text names it in neither form, or where a dictated text quotes it. Next to a sector lookup
+    the sector lists are the environment's and fixed: a stock one of them names becomes another stock of exactly
+    the same sectors ('MSFT' -> 'NVDA' after the Technology list), so the list the assistant reads still holds it;
+    next to a price filter, whose answer depends on every price, it stays."""
     stocks = d.seed.initial_config.get("TradingBot", {}).get("stocks")
     if not isinstance(stocks, dict):
         return
-    # next to a sector lookup, the stocks the sector lists name stay put (those lists are the environment's
-    # and fixed); a stock outside every sector list ('Quasar Ltd.') still becomes another such stock
-    fixed = _sector_symbols() if any(r.name in _SECTOR_LOOKUPS for r, _ in bound) else frozenset()
+    lookups = {r.name for r, _ in bound} & _SECTOR_LOOKUPS
+    sectors = _sectors_of() if lookups else {}
+    fixed = frozenset(sectors) if "filter_stocks_by_price" in lookups else frozenset()
     from rods_agents.analysis.faithfulness import known_symbols
 
     known = known_symbols(d.seed.long_context)
@@ -810,7 +813,7 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
         if any(symbol in x and x != symbol for _r, args in bound for x in _scalar_strings(list(args.values()))):
             continue  # inside a dictated text ('bought ZETA today'): the text is the user's
         choices = sorted(k for k in stocks if k in companies and k not in used and k not in swaps.values()
-                         and k not in fixed
+                         and k not in fixed and sectors.get(k, frozenset()) == sectors.get(symbol, frozenset())
                          and not Substitution({k: "\0", companies[k]: "\0"}, derived_forms=False).found(text))
         if not choices:
             continue

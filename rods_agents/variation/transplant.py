@@ -582,7 +582,7 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
     for d in donors:
         if len(fits) >= want or tries >= MAX_TRIES:
             return
-        if value_map(d, target) is None:
+        if value_map(d, target) is None or said_out_of_order(d):
             continue
         tries += d.scenario != "phrasebook"
         if d.scenario != "phrasebook" and (not premise_free(d.text) or any(x.source == "state" for x in d.slots)):
@@ -855,6 +855,36 @@ _CLAIM = re.compile(r"\b(just|recently|previously)\s+(placed|made|booked|created
                     r"purchased|acquired|lodged|filed|reserved|initiated|put in|moved|copied)\b", re.I)
 
 
+# a line picked by its place in a file ('sort the inaugural line of the report', a BFCL train turn worded for a sort
+# of the whole file): the reference lexicon leaves 'first line' to head's and tail's line counts
+_LINE_PICK = re.compile(r"\b(first|inaugural|opening|initial|top|last|final|closing|bottom)\s+(?:\d+\s+|\w+\s+)?lines?\b",
+                        re.I)
+
+
+def _line_picks(text: str, span: str) -> bool:
+    """``text`` picks a line by its place ('the inaugural line') where ``span`` names no line at that place."""
+    return any(not re.search(rf"\b{m.group(1).lower()}\b[^.?!]{{0,20}}\blines?\b", span.lower())
+               for m in _LINE_PICK.finditer(text))
+
+
+def said_out_of_order(donor: Donor) -> bool:
+    """The donor writes the values of one parameter asked twice in another order than its calls take them: 'a trip
+    from Silverpine to Oakendale' over zip-code lookups of Oakendale, then Silverpine (read 9). The donor's own
+    ground truth got away with it (the distance is the same both ways), but re-instantiated slot by slot on a
+    variant its words name the pair against the variant's ground truth."""
+    low = donor.text.lower()
+    groups: dict[str, list[Slot]] = {}
+    for x in donor.slots:
+        if x.source == "user" and not x.flag:
+            groups.setdefault(x.param, []).append(x)
+    for slots in groups.values():
+        ordered = sorted(slots, key=lambda x: (x.index < 0, abs(x.index)))
+        at = [low.find(str(json.loads(x.value)).lower()) for x in ordered]
+        if len(at) > 1 and -1 not in at and at != sorted(at):
+            return True
+    return False
+
+
 def brings_cues(text: str, span: str, singled: bool = False) -> bool:
     """``text`` has condition, position, filter or transformation words that the words it replaces (``span``) lack:
     a human turn's own pick ('output the content of the first file you find', read 7) names another file than the
@@ -862,10 +892,12 @@ def brings_cues(text: str, span: str, singled: bool = False) -> bool:
     recency ('that booking', 'the order I just placed') are left to the value sources: the donor reads its value
     from the same call's result as the seed (a pick the seed's structure ties to a call takes only donors with
     the seed's own cue words). Unless a result singles the value out (``singled``), words claiming what was just
-    done stay the donor's story: 'the file that we just created' for a file the variant moved (read 6)."""
+    done stay the donor's story: 'the file that we just created' for a file the variant moved (read 6). A line
+    picked by its place counts too ('sort the inaugural line of', read 9)."""
     low = span.lower()
     claims = [] if singled else [m.span() for m in _CLAIM.finditer(text)]
-    return any(text[a:b].lower() not in low for a, b in [*cue_spans(text, singled=True), *claims])
+    return (any(text[a:b].lower() not in low for a, b in [*cue_spans(text, singled=True), *claims])
+            or _line_picks(text, span))
 
 
 def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]) -> set[int] | None:
