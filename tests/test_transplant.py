@@ -337,3 +337,31 @@ def test_a_human_turn_picking_a_line_by_its_place_never_words_a_whole_file_call(
     assert brings_cues("Sort the first line of 'a.txt'.", "Sort 'a.txt', please.")
     assert not brings_cues("Show me the last 5 lines of 'a.txt'.", "Display the last 10 lines of 'a.txt'.")
     assert not brings_cues("Sort 'a.txt' alphabetically.", "Sort 'a.txt', please.")
+
+
+def test_recency_words_for_the_one_order_so_far_are_no_pick_but_a_place_in_a_list_is():
+    """'that last order I made' where one order exists (the value is singled out by its result) says what 'Cancel
+    this order' says; base_126's cancel turn kept its seed's words in all 8 samples for it."""
+    from rods_agents.variation.transplant import cue_spans
+
+    turn = "I might need to pull the plug on that last order I made. Can you nix it for me?"
+    assert cue_spans(turn) and not cue_spans(turn, singled=True)
+    assert cue_spans("Cancel the last order on the list, please.", singled=True)  # a place in a list stays a pick
+    assert cue_spans("Show me the last stock in my watchlist.", singled=True)
+
+
+def test_a_value_an_implicit_call_shares_with_the_asked_call_needs_no_sentence_of_its_own():
+    """'snag 100 shares of XYZ at the market price' states the symbol of the implicit price lookup by stating the
+    order's: a sentence for the order says it (base_126 turn 1 had no phrasebook sentence for want of one)."""
+    from rods_agents.analysis.information_structure import information_structure
+    from rods_agents.variation.transplant import _phrasebook_donors, _rebased, asked_turn, portable_signature
+
+    seed = bfcl_task("multi_turn_base_126")
+    trace = trace_task(seed)
+    info = information_structure(seed, trace)
+    g = asked_turn(seed, 1)
+    methods, target = explicit_calls(info, g, *turn_slots(trace, classify_arguments(seed, trace), g))
+    assert methods == ("place_order",) and any(x.index < 0 and x.param == "get_stock_info.symbol" for x in target)
+    donors = _phrasebook_donors(seed, 1, 0, methods, _rebased(target, 0, 1, True), portable_signature(info, g),
+                                set(), set(), seed.turns[1][0].content)
+    assert donors and all("XYZ" in d.text for d in donors)

@@ -642,7 +642,10 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     if len(methods) != 1 or any(x.index == 0 and x.source in ("call", "state", "composed") and not x.producer
                                 and x.param not in named and x.param not in picks for x in target):
         return []  # a value read from the state or one of several results: the seed's words say which one
-    hidden = _hidden_said(target, span)
+    # a value of an implicit call that the call itself takes too ('snag 100 shares of XYZ' states the symbol of the
+    # implicit price lookup as well as the order's): the sentence writing the order's symbol says it
+    stated = {x.value for x in target if x.index == 0 and x.source in STATED}
+    hidden = tuple(x for x in _hidden_said(target, span) if x.value not in stated)
     # a value the replaced words leave out may be left out only where an earlier turn says it as it is: a value the
     # seed's turn says in words no lookup finds ('high-priority', 'end with 50 gallons', 'in pounds sterling') stays
     # said, and an option is never left out
@@ -804,21 +807,27 @@ def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple
     return units
 
 
+# 'that last order I made' where one order exists so far: recency, not a place in a list
+_LAST_MADE = re.compile(r"\b(?:the|that|this|my)?\s*(?:last|final)\s+(?:\w+\s+)?(?:order|ticket|booking|message|tweet|"
+                        r"reservation|transaction|purchase|trade)\b(?!\s+(?:on|in|of|from)\s+(?:the|that|this|my)\b)", re.I)
+
+
 def cue_spans(text: str, singled: bool = False) -> list[tuple[int, int]]:
     """Where ``text`` has words the lexicon reads as a condition, a reference or a transformation, whether or not
     the structure tied them to a call: 'only rounded to the nearest integer, just the number' decides that the
     mean's 6500.0 is written '6500' even where the value counts as read from a result. ``singled``: the one call's
     value read from a result is the only one of its kind so far (:func:`rods_agents.variation.turn_bank.singled_producer`),
-    so words picking it by recency ('the order I just placed', 'my latest booking') say nothing a sentence
-    pointing at that result ('Cancel the booking we made') does not: they are left out."""
+    so words picking it by recency ('the order I just placed', 'my latest booking', 'that last order I made') say
+    nothing a sentence pointing at that result ('Cancel the booking we made') does not: they are left out."""
     lex = lexicon()
     spans = []
     # the generic 'the result' / 'based on the' / 'with the details' cues mark a value read from a result, which
     # the value sources already hold to its call; the rest say how a value is built or which one is meant
     strong = [p for p in lex.transformations if not re.search(r"result|based on|includ", p.pattern)]
     kinds = [k for k in lex.references if not (singled and k == "property")]
+    recency = [m.span() for m in _LAST_MADE.finditer(text)] if singled else []
     for p in [*strong, *(q for k in kinds for q in lex.references[k])]:
-        spans += [m.span() for m in p.finditer(text)]
+        spans += [m.span() for m in p.finditer(text) if not any(a < m.end() and m.start() < b for a, b in recency)]
     excluded = [m.span() for p in lex.condition_exclusions for m in p.finditer(text)]
     for p in lex.conditions:
         spans += [m.span() for m in p.finditer(text) if not any(a <= m.start() < b for a, b in excluded)]
