@@ -122,3 +122,35 @@ def test_default_user_becomes_another_person_in_the_state():
         assert _calls(plan["ground_truth"], "get_user_id")[0].kwargs["user"] == new
         draft = seed.model_copy(update={"ground_truth": plan["ground_truth"], "initial_config": plan["initial_config"]})
         assert not trace_task(draft).errors
+
+
+def test_a_balance_the_task_says_is_never_resampled():
+    # read 10, base_143: the dictated message says 'Current balance in my account is $10000.' after the account
+    # lookup; a resampled balance of 9200 made the message wrong (a careful assistant would correct it)
+    import copy
+
+    from envs.task import bfcl_task
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.variation.anchored_plan import resample_state
+
+    seed = bfcl_task("multi_turn_base_143")
+    trace = trace_task(seed)
+    text = " ".join(m.content for t in seed.turns for m in t)
+    for i in range(20):
+        config = copy.deepcopy(seed.initial_config)
+        resample_state(config, trace, rng_for("balance", i), text)
+        assert config["TradingBot"]["account_info"]["balance"] == 10000.0
+
+
+def test_another_stock_trades_near_the_old_ones_price():
+    # read 10, long_context_142: 50 Zeta Corp shares ($7,500) became 50 Alpha Tech shares ($66,022) beside 'top up
+    # $4,000 to make sure I've got enough cash'
+    seed = _train().get("multi_turn_long_context_142")
+    if seed is None:
+        pytest.skip("not a train seed")
+    stocks = seed.initial_config["TradingBot"]["stocks"]
+    for v in range(4):
+        plan = anchored_plan(seed, profile_task(seed, trace_task(seed)), trace_task(seed), random.Random(v), 0,
+                             slot=sibling_slot(seed.category, v))
+        symbol = _calls(plan["ground_truth"], "place_order")[0].kwargs["symbol"]
+        assert 1 / 3 <= stocks[symbol]["price"] / stocks["ZETA"]["price"] <= 3, symbol

@@ -359,3 +359,14 @@ def test_a_password_made_of_digits_is_not_renamed_where_a_record_has_that_id():
     for v in range(4):
         _, variant, plan, _ = _variant("multi_turn_long_context_110", v, 3)
         assert "12345" in variant.initial_config["TradingBot"]["orders"], plan.renames
+
+
+def test_an_article_follows_the_value_it_stands_before_in_text_and_dictated_values_alike():
+    # read 10, base_148: the dictated ticket description read 'the cancellation of an GM order' after AAPL -> GM
+    from rods_agents.variation.seed_anchor import Substitution
+
+    sub = Substitution({"AAPL": "GM", "business": "economy"})
+    assert sub.text("the cancellation of an AAPL order") == "the cancellation of a GM order"
+    assert sub.text("An AAPL trade in a business class mood") == "A GM trade in an economy class mood"
+    assert Substitution({"ZETA": "NVDA"}).text("a ZETA order") == "an NVDA order"
+    assert sub.text("a AAPL order") == "a GM order"  # an article the old value did not take is left as it was

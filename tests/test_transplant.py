@@ -365,3 +365,27 @@ def test_a_value_an_implicit_call_shares_with_the_asked_call_needs_no_sentence_o
     donors = _phrasebook_donors(seed, 1, 0, methods, _rebased(target, 0, 1, True), portable_signature(info, g),
                                 set(), set(), seed.turns[1][0].content)
     assert donors and all("XYZ" in d.text for d in donors)
+
+
+def test_words_picking_a_value_the_lexicon_cannot_read_keep_the_seeds_wording():
+    """Read 10, base_143: 'one with a substantial order value I remember initiating' picks order 12446 out of two;
+    re-worded as 'my placed order' (a human turn of a task that had placed one), nothing picked it any more."""
+    seed = bfcl_task("multi_turn_base_143")
+    assert information_structure(seed).turns[1].unresolved_picks == 1
+    for v in range(2):
+        _, variant, _, _ = _variant("multi_turn_base_143", v)
+        assert "substantial order value" in variant.turns[1][0].content
+
+
+def test_a_sentence_saying_a_file_is_somewhere_else_stays_beside_new_words():
+    """Reads 9 and 10, miss_param_44: new words for the write dropped 'The file is somewhere inside the file system.',
+    the only hint that an implicit cd comes first; an assistant would write the file in the current folder."""
+    from rods_agents.variation.transplant import with_where_hints
+
+    span = "Could you fill 'a.txt' with 'Q1: 5'? The file is somewhere inside the file system."
+    assert with_where_hints("Write 'Q1: 5' to 'b.txt'.", span).endswith("The file is somewhere inside the file system.")
+    assert with_where_hints("Write 'Q1: 5' to 'b.txt'.", "Could you fill 'a.txt' with 'Q1: 5'?") == "Write 'Q1: 5' to 'b.txt'."
+    for v in range(2):
+        seed, variant, _, _ = _variant("multi_turn_miss_param_44", v)
+        if variant.turns[0][0].content != seed.turns[0][0].content:
+            assert "somehwhere inside the file system" in variant.turns[0][0].content

@@ -257,14 +257,18 @@ _RESAMPLED_STATE: list[tuple[str, tuple[str, ...], Any]] = [
 ]
 
 
-def resample_state(config: dict, trace: Trace, rng: Any) -> dict[str, Any]:
+def resample_state(config: dict, trace: Trace, rng: Any, text: str = "") -> dict[str, Any]:
     """Resample the scalars of ``_RESAMPLED_STATE`` in ``config`` (in place); class.path -> new value.
 
     About a third of the draws miss a precondition of the plan on purpose (a balance below the
     order's cost, a tank too full for the fill, a card short of the fare): the config patch agent then
-    repairs the state, so the variant starts from a state the seed never had."""
+    repairs the state, so the variant starts from a state the seed never had. A value the task says (in ``text``,
+    its user turns, or inside a dictated argument: 'Current balance in my account is $10000.', read 10) stays."""
+    from rods_agents.analysis.value_sources import _numbers
+
     numbers_used = {float(v) for r in trace.calls for v in r.args.values()
                     if isinstance(v, int | float) and not isinstance(v, bool)}
+    numbers_used |= _numbers(" ".join([text, *(x for r in trace.calls for x in _scalar_strings(list(r.args.values())))]))
     changes: dict[str, Any] = {}
     for cls, path, draw in _RESAMPLED_STATE:
         node = config.get(cls)
@@ -590,6 +594,9 @@ def draw_changes(d: _Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str,
     _stock_swap(d, bound, swaps)
     _route_swap(d, bound, swaps)
     _dictated_swap(d, bound, renames, swaps)
+    for old in [o for o in renames if o in swaps]:
+        del renames[old]  # a stock swapped for another the environment lists is not also renamed (read 10: the plan
+        # held AAPL -> ZETA beside AAPL -> NEPT)
     substitutions = _method_swaps(d, bound)
     phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
     return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases,
@@ -784,6 +791,16 @@ def _sectors_of() -> dict[str, frozenset[str]]:
 _SECTOR_LOOKUPS = {"get_available_stocks", "filter_stocks_by_price"}
 
 
+def _similar_price(stocks: dict[str, Any], old: str, new: str, spread: float = 3.0) -> bool:
+    """``new`` trades within ``spread`` times ``old``'s price: the story's sums still fit (read 10: 50 Zeta Corp shares
+    for $7,500 became 50 Alpha Tech shares for $66,022 beside 'top up $4,000 to make sure I've got enough cash')."""
+    a = (stocks.get(old) or {}).get("price") if isinstance(stocks.get(old), dict) else None
+    b = (stocks.get(new) or {}).get("price") if isinstance(stocks.get(new), dict) else None
+    if not isinstance(a, int | float) or not isinstance(b, int | float) or a <= 0 or b <= 0:
+        return True  # no price to compare: nothing the story sums
+    return 1 / spread <= b / a <= spread
+
+
 def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
     """The stock a task trades becomes another stock the environment lists (its config's stock table and
     get_symbol_by_name's company table), its company's name with it ('Zeta Corp' -> 'Omega Industries'):
@@ -814,6 +831,7 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
             continue  # inside a dictated text ('bought ZETA today'): the text is the user's
         choices = sorted(k for k in stocks if k in companies and k not in used and k not in swaps.values()
                          and k not in fixed and sectors.get(k, frozenset()) == sectors.get(symbol, frozenset())
+                         and _similar_price(stocks, symbol, k)
                          and not Substitution({k: "\0", companies[k]: "\0"}, derived_forms=False).found(text))
         if not choices:
             continue
@@ -1227,7 +1245,7 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
     for _ in range(3):
         gt, config = apply_changes(seed, bound, changes)
         state_changes = {} if (d.composed or attempt >= 2 or not changes.get("state", True)) else \
-            resample_state(config, trace, rng)
+            resample_state(config, trace, rng, " ".join(d.turn_text))
         derived = rederive(seed, trace, profile, gt, config)
         if derived is None:
             return None

@@ -64,6 +64,27 @@ def _cased(found: str, old: str, new: str) -> str:
     return new
 
 
+def article(word: str) -> str:
+    """'a' or 'an' before ``word`` as it is read aloud: a code by its letters ('an NVDA', 'a GM'), a word by its first
+    letter ('an economy class', 'a business class')."""
+    if word[:5].isupper() and word[:1].isalpha() and len(word.split()[0]) <= 5:
+        return "an" if word[0] in "AEFHILMNORSX" else "a"
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+_ARTICLE_END = re.compile(r"\b([Aa])(n?) $")
+
+
+def _agreed(before: str, old: str, new: str) -> str:
+    """``before`` (the text up to a replaced value) with its closing article made to fit ``new`` where it fit ``old``
+    ('the cancellation of an AAPL order' -> 'of a GM order', in the text and the dictated argument alike)."""
+    m = _ARTICLE_END.search(before)
+    if m is None or not new[:1].isalpha() or article(old) != ("an" if m.group(2) else "a"):
+        return before
+    fixed = article(new)
+    return before[:m.start()] + (fixed.capitalize() if m.group(1) == "A" else fixed) + " "
+
+
 class Substitution:
     """One compiled, case-insensitive, longest-first substitution of many (old -> new) forms."""
 
@@ -87,11 +108,15 @@ class Substitution:
         if self.pattern is None or not s:
             return s
 
-        def repl(m: re.Match) -> str:
+        out: list[str] = []
+        last = 0
+        for m in self.pattern.finditer(s):
             old, new = self.pairs[m.group(0).lower()]
-            return _cased(m.group(0), old, new)
-
-        return self.pattern.sub(repl, s)
+            rep = _cased(m.group(0), old, new)
+            out.append(_agreed(s[last:m.start()], m.group(0), rep))
+            out.append(rep)
+            last = m.end()
+        return "".join(out) + s[last:]
 
     def found(self, s: str) -> set[str]:
         """Old forms (lower case) that occur in ``s``."""

@@ -369,6 +369,22 @@ def _rebased(target: tuple[Slot, ...], start: int, stop: int, whole: bool = Fals
                  if (start <= x.index < stop) or (whole and x.index < 0))
 
 
+# a sentence saying that a file is somewhere else without naming where ('The file is somewhere inside the file
+# system.'): the only words sending the assistant to look for it before an implicit cd
+_WHERE_HINT = re.compile(r"\b(somewh?ere|some where)\b|\b(?:inside|within|in) (?:the|my|a|some|one of the) "
+                         r"(?:file ?system|sub-?director(?:y|ies)|sub-?folders?|other folders?)\b", re.I)
+
+
+def with_where_hints(text: str, span: str) -> str:
+    """``text`` with the sentences of ``span`` that say a thing is somewhere else without naming where, and ask for
+    nothing, kept at its end: new words for the request dropped 'The file is somewhere inside the file system.', the
+    one hint that the file must be found first (reads 9 and 10, miss_param_44)."""
+    lex = lexicon().methods
+    kept = [x for x in re.split(r"(?<=[.?!])\s+", span.strip()) if _WHERE_HINT.search(x) and x not in text
+            and not any(p.search(x) for pats, _ in lex.values() for p in pats)]
+    return " ".join([_sentence(text), *kept]) if kept else text
+
+
 def _sentence(text: str) -> str:
     text = text.strip()
     return text if text[-1:] in ".?!" else text + "."
@@ -1157,8 +1173,9 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             g, signature = asked_turn(variant, t), None
             assert g is not None
             methods, target = explicit_calls(seed_info, g, *turn_slots(trace, sources, g))
-        if not methods:
-            continue
+        if not methods or seed_info.turns[g].unresolved_picks:
+            continue  # words that pick a value the lexicon cannot read ('the one with a substantial order value',
+            # read 10) stay the seed's: new words would leave the pick to no words, and the re-measure cannot tell
         carried = next(m.content for m in turns[t] if m.role == "user")
         allowed = _numbers(gt_text) | _numbers(carried)
         tried: set[str] = set()
@@ -1173,6 +1190,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             if built is None:
                 break
             text, donors = built
+            text = with_where_hints(text, carried)
             if text in tried or text == carried:
                 continue
             tried.add(text)
