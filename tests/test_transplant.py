@@ -389,3 +389,22 @@ def test_a_sentence_saying_a_file_is_somewhere_else_stays_beside_new_words():
         seed, variant, _, _ = _variant("multi_turn_miss_param_44", v)
         if variant.turns[0][0].content != seed.turns[0][0].content:
             assert "somehwhere inside the file system" in variant.turns[0][0].content
+
+
+def test_a_route_an_earlier_turn_named_for_its_lookup_is_left_to_that_turn():
+    """base_181: 'the nearest airport to New York City ... to Los Angeles' (turn 1), then 'arrange the flight using my
+    card and token' (turn 2): the booking's airports are read from the state by the earlier turn's words, and a new
+    sentence for the booking leaves them there, as the seed's does (it kept its seed's words in all 8 samples)."""
+    from rods_agents.analysis.information_structure import information_structure
+    from rods_agents.variation.transplant import _phrasebook_donors, _rebased, asked_turn, portable_signature
+
+    seed = bfcl_task("multi_turn_base_181")
+    trace = trace_task(seed)
+    info = information_structure(seed, trace)
+    g = asked_turn(seed, 2)
+    methods, target = explicit_calls(info, g, *turn_slots(trace, classify_arguments(seed, trace), g))
+    assert {x.param for x in target if x.source == "state"} >= {"travel_from", "travel_to"}
+    earlier = " ".join(m.content for t in seed.turns[:2] for m in t)
+    donors = _phrasebook_donors(seed, 2, 0, methods, _rebased(target, 0, 1, True), portable_signature(info, g),
+                                set(), set(), seed.turns[2][0].content, earlier)
+    assert donors and not any(code in d.text for d in donors for code in ("JFK", "LAX", "New York", "Los Angeles"))

@@ -61,6 +61,7 @@ from rods_agents.analysis.value_sources import (
     _numbers,
     airport_cities,
     classify_arguments,
+    named_by_lookup,
     stated_as_date,
     user_text_upto,
 )
@@ -655,8 +656,13 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     picks = picks or {}
     named = {x.param: words for x in target if x.index == 0 and x.param not in picks
              and (words := named_as(json.loads(x.value), span))}
+    # a code an earlier turn named for its lookup ('the nearest airport to Rivermist', then 'book that flight'): left
+    # to that turn, as a value it said as it is would be
+    looked_up = {x.param for x in target if x.index == 0 and x.source == "state" and not x.producer
+                 and x.param not in named and all(named_by_lookup(v, earlier) for v in _scalars(json.loads(x.value)))}
     if len(methods) != 1 or any(x.index == 0 and x.source in ("call", "state", "composed") and not x.producer
-                                and x.param not in named and x.param not in picks for x in target):
+                                and x.param not in named and x.param not in picks and x.param not in looked_up
+                                for x in target):
         return []  # a value read from the state or one of several results: the seed's words say which one
     # a value of an implicit call that the call itself takes too ('snag 100 shares of XYZ' states the symbol of the
     # implicit price lookup as well as the order's): the sentence writing the order's symbol says it
@@ -668,6 +674,7 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     dates, nums, e_dates, e_nums = _dates(span), _numbers(span), _dates(earlier), _numbers(earlier)
     unsaid = frozenset(x.param for x in target if x.index == 0 and x.source in STATED and all(
         not _said(v, span, dates, nums) and _said(v, earlier, e_dates, e_nums) for v in _scalars(json.loads(x.value))))
+    unsaid |= looked_up
     out = [d for d in phrase_donors(methods[0], target, signature, unsaid - named.keys() - picks.keys(), named, picks)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
