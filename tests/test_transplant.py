@@ -408,3 +408,16 @@ def test_a_route_an_earlier_turn_named_for_its_lookup_is_left_to_that_turn():
     donors = _phrasebook_donors(seed, 2, 0, methods, _rebased(target, 0, 1, True), portable_signature(info, g),
                                 set(), set(), seed.turns[2][0].content, earlier)
     assert donors and not any(code in d.text for d in donors for code in ("JFK", "LAX", "New York", "Los Angeles"))
+
+
+def test_consecutive_sentences_of_a_turn_open_differently_where_the_phrasebook_allows():
+    """Read 10: 'Could you set the parking brake? Could you fire up the car?' (base_71 turn 3 read 'Could you make sure
+    all the doors are locked? Could you fire up the car?' in every sample)."""
+    from rods_agents.variation.transplant import _opener
+
+    for v in range(2):
+        seed, variant, _, _ = _variant("multi_turn_base_71", v)
+        text = variant.turns[3][0].content
+        assert text != seed.turns[3][0].content
+        openers = [_opener(x) for x in re.split(r"(?<=[.?!])\s+", text) if x.strip()]
+        assert len(openers) > 1 and all(a != b for a, b in zip(openers, openers[1:], strict=False)), text

@@ -618,18 +618,28 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
 
 def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
           span: str, slot: int | None = None, phrases: list[Donor] | None = None, phrases_first: bool = False,
-          distinct: bool = False, whole_span: bool = True) -> tuple[str, Donor] | None:
+          distinct: bool = False, whole_span: bool = True, after: str = "") -> tuple[str, Donor] | None:
     """A donor of ``pool`` that re-instantiates on ``target`` and states what ``span`` states: the first one, or
     for a sibling ``slot`` the slot's pick among the first ``PICK`` that fit (siblings of one scenario share
     their turns' pools, and the first fitting donor of a rotated pool is often the same one). At most
-    ``MAX_TRIES`` donors that ask for the calls the same way are tried (the others are skipped at no cost)."""
+    ``MAX_TRIES`` donors that ask for the calls the same way are tried (the others are skipped at no cost).
+    ``after``: the sentence this one follows in its turn; one opening as it does is taken only when no other fits
+    ('Could you set the parking brake? Could you fire up the car?', read 10)."""
     fits: list[tuple[str, Donor]] = []
     first, then = (list(phrases or []), pool) if phrases_first else (pool, list(phrases or []))
     for source in (first, then):  # a piece of a turn takes the phrasebook first: a human piece brings its story
-        _collect(source, fits, target, world, allowed, values, span, PICK if slot is not None else 1, whole_span)
+        _collect(source, fits, target, world, allowed, values, span, PICK if slot is not None or after else 1,
+                 whole_span)
     if not fits or (distinct and slot is not None and slot >= len(fits)):
         return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words
+    if after:
+        fits = [f for f in fits if _opener(f[0]) != _opener(after)] or fits
     return fits[0] if slot is None else fits[slot % len(fits)]
+
+
+def _opener(text: str) -> str:
+    """How a request opens, for variety between a turn's sentences: its first two words ('could you', 'please go')."""
+    return " ".join(re.findall(r"[a-z']+", text.lower())[:2])
 
 
 def _hidden_said(target: tuple[Slot, ...], span: str) -> tuple[Slot, ...]:
@@ -770,7 +780,7 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
                 seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked, carried, earlier)
             found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n) or n == 1,
                           distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only),
-                          whole_span=(start, stop) == (0, n))
+                          whole_span=(start, stop) == (0, n), after=parts[-1][0] if parts else "")
             if found is not None:
                 parts.append(found)
                 start = stop
