@@ -11,6 +11,7 @@ import pytest
 
 from envs.dataset import load_split
 from envs.executor import parse_call
+from envs.task import bfcl_task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
@@ -129,7 +130,6 @@ def test_a_balance_the_task_says_is_never_resampled():
     # lookup; a resampled balance of 9200 made the message wrong (a careful assistant would correct it)
     import copy
 
-    from envs.task import bfcl_task
     from rods_agents.run.runtime import rng_for
     from rods_agents.variation.anchored_plan import resample_state
 
@@ -154,3 +154,14 @@ def test_another_stock_trades_near_the_old_ones_price():
                              slot=sibling_slot(seed.category, v))
         symbol = _calls(plan["ground_truth"], "place_order")[0].kwargs["symbol"]
         assert 1 / 3 <= stocks[symbol]["price"] / stocks["ZETA"]["price"] <= 3, symbol
+
+
+def test_a_stock_picked_from_a_sector_list_by_its_place_stays():
+    # read 11, miss_param_131: 'the third stock in the list' of the Technology lookup is MSFT; swapped for NVDA (same
+    # sector) the ground truth looked up NVDA while the third stock listed is still MSFT
+    seed = bfcl_task("multi_turn_miss_param_131")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    for v in range(4):
+        plan = anchored_plan(seed, profile, trace, random.Random(v), 0, slot=sibling_slot(seed.category, v))
+        assert "MSFT" not in plan["swaps"] and "MSFT" not in plan["renames"], plan["swaps"]

@@ -421,3 +421,23 @@ def test_consecutive_sentences_of_a_turn_open_differently_where_the_phrasebook_a
         assert text != seed.turns[3][0].content
         openers = [_opener(x) for x in re.split(r"(?<=[.?!])\s+", text) if x.strip()]
         assert len(openers) > 1 and all(a != b for a, b in zip(openers, openers[1:], strict=False)), text
+
+
+def test_a_human_turn_naming_the_tech_sector_is_kept_only_where_the_task_looks_a_sector_up():
+    """'Earlier today, I moved ahead with an order for tech stocks.' worded the order check of a Ford order."""
+    from rods_agents.variation.transplant import names_other_work
+
+    trading = {"tradingbot"}
+    text = "Earlier today, I moved ahead with an order for tech stocks. Could you check my latest order?"
+    assert names_other_work(text, trading, "place_order(symbol='F') get_order_details(order_id=1)")
+    assert not names_other_work(text, trading, "get_available_stocks(sector='Technology') get_order_details(order_id=1)")
+
+
+def test_a_human_turn_claiming_work_done_in_its_own_story_never_words_a_value_no_result_singles_out():
+    """Read 11: 'retrieve the details of the last service ticket you submitted' (base_60, where the assistant had
+    filed one) worded a trading task's lookup of a ticket the user lodged before the conversation."""
+    from rods_agents.variation.transplant import brings_cues
+
+    donor = "Could you please retrieve the details of the last service ticket you submitted?"
+    assert brings_cues(donor, "Would you track down the ticket I lodged about trading system queries?")
+    assert not brings_cues(donor, "Could you get the ticket you submitted for me?", singled=True)

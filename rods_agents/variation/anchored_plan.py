@@ -829,6 +829,10 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
             continue
         if any(symbol in x and x != symbol for _r, args in bound for x in _scalar_strings(list(args.values()))):
             continue  # inside a dictated text ('bought ZETA today'): the text is the user's
+        if sectors and any(v == symbol and (a := d.sources.get((r.turn, r.index, p))) is not None and a.source == "call"
+                           for r, args in bound for p, v in args.items()):
+            continue  # picked from a sector's list ('the third stock in the list', read 11): the list stays the
+            # environment's, so a new stock would not be where the words point
         choices = sorted(k for k in stocks if k in companies and k not in used and k not in swaps.values()
                          and k not in fixed and sectors.get(k, frozenset()) == sectors.get(symbol, frozenset())
                          and _similar_price(stocks, symbol, k)

@@ -845,7 +845,7 @@ _LAST_MADE = re.compile(r"\b(?:the|that|this|my)?\s*(?:last|final)\s+(?:\w+\s+)?
                         r"reservation|transaction|purchase|trade)\b(?!\s+(?:on|in|of|from)\s+(?:the|that|this|my)\b)", re.I)
 
 
-def cue_spans(text: str, singled: bool = False) -> list[tuple[int, int]]:
+def cue_spans(text: str, singled: bool = False, last_is_recency: bool | None = None) -> list[tuple[int, int]]:
     """Where ``text`` has words the lexicon reads as a condition, a reference or a transformation, whether or not
     the structure tied them to a call: 'only rounded to the nearest integer, just the number' decides that the
     mean's 6500.0 is written '6500' even where the value counts as read from a result. ``singled``: the one call's
@@ -858,7 +858,8 @@ def cue_spans(text: str, singled: bool = False) -> list[tuple[int, int]]:
     # the value sources already hold to its call; the rest say how a value is built or which one is meant
     strong = [p for p in lex.transformations if not re.search(r"result|based on|includ", p.pattern)]
     kinds = [k for k in lex.references if not (singled and k == "property")]
-    recency = [m.span() for m in _LAST_MADE.finditer(text)] if singled else []
+    last_is_recency = singled if last_is_recency is None else last_is_recency
+    recency = [m.span() for m in _LAST_MADE.finditer(text)] if last_is_recency else []
     for p in [*strong, *(q for k in kinds for q in lex.references[k])]:
         spans += [m.span() for m in p.finditer(text) if not any(a < m.end() and m.start() < b for a, b in recency)]
     excluded = [m.span() for p in lex.condition_exclusions for m in p.finditer(text)]
@@ -895,6 +896,9 @@ def names_other_work(text: str, world: set[str], calls: str) -> bool:
 
 _CLAIM = re.compile(r"\b(just|recently|previously)\s+(placed|made|booked|created|submitted|opened|sent|posted|"
                     r"purchased|acquired|lodged|filed|reserved|initiated|put in|moved|copied)\b", re.I)
+# 'the last service ticket you submitted' (read 11): work the donor's assistant did, which the variant's never did
+_DONE_BY = re.compile(r"\b(?:you|we)\s+(?:just\s+|recently\s+|already\s+)?(?:submitted|created|filed|opened|lodged|"
+                      r"raised|placed|booked|made)\b", re.I)
 
 
 # a line picked by its place in a file ('sort the inaugural line of the report', a BFCL train turn worded for a sort
@@ -937,8 +941,8 @@ def brings_cues(text: str, span: str, singled: bool = False) -> bool:
     done stay the donor's story: 'the file that we just created' for a file the variant moved (read 6). A line
     picked by its place counts too ('sort the inaugural line of', read 9)."""
     low = span.lower()
-    claims = [] if singled else [m.span() for m in _CLAIM.finditer(text)]
-    return (any(text[a:b].lower() not in low for a, b in [*cue_spans(text, singled=True), *claims])
+    claims = [] if singled else [m.span() for p in (_CLAIM, _DONE_BY) for m in p.finditer(text)]
+    return (any(text[a:b].lower() not in low for a, b in [*cue_spans(text, True, last_is_recency=singled), *claims])
             or _line_picks(text, span))
 
 
