@@ -401,3 +401,34 @@ def test_a_resumed_round_continues_from_its_own_checkpoint(seeds, args, tmp_path
         return d
 
     assert [content(t) for t in out.accepted] == [content(t) for t in reference.accepted]
+
+
+def test_close_waits_for_a_stoppable_round_to_hand_back_before_a_resume_in_the_same_process():
+    """A killed run's round still writing its store while a run resumed in the same process reads it: the resumed
+    trainer run's candidate queue once differed from the uninterrupted run's under load. ``close`` now waits (up to its
+    grace) for rounds that can be told to stop; one that cannot be told is not waited for."""
+    from trainer.synthesis_bridge import BackgroundSynthesizer
+
+    finished: list[str] = []
+
+    class Round:
+        def __init__(self) -> None:
+            self.stop = threading.Event()
+
+        def __call__(self, seeds, epoch):
+            self.stop.wait(5)
+            time.sleep(0.3)  # the node in flight finishes and writes its checkpoint
+            finished.append("round")
+            return SynthesisOutcome(seeds=[s.id for s in seeds])
+
+    bg = BackgroundSynthesizer(Round(), wait_s=None)
+    bg.submit(load_split("train")[:1], 0)
+    time.sleep(0.1)
+    bg.close()
+    assert finished == ["round"], "close returned while the round was still writing"
+
+    plain = BackgroundSynthesizer(lambda seeds, epoch: time.sleep(1.0) or SynthesisOutcome(seeds=[]), wait_s=None)
+    plain.submit(load_split("train")[:1], 0)
+    t0 = time.perf_counter()
+    plain.close()
+    assert time.perf_counter() - t0 < 0.5  # nothing tells it to stop: Ctrl-C does not wait for it

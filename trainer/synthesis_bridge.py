@@ -398,15 +398,21 @@ class BackgroundSynthesizer:
         with self._cv:
             return [s.id for r in self._rounds if r.outcome is None for s in r.seeds]
 
-    def close(self) -> None:
+    def close(self, grace_s: float = 10.0) -> None:
         """Stop taking rounds; rounds running stop after their current graph node (checkpoint written, so a
-        resumed run continues them); nothing waits for them."""
+        resumed run continues them). Where the rounds can be told to stop, waits up to ``grace_s`` for them to
+        hand back: a run resumed in the same process (a notebook, the tests) must not find a killed run's round
+        still writing the store it resumes from (the resumed trainer run's queue once differed from the
+        uninterrupted run's under load)."""
         stop = getattr(self.round_fn, "stop", None)
         if isinstance(stop, threading.Event):
             stop.set()
+        deadline = time.perf_counter() + (grace_s if isinstance(stop, threading.Event) else 0.0)
         with self._cv:
             self._closed = True
             self._cv.notify_all()
+            while any(r._running for r in self._rounds) and (left := deadline - time.perf_counter()) > 0:
+                self._cv.wait(timeout=left)
 
 
 def background_synthesizer(args: Any, round_fn: Synthesizer) -> BackgroundSynthesizer:
