@@ -117,7 +117,7 @@ def test_in_flight_rounds_survive_a_restart(seeds, args):
     assert rep0.synthesis_pending
     state = cur.state_dict()  # the checkpoint written at this boundary
     assert [s["id"] for r in state["synthesis"]["rounds"] for s in r["seeds"]] == rep0.synthesis_pending
-    bg.close()  # the run is killed: the round never lands
+    bg.close(grace_s=0.0)  # the run is killed: the round never lands (and nothing waits for it)
 
     fresh = SlowSynth()
     fresh.release.set()
@@ -130,6 +130,7 @@ def test_in_flight_rounds_survive_a_restart(seeds, args):
     rep1 = cur2.end_epoch(2)
     assert fresh.calls[0] == (rep0.synthesis_pending, 0)  # resubmitted with its original epoch (same variant ids)
     assert {f"{s}__rods_e0" for s in rep0.synthesis_pending} <= set(rep1.synthesized)
+    slow.release.set()  # the killed run's thread would die with its process: never left running into later tests
 
 
 def _failing(calls):
