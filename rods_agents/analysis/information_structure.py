@@ -339,8 +339,9 @@ def _state_of(task: Task, cls: str | None, cache: dict) -> Any:
     return cache[cls]
 
 
-def _picked(a: ArgSource, rec: CallRecord, trace: Trace, task: Task, cache: dict) -> bool:
-    """Was this argument's value picked out of several candidates (an earlier result or the state)?"""
+def _picked(a: ArgSource, rec: CallRecord, trace: Trace, task: Task, cache: dict, said: str) -> bool:
+    """Was this argument's value picked out of several candidates (an earlier result or the state)? ``said``: the
+    user text up to the argument's turn."""
     items = _scalars(rec.args.get(a.param))
     if not items:
         return False
@@ -348,7 +349,7 @@ def _picked(a: ArgSource, rec: CallRecord, trace: Trace, task: Task, cache: dict
         obj = _load_result(trace.calls[a.producer].result)
         return all(among_candidates(v, obj) for v in items)
     if a.source == "state":
-        if all(named_by_lookup(v, user_text_upto(task, a.turn)) for v in items):
+        if all(named_by_lookup(v, said) for v in items):
             return False  # named for a lookup ('Tesla' for TSLA): one value, not a pick among the state's
         if rec.siblings and all(isinstance(v, str) and v in rec.siblings for v in items) and len(rec.siblings) >= 2:
             return True
@@ -502,7 +503,7 @@ def information_structure(task: Task, trace: Trace | None = None,
             if a.turn != t or (a.turn, a.index) not in recs:
                 continue
             pos, rec = recs[(a.turn, a.index)]
-            if a.source in ("call", "state") and _picked(a, rec, trace, task, states):
+            if a.source in ("call", "state") and _picked(a, rec, trace, task, states, said):
                 if cue is not None:
                     ts.references.append(Reference(turn=t, kind=cue[0], cue=cue[1], method=a.method, param=a.param))  # type: ignore[arg-type]
                 else:

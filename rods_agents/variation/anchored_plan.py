@@ -46,7 +46,7 @@ from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.skills import same_skill
 from rods_agents.analysis.tracing import Trace, bind_args, limit_flips, outcome_flips, trace_task
-from rods_agents.analysis.value_sources import state_values
+from rods_agents.analysis.value_sources import _numbers, state_values, ticker_companies
 from rods_agents.variation.seed_anchor import Substitution, _strings, has_number, substitute_phrases
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.variation.value_kinds import (
@@ -264,8 +264,6 @@ def resample_state(config: dict, trace: Trace, rng: Any, text: str = "") -> dict
     order's cost, a tank too full for the fill, a card short of the fare): the config patch agent then
     repairs the state, so the variant starts from a state the seed never had. A value the task says (in ``text``,
     its user turns, or inside a dictated argument: 'Current balance in my account is $10000.', read 10) stays."""
-    from rods_agents.analysis.value_sources import _numbers
-
     numbers_used = {float(v) for r in trace.calls for v in r.args.values()
                     if isinstance(v, int | float) and not isinstance(v, bool)}
     numbers_used |= _numbers(" ".join([text, *(x for r in trace.calls for x in _scalar_strings(list(r.args.values())))]))
@@ -692,7 +690,7 @@ def _renamable_in_context(value: str, kind: str, text: str, strings: set[str]) -
 def _ticker_renamable(symbol: str, text: str) -> bool:
     """Only a ticker the text spells out, and whose company it does not name: 'the one making GPUs' or 'Apple,
     with symbol AAPL' would point at nothing (or at two stocks) after a new ticker."""
-    company = pools().get("company_of_ticker", {}).get(symbol)
+    company = ticker_companies().get(symbol)
     named = company is not None and re.search(rf"\b{re.escape(company.split()[0])}", text, re.I)  # 'Alphabet' too
     return bool(re.search(rf"\b{re.escape(symbol)}\b", text)) and not named
 
@@ -794,8 +792,7 @@ _SECTOR_LOOKUPS = {"get_available_stocks", "filter_stocks_by_price"}
 def _similar_price(stocks: dict[str, Any], old: str, new: str, spread: float = 3.0) -> bool:
     """``new`` trades within ``spread`` times ``old``'s price: the story's sums still fit (read 10: 50 Zeta Corp shares
     for $7,500 became 50 Alpha Tech shares for $66,022 beside 'top up $4,000 to make sure I've got enough cash')."""
-    a = (stocks.get(old) or {}).get("price") if isinstance(stocks.get(old), dict) else None
-    b = (stocks.get(new) or {}).get("price") if isinstance(stocks.get(new), dict) else None
+    a, b = ((stocks[k].get("price") if isinstance(stocks.get(k), dict) else None) for k in (old, new))
     if not isinstance(a, int | float) or not isinstance(b, int | float) or a <= 0 or b <= 0:
         return True  # no price to compare: nothing the story sums
     return 1 / spread <= b / a <= spread
@@ -818,7 +815,7 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
     from rods_agents.analysis.faithfulness import known_symbols
 
     known = known_symbols(d.seed.long_context)
-    companies = {k: v for k, v in pools().get("company_of_ticker", {}).items() if not k.startswith("_") and k in known}
+    companies = {k: v for k, v in ticker_companies().items() if k in known}
     used = [v for r, args in bound for p, v in args.items() if p in _STOCK_PARAMS and isinstance(v, str)]
     text = " ".join(d.turn_text)
     for symbol in dict.fromkeys(used):
@@ -921,8 +918,6 @@ def _route_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
 def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str],
                 phrases: list[dict[str, Any]]) -> None:
     key = f"{rec.name}.{param}"
-    from rods_agents.variation.value_kinds import pools
-
     if key not in pools()["swappable"] or not d.p(0.5):
         return
     words = mode_words(rec.name, param)
@@ -943,8 +938,6 @@ def _maybe_swap(d: _Draw, rec: Any, param: str, value: str, swaps: dict[str, str
             return  # a later turn speaks of the result in the old mode's words ('the number of lines')
         phrases.append({"turn": rec.turn, "phrases": [list(p) for p in said]})
     else:  # every mention must name this choice: 'business' in 'business class', not in 'business trip'
-        from rods_agents.variation.value_kinds import pools
-
         context = pools().get("swap_context", {}).get(key)
         all_text = " ".join(d.turn_text)
         hits = list(Substitution({value: "\0"}).pattern.finditer(all_text)) if len(value) >= 3 else []

@@ -63,6 +63,7 @@ from rods_agents.analysis.value_sources import (
     classify_arguments,
     named_by_lookup,
     stated_as_date,
+    ticker_companies,
     user_text_upto,
 )
 from rods_agents.variation.phrasebook import (
@@ -133,8 +134,7 @@ def _words(text: str) -> set[str]:
 
 def _companies(world: set[str]) -> set[str]:
     """The company names of the tickers in ``world`` ('quasar ltd.' for 'quas'): how a user names a stock."""
-    table = knowledge.value_pools().get("company_of_ticker", {})
-    return {str(v).lower() for k, v in table.items() if not k.startswith("_") and k.lower() in world}
+    return {v.lower() for k, v in ticker_companies().items() if k.lower() in world}
 
 
 def premise_free(text: str) -> bool:
@@ -293,7 +293,7 @@ def reinstantiate(donor: Donor, target: tuple[Slot, ...], world: set[str], allow
         if old in cities and new in cities and cities[old] != cities[new]:
             if strings.setdefault(cities[old], cities[new]) != cities[new]:
                 return None
-    companies = {k: v for k, v in knowledge.value_pools().get("company_of_ticker", {}).items() if not k.startswith("_")}
+    companies = ticker_companies()
     for old, new in list(strings.items()):  # a ticker's company goes with it ('Zeta Corp' for ZETA)
         if old in companies and companies[old] != companies.get(new):
             name = companies[old]
@@ -489,8 +489,8 @@ def named_as(value: Any, span: str) -> str | None:
     for form in (*CITY_ALIASES.get(city, ()), city) if city else ():
         if _word_in(form, span):
             return form
-    company = knowledge.value_pools().get("company_of_ticker", {}).get(value)
-    if isinstance(company, str) and re.search(rf"\b{re.escape(company)}", span, re.I):
+    company = ticker_companies().get(value)
+    if company and re.search(rf"\b{re.escape(company)}", span, re.I):
         return company
     return None
 
