@@ -441,3 +441,54 @@ def test_a_human_turn_claiming_work_done_in_its_own_story_never_words_a_value_no
     donor = "Could you please retrieve the details of the last service ticket you submitted?"
     assert brings_cues(donor, "Would you track down the ticket I lodged about trading system queries?")
     assert not brings_cues(donor, "Could you get the ticket you submitted for me?", singled=True)
+
+
+def test_the_words_of_a_call_or_of_dictated_content_are_no_stray_cue():
+    """'the last 4 lines' asks for tail (its 'the last' is tail's own words, not a pick), a quoted tweet or message
+    is content to write ('Just made a move...'), and 'that first-class flight' picks nothing: such turns kept their
+    seed's words in every sample (base_1, base_14, base_109, base_181, base_192)."""
+    from rods_agents.variation.transplant import cue_spans, stray_cues
+
+    assert not stray_cues("Finally, show the last 20 lines the file.", ("tail",))
+    assert stray_cues("Show me the last 5 lines of the first file you find.", ("tail",))  # a place among files: a pick
+    tweet = "Could you also send out a tweet 'Just made a move in the tech sector! Always learning.' right away?"
+    assert cue_spans(tweet) and not stray_cues(tweet, ("post_tweet",))
+    assert stray_cues("Could you post a tweet about the order I just made?", ("post_tweet",))  # outside quotes: a pick
+    assert not cue_spans("I'd like to book that first-class flight from Rivermist to Los Angeles.")
+    assert cue_spans("I'd like to book that first flight from Rivermist to Los Angeles.")
+
+
+def test_words_are_measured_on_the_state_the_patch_agent_will_leave():
+    """A plan whose order the balance cannot cover yet runs with errors until the patch agent tops the balance up
+    after execution; measured on that broken run, the order id read as a value no order result singles out, so the
+    cancel turn kept the seed's words ('annul the latest order I put in') or, at best, a sentence picking among
+    several orders. Measured on the repaired state, the one order placed is the one cancelled ('Could you cancel
+    this order for me?'), as the patched task will run."""
+    from rods_agents.variation.anchored_plan import repaired_config, sibling_slot
+
+    seed = bfcl_task("multi_turn_long_context_124")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
+    plan.initial_config["TradingBot"]["account_info"]["balance"] = 10.0
+    draft = build_variant(seed, carry_plan(seed, plan), plan, 0, 0)
+    assert trace_task(draft).errors and repaired_config(draft) is not None
+    turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, 0, "rewrite"), sibling_slot(seed.category, 0))
+    assert {d["turn"] for d in donors} == {0, 1, 2}
+    assert all(containment(turns[t][0].content, seed.turns[t][0].content) < 0.5 for t in range(3))
+    assert not [d for p in donors for d, _ in p["donors"] if d.startswith("phrasebook:picks")], donors
+
+
+def test_a_pick_the_structure_tied_to_no_call_is_carried_as_a_pick_of_the_calls_one_unstated_value():
+    """'annul the latest order I put in' where several results hold orders: the structure ties the recency words
+    to no call, yet they say which order. A sentence for the cancel takes them as its order ('Please cancel the
+    latest order.'); two unstated values, or cue words outside one noun phrase, keep the seed's words."""
+    from rods_agents.variation.transplant import stray_cues, stray_picks
+
+    span = "Would you be so kind to annul the latest order I put in, since it's still pending?"
+    order = Slot(0, "order_id", "12446", "call", False, "")
+    stray = stray_cues(span, ("cancel_order",))
+    assert stray_picks(span, stray, ("cancel_order",), (order,)) == {"order_id": "the latest order"}
+    other = Slot(0, "symbol", '"NEPT"', "state", False, "")
+    assert stray_picks(span, stray, ("cancel_order",), (order, other)) == {}
+    assert stray_picks(span, stray, ("cancel_order", "get_order_details"), (order,)) == {}

@@ -58,11 +58,18 @@ def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any, slot: int |
     way, re-instantiated on the variant's values (:mod:`rods_agents.variation.transplant`), so the variant
     is new wording and not the seed's sentences. Returns the turns and the donors used
     ({'turn', 'donor', 'donor_turn'})."""
+    from rods_agents.variation.anchored_plan import repaired_config
     from rods_agents.variation.transplant import transplant_turns
 
     carried = carry_plan(seed, plan)
     draft = seed.model_copy(update={"turns": carried, "ground_truth": plan.ground_truth,
                                     "initial_config": plan.initial_config})
+    # the words are measured on the state the task will run in: a plan whose order the balance cannot cover yet
+    # (the patch stage tops it up after execution) would otherwise read its order id as a value of the state, not
+    # of the order's result, and no donor asks for that (long_context_124: 'annul the latest order I put in')
+    repaired = repaired_config(draft)
+    if repaired is not None and repaired != draft.initial_config:
+        draft = draft.model_copy(update={"initial_config": repaired})
     seed_info = profile.information if profile.information is not None else information_structure(seed)
     return transplant_turns(seed, seed_info, draft, rng, slot)
 

@@ -1169,8 +1169,9 @@ def _dangling(seed_trace: Trace, vtrace: Trace) -> list[str]:
     return out
 
 
-def _patchable(draft: Task, rounds: int = 3) -> bool:
-    """The config patch agent's rule table repairs every error of ``draft`` within ``rounds`` patches."""
+def repaired_config(draft: Task, rounds: int = 3) -> dict | None:
+    """The initial config the config patch agent's rule table makes of ``draft``'s (every error repaired within
+    ``rounds`` patches, as the patch stage will after execution), or None when a rule is missing."""
     from rods_agents.analysis.execution import error_report
     from rods_agents.variation.config_rules import propose_patch
 
@@ -1178,10 +1179,15 @@ def _patchable(draft: Task, rounds: int = 3) -> bool:
     for _ in range(rounds + 1):
         vtrace = trace_task(draft.model_copy(update={"initial_config": config}))
         if not vtrace.errors:
-            return True
+            return config
         if propose_patch(config, error_report(vtrace.errors[0]), vtrace) is None:
-            return False
-    return False
+            return None
+    return None
+
+
+def _patchable(draft: Task, rounds: int = 3) -> bool:
+    """The config patch agent's rule table repairs every error of ``draft`` within ``rounds`` patches."""
+    return repaired_config(draft, rounds) is not None
 
 
 def sibling_slot(category: str, variant: int, attempt: int = 0) -> int:

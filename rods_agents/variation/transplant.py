@@ -548,6 +548,26 @@ def turn_picks(info: Any, g: int, span: str, methods: tuple[str, ...]) -> dict[s
 _SPECIFIC = re.compile(r"[#@][\w.]+")
 
 
+def stray_picks(span: str, stray: list[tuple[int, int]], methods: tuple[str, ...], target: tuple[Slot, ...]
+                ) -> dict[str, str]:
+    """Parameter -> pick phrase for a one-call turn whose stray cues (:func:`stray_cues`: the structure tied them to
+    no call) all lie in one noun phrase naming the value of its one parameter not stated in the words ('annul the
+    latest order I put in', where another result holds that order too). The phrase says which value, as a
+    reference tied to the call does (:func:`turn_picks`): a sentence written around it keeps the pick, and the
+    re-measure checks the turn's value sources and structure are unchanged. {} for any other turn."""
+    if len(methods) != 1:
+        return {}
+    params = {x.param for x in target if x.index == 0 and not x.flag and x.source in ("call", "state", "composed")}
+    phrases = {pick_phrase(span[a:b], span) for a, b in stray}
+    if len(params) != 1 or len(phrases) != 1 or None in phrases:
+        return {}
+    (phrase,) = phrases
+    if not all(span.lower().find(phrase.lower()) <= a and b <= span.lower().find(phrase.lower()) + len(phrase)
+               for a, b in stray):
+        return {}
+    return {next(iter(params)): phrase}
+
+
 def keeps_specifics(text: str, span: str) -> bool:
     """Every number, quoted value, hashtag and handle of the replaced words (``span``) is in ``text`` too: 'end with
     50 gallons' decides a fill of 40 even where 50 is no argument, and '#BusinessOnTheMove' may be said without
@@ -732,14 +752,20 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         return None
     whole_only = signature is not None  # a withholding turn: one donor withholding the same value
     delicate = bool(parsed.get("references") or parsed.get("transformations"))
-    if not delicate and not whole_only and stray_cues(carried, methods, len(methods) == 1 and any(x.producer for x in target)):
-        return None  # cue words the structure did not tie to a call: _mixed keeps their sentences
-    if delicate and not whole_only and (picks := turn_picks(seed_info, g, carried, methods)):
+    untied: dict[str, str] | None = None  # a pick the structure tied to no call (stray_picks)
+    if not delicate and not whole_only and (stray := stray_cues(carried, methods, len(methods) == 1 and any(
+            x.producer for x in target))):
+        untied = stray_picks(carried, stray, methods, target)
+        if not untied:
+            return None  # cue words the structure did not tie to a call: _mixed keeps their sentences
+    if (delicate or untied) and not whole_only and (picks := untied or turn_picks(seed_info, g, carried, methods)):
         whole = _rebased(target, 0, 1, True)
         phrases = _phrasebook_donors(seed, turn, 0, methods, whole, sig, used, set(), carried, earlier, picks)
         found = _find([], whole, world, allowed, values, carried, slot, phrases, True)
         if found is not None:
             return _sentence(found[0]), [found[1]]
+    if untied:
+        return None  # a sentence without the pick would leave the value to no words
     if len(methods) > 1 and not (delicate or whole_only):  # sentence by sentence first: no other task's story
         built = _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried,
                           sig, earlier, single_only=True)
@@ -873,7 +899,12 @@ def stray_cues(text: str, methods: tuple[str, ...], singled: bool = False) -> li
     mean, 'a summary of my booking' for the invoice, 'the total' for the sum; they say which call, not how a value
     is built, and a sentence for that call says it too."""
     own = [m.span() for name in methods for p in lexicon().methods.get(name, ((), None))[0] for m in p.finditer(text)]
-    return [(a, b) for a, b in cue_spans(text, singled) if not any(x <= a and b <= y for x, y in own)]
+    # a cue whose last word opens the call's own words ('the last 4 lines' for tail: 'the last' and 'last ... lines'),
+    # and one inside dictated content (a tweet 'Just made a move...', a message 'The last-minute cancellation...')
+    dictated = [(m.start(), m.end()) for m in _QUOTED.finditer(text) if len(m.group(0).split()) >= 3]
+    return [(a, b) for a, b in cue_spans(text, singled)
+            if not any(x <= a and b <= y or a < x < b <= y for x, y in own)
+            and not any(x <= a and b <= y for x, y in dictated)]
 
 
 def names_other_work(text: str, world: set[str], calls: str) -> bool:
