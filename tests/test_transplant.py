@@ -492,3 +492,19 @@ def test_a_pick_the_structure_tied_to_no_call_is_carried_as_a_pick_of_the_calls_
     other = Slot(0, "symbol", '"NEPT"', "state", False, "")
     assert stray_picks(span, stray, ("cancel_order",), (order, other)) == {}
     assert stray_picks(span, stray, ("cancel_order", "get_order_details"), (order,)) == {}
+
+
+def test_a_folder_made_and_then_filled_may_be_asked_for_call_by_call():
+    """'Move hiring_plan.pdf to research. Make sure to create the directory' names 'research' once for the mkdir and
+    the mv; unlike a copy renamed under a new name, 'Create a folder called research. Move hiring_plan.pdf into
+    research.' says the same, so the turn may be worded call by call (scenario 0 kept its seed's words in every
+    sample for want of a human turn asking for both calls)."""
+    seed = bfcl_task("multi_turn_base_0")
+    trace = trace_task(seed)
+    sources = classify_arguments(seed, trace)
+    info = information_structure(seed, trace, sources)
+    methods, slots = explicit_calls(info, 0, *turn_slots(trace, sources, 0))
+    text = " ".join(m.content for m in seed.turns[0] if m.role == "user")
+    assert methods == ("mkdir", "mv") and _compound_cuts(text, info, 0, methods, slots) == set()
+    words = " ".join(m.content for m in _variant("multi_turn_base_0", 0, 3)[1].turns[0] if m.role == "user")
+    assert containment(words, text) < 0.5, words

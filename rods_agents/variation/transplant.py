@@ -840,8 +840,13 @@ def _compound_cuts(text: str, info: Any, g: int, methods: tuple[str, ...], targe
         if x.index >= 0 and x.source == "user":
             stated.setdefault(x.index, set()).update(str(v) for v in _scalars(json.loads(x.value)) if isinstance(v, str))
     low = text.lower()
-    return {i for i in range(1, len(methods))
-            if any(low.count(v.lower()) == 1 for v in stated.get(i - 1, set()) & stated.get(i, set()))}
+    # a call that makes the thing it names (mkdir, touch) may be asked for on its own: 'Create a folder called
+    # research. Move hiring_plan.pdf into research.' says what 'move it to a new directory research' says
+    return {i for i in range(1, len(methods)) if methods[i - 1] not in _MAKES
+            and any(low.count(v.lower()) == 1 for v in stated.get(i - 1, set()) & stated.get(i, set()))}
+
+
+_MAKES = frozenset({"mkdir", "touch"})
 
 
 def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...]
