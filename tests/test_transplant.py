@@ -445,8 +445,9 @@ def test_a_human_turn_claiming_work_done_in_its_own_story_never_words_a_value_no
 
 def test_the_words_of_a_call_or_of_dictated_content_are_no_stray_cue():
     """'the last 4 lines' asks for tail (its 'the last' is tail's own words, not a pick), a quoted tweet or message
-    is content to write ('Just made a move...'), and 'that first-class flight' picks nothing: such turns kept their
-    seed's words in every sample (base_1, base_14, base_109, base_181, base_192)."""
+    is content to write ('Just made a move...'), and 'that first-class flight', a named file 'that we just created'
+    and 'the one with id card_4206' pick nothing: such turns kept their seed's words in every sample (base_1,
+    base_14, base_109, base_181, base_192, base_16, base_173)."""
     from rods_agents.variation.transplant import cue_spans, stray_cues
 
     assert not stray_cues("Finally, show the last 20 lines the file.", ("tail",))
@@ -456,6 +457,11 @@ def test_the_words_of_a_call_or_of_dictated_content_are_no_stray_cue():
     assert stray_cues("Could you post a tweet about the order I just made?", ("post_tweet",))  # outside quotes: a pick
     assert not cue_spans("I'd like to book that first-class flight from Rivermist to Los Angeles.")
     assert cue_spans("I'd like to book that first flight from Rivermist to Los Angeles.")
+    # a file the turn names, recalled by recency ('that we just created'), and a card 'the one with id card_4206'
+    assert not stray_cues("Take the contents of '2024_backup.txt' that we just created and sort the lines.", ("sort",))
+    assert stray_cues("Take the contents of the file that we just created and sort the lines.", ("sort",))
+    assert not cue_spans("Use my card, it's the one with id card_4206.")
+    assert cue_spans("Book the one that is cheapest.")
 
 
 def test_words_are_measured_on_the_state_the_patch_agent_will_leave():

@@ -906,10 +906,18 @@ def stray_cues(text: str, methods: tuple[str, ...], singled: bool = False) -> li
     own = [m.span() for name in methods for p in lexicon().methods.get(name, ((), None))[0] for m in p.finditer(text)]
     # a cue whose last word opens the call's own words ('the last 4 lines' for tail: 'the last' and 'last ... lines'),
     # and one inside dictated content (a tweet 'Just made a move...', a message 'The last-minute cancellation...')
-    dictated = [(m.start(), m.end()) for m in _QUOTED.finditer(text) if len(m.group(0).split()) >= 3]
+    quoted = list(_QUOTED.finditer(text))
+    dictated = [(m.start(), m.end()) for m in quoted if len(m.group(0).split()) >= 3]
+    # and words of recency right after a value the turn writes out ("'backup.txt' that we just created"): the name
+    # says which file, the words only recall it
+    attached = [m.end() for m in quoted]
     return [(a, b) for a, b in cue_spans(text, singled)
             if not any(x <= a and b <= y or a < x < b <= y for x, y in own)
-            and not any(x <= a and b <= y for x, y in dictated)]
+            and not any(x <= a and b <= y for x, y in dictated)
+            and not any(e <= a and _ATTACHED.fullmatch(text[e:a]) for e in attached)]
+
+
+_ATTACHED = re.compile(r"\s*,?\s*(?:(?:that|which)\s+)?(?:(?:we|i|you)\s+)?", re.I)
 
 
 def names_other_work(text: str, world: set[str], calls: str) -> bool:
