@@ -514,3 +514,21 @@ def test_a_folder_made_and_then_filled_may_be_asked_for_call_by_call():
     assert methods == ("mkdir", "mv") and _compound_cuts(text, info, 0, methods, slots) == set()
     words = " ".join(m.content for m in _variant("multi_turn_base_0", 0, 3)[1].turns[0] if m.role == "user")
     assert containment(words, text) < 0.5, words
+
+
+def test_a_traced_call_keeps_the_arguments_it_was_made_with():
+    """BFCL's TwitterAPI keeps the mentions list a post_tweet hands it, and a later mention() extends that list: the
+    trace read the post as mentioning @RoadsideAssistance too, a value no words state (composed), so its turn
+    kept the seed's words in every sample of scenario 90."""
+    seed = bfcl_task("multi_turn_miss_func_90")
+    post = next(r for r in trace_task(seed).calls if r.name == "post_tweet")
+    assert post.args["mentions"] == ["@TravelBuddy"]
+    assert any(r.name == "mention" for r in trace_task(seed).calls)
+
+
+def test_a_hashtag_at_the_end_of_a_sentence_is_kept_without_its_full_stop():
+    from rods_agents.variation.transplant import keeps_specifics
+
+    span = "Post 'Off we go!', mentioning @TravelBuddy and using the hashtag #RoadAhead."
+    assert keeps_specifics("Tweet 'Off we go!' with #RoadAhead, mentioning @TravelBuddy.", span)
+    assert not keeps_specifics("Tweet 'Off we go!', mentioning @TravelBuddy.", span)

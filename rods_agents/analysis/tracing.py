@@ -8,6 +8,7 @@ system's working directory is private but later calls depend on it).
 
 from __future__ import annotations
 
+import copy
 import json
 import pickle
 import re
@@ -129,9 +130,12 @@ def trace_task(task: Task, stop_on_error: bool = False) -> Trace:
                     return trace
                 continue
             try:
-                record.args = bind_args(cls_name, parsed.name, parsed.args, parsed.kwargs)
+                bound = bind_args(cls_name, parsed.name, parsed.args, parsed.kwargs)
             except (TypeError, IndexError):
-                record.args = dict(parsed.kwargs)
+                bound = dict(parsed.kwargs)
+            # a copy: the environment keeps the lists it is handed (a tweet's mentions), and a later call that
+            # changes them (mention) would rewrite this call's arguments after the fact
+            record.args = copy.deepcopy(bound)
             record.cwd = _cwd(env)
             if cls_name == "GorillaFileSystem":
                 record.siblings = _siblings(env)

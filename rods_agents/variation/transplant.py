@@ -545,7 +545,7 @@ def turn_picks(info: Any, g: int, span: str, methods: tuple[str, ...]) -> dict[s
     return out
 
 
-_SPECIFIC = re.compile(r"[#@][\w.]+")
+_SPECIFIC = re.compile(r"[#@]\w+(?:\.\w+)*")  # a dot inside (@user.name), never the full stop after
 
 
 def stray_picks(span: str, stray: list[tuple[int, int]], methods: tuple[str, ...], target: tuple[Slot, ...]
