@@ -57,6 +57,17 @@ def _variant(seed_id: str, v: int = 0, run_seed: int = 7):
     return seed, build_variant(seed, turns, plan, v, 0), plan, donors
 
 
+def _seed_turn_cuts(seed_id: str, turn: int) -> tuple[str, tuple[str, ...], set[int]]:
+    """A seed turn's text, its explicit calls and where its wording must not be cut between them."""
+    seed = bfcl_task(seed_id)
+    trace = trace_task(seed)
+    sources = classify_arguments(seed, trace)
+    info = information_structure(seed, trace, sources)
+    methods, slots = explicit_calls(info, turn, *turn_slots(trace, sources, turn))
+    text = " ".join(m.content for m in seed.turns[turn] if m.role == "user")
+    return text, methods, _compound_cuts(text, info, turn, methods, slots)
+
+
 def test_a_donor_turn_states_the_variants_values_in_its_own_words():
     donor = _donor("Please move 'draft.txt' over to the 'old' folder, I am done with it.",
                    [_slot("source", "draft.txt"), _slot("destination", "old")], ("draft.txt", "old"))
@@ -279,13 +290,8 @@ def test_a_sentence_asking_for_two_calls_is_not_reworded_as_one_of_them():
 def test_a_copy_under_a_new_name_is_never_worded_as_a_copy_and_a_move_of_the_original():
     # read 5, multi_turn_base_2: "copy it over to the archive under the name IdeasArchive.txt" became "Could you copy
     # X over to Meetings? Can you transfer X over to ReleaseNotes.txt?" (the original renamed, the steps spelled out)
-    seed = bfcl_task("multi_turn_base_2")
-    trace = trace_task(seed)
-    sources = classify_arguments(seed, trace)
-    info = information_structure(seed, trace, sources)
-    methods, slots = explicit_calls(info, 3, *turn_slots(trace, sources, 3))
-    text = " ".join(m.content for m in seed.turns[3] if m.role == "user")
-    assert methods == ("cp", "mv") and _compound_cuts(text, info, 3, methods, slots) == {1}
+    text, methods, cuts = _seed_turn_cuts("multi_turn_base_2", 3)
+    assert methods == ("cp", "mv") and cuts == {1}
     for v in range(2):
         words = " ".join(m.content for m in _variant("multi_turn_base_2", v, 3)[1].turns[3] if m.role == "user")
         assert not (re.search(r"\b(copy|clone|duplicate)\b", words, re.I) and re.search(r"\b(move|transfer)\w*", words, re.I)
@@ -505,13 +511,8 @@ def test_a_folder_made_and_then_filled_may_be_asked_for_call_by_call():
     the mv; unlike a copy renamed under a new name, 'Create a folder called research. Move hiring_plan.pdf into
     research.' says the same, so the turn may be worded call by call (scenario 0 kept its seed's words in every
     sample for want of a human turn asking for both calls)."""
-    seed = bfcl_task("multi_turn_base_0")
-    trace = trace_task(seed)
-    sources = classify_arguments(seed, trace)
-    info = information_structure(seed, trace, sources)
-    methods, slots = explicit_calls(info, 0, *turn_slots(trace, sources, 0))
-    text = " ".join(m.content for m in seed.turns[0] if m.role == "user")
-    assert methods == ("mkdir", "mv") and _compound_cuts(text, info, 0, methods, slots) == set()
+    text, methods, cuts = _seed_turn_cuts("multi_turn_base_0", 0)
+    assert methods == ("mkdir", "mv") and cuts == set()
     words = " ".join(m.content for m in _variant("multi_turn_base_0", 0, 3)[1].turns[0] if m.role == "user")
     assert containment(words, text) < 0.5, words
 
