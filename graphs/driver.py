@@ -32,6 +32,7 @@ checkpoint written) and ``on_interrupt(n)`` is called at the n-th pause, then th
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -161,7 +162,7 @@ def run_samples(seeds: Sequence[Task], ctx: SynthesisContext, db_path: str | Pat
     stop = stop or threading.Event()
     warm_caches()
     results: list[dict] = []
-    with _store(db_path) as store:
+    with _store(db_path) as store, _quiet_after(stop):
         graph = build_sample_graph().compile(checkpointer=store.saver,
                                              interrupt_after=[interrupt_after] if interrupt_after else None)
         paused = [0]
@@ -227,6 +228,30 @@ def run_samples(seeds: Sequence[Task], ctx: SynthesisContext, db_path: str | Pat
         if not keep_checkpoints and not store.checkpointed_ids():
             store.conn.execute("VACUUM")  # give the pruned pages back once nothing is in flight
     return results
+
+
+class _AfterStop(logging.Filter):
+    """Drops concurrent.futures' 'exception calling callback' records once the run is stopping: a sample stopped at a
+    checkpoint leaves LangGraph's stream with a node still running, and that node's done-callback (committing writes
+    into the stream it no longer has) fails. Its superstep was never saved, so the resumed sample runs that node
+    again; the traceback (printed after Ctrl-C's one-line summary, under load) said nothing a user can act on."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        super().__init__()
+        self.stop = stop
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.stop.is_set() and record.getMessage().startswith("exception calling callback"))
+
+
+@contextmanager
+def _quiet_after(stop: threading.Event) -> Iterator[None]:
+    logger, quiet = logging.getLogger("concurrent.futures"), _AfterStop(stop)
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 def _finish(store: SampleStore, graph: Any, config: dict, spec: SampleSpec, result: dict, keep: bool) -> dict:

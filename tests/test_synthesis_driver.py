@@ -162,3 +162,23 @@ def test_rods_trace_shows_a_sample_in_flight_from_its_checkpoints(tmp_path):
     shown = runner.invoke(app, ["trace", str(tmp_path), "multi_turn_base_98#v0"])
     assert shown.exit_code == 0, shown.output
     assert "in flight: resumes at judge_variant" in shown.output and "execute_plan" in shown.output
+
+
+def test_a_stopping_run_prints_no_traceback_of_the_node_it_left_running(caplog):
+    """Ctrl-C under load printed concurrent.futures' 'exception calling callback' traceback after the one-line
+    summary (a clean clone's make test): the node a stopped sample left running cannot commit into the stream it
+    left. Those records are dropped once the run is stopping, and only then."""
+    import logging
+    import threading
+
+    from graphs.driver import _quiet_after
+
+    stop, logger = threading.Event(), logging.getLogger("concurrent.futures")
+    with caplog.at_level(logging.ERROR, logger="concurrent.futures"), _quiet_after(stop):
+        logger.error("exception calling callback for %s", "<Future at 0x1 state=finished returned dict>")
+        stop.set()
+        logger.error("exception calling callback for %s", "<Future at 0x2 state=finished returned dict>")
+        logger.error("something else went wrong")
+    assert [r.getMessage()[-33:] for r in caplog.records] == ["0x1 state=finished returned dict>",
+                                                              "something else went wrong"[-33:]]
+    assert not logger.filters
