@@ -533,3 +533,15 @@ def test_a_hashtag_at_the_end_of_a_sentence_is_kept_without_its_full_stop():
     span = "Post 'Off we go!', mentioning @TravelBuddy and using the hashtag #RoadAhead."
     assert keeps_specifics("Tweet 'Off we go!' with #RoadAhead, mentioning @TravelBuddy.", span)
     assert not keeps_specifics("Tweet 'Off we go!', mentioning @TravelBuddy.", span)
+
+
+def test_words_of_recency_in_a_turn_that_reads_no_result_are_the_donors_story():
+    """'I need to make sure I've got enough cash for that order.' funded an account after the variant's order was
+    cancelled (my read of session 6): where the turn reads no value from a result, 'that order' points at nothing of
+    the variant, so such a human turn is no donor; where it does, the words are left to the value sources."""
+    from rods_agents.variation.transplant import brings_cues
+
+    donor = "I need to make sure I've got enough cash for that order. Could you please top up my trading account with $5,500?"
+    seed = "Could you arrange a deposit of 5000 USD into my trading account for potential ventures ahead?"
+    assert brings_cues(donor, seed, singled=False, reads_result=False)
+    assert not brings_cues("Could you cancel that order for me?", "Please revoke the placed order.", singled=False)

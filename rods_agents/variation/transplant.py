@@ -627,7 +627,8 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
         text = reinstantiate(d, target, world, allowed, values)
         if text is not None and d.scenario != "phrasebook":
             names = names if names is not None else world | _words(span) | _companies(world)
-            if (foreign_names(text, names) or brings_cues(text, span, any(x.producer for x in target))
+            if (foreign_names(text, names) or brings_cues(text, span, any(x.producer for x in target),
+                                                          any(x.source == "call" for x in target))
                     or names_other_work(text, world, values)):
                 continue  # a person or a thing of the donor's own story, or its own pick ('the first file you find')
         if d.scenario == "phrasebook" and whole_span and text is not None:
@@ -975,7 +976,7 @@ def said_out_of_order(donor: Donor) -> bool:
     return False
 
 
-def brings_cues(text: str, span: str, singled: bool = False) -> bool:
+def brings_cues(text: str, span: str, singled: bool = False, reads_result: bool = True) -> bool:
     """``text`` has condition, position, filter or transformation words that the words it replaces (``span``) lack:
     a human turn's own pick ('output the content of the first file you find', read 7) names another file than the
     seed's description did, and the structure, which ties no call to such words, would not see it. Words of
@@ -983,10 +984,13 @@ def brings_cues(text: str, span: str, singled: bool = False) -> bool:
     from the same call's result as the seed (a pick the seed's structure ties to a call takes only donors with
     the seed's own cue words). Unless a result singles the value out (``singled``), words claiming what was just
     done stay the donor's story: 'the file that we just created' for a file the variant moved (read 6). A line
-    picked by its place counts too ('sort the inaugural line of', read 9)."""
+    picked by its place counts too ('sort the inaugural line of', read 9). Where the turn reads no value from a
+    result (``reads_result`` False), words of recency point at nothing of the variant: 'enough cash for that order'
+    funding an account after the order was cancelled is the donor's story (my read of session 6)."""
     low = span.lower()
     claims = [] if singled else [m.span() for p in (_CLAIM, _DONE_BY) for m in p.finditer(text)]
-    return (any(text[a:b].lower() not in low for a, b in [*cue_spans(text, True, last_is_recency=singled), *claims])
+    spans = cue_spans(text, reads_result, last_is_recency=singled)
+    return (any(text[a:b].lower() not in low for a, b in [*spans, *claims])
             or _line_picks(text, span))
 
 
