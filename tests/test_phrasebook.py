@@ -414,3 +414,62 @@ def test_a_booking_turn_leaving_date_and_class_to_an_earlier_turn_gets_new_words
     assert containment(after, _user(seed, 1), mask=True) < 0.5, after
     assert "economy" not in after.lower() and not re.search(r"\d{4}-\d\d-\d\d", after)
     assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 1]
+
+
+def test_a_free_text_the_checker_never_sees_leaves_result_and_state_unchanged():
+    """Each listed ungraded parameter: two different texts give the same result and the same state (so quoting one
+    where the seed describes it hands the assistant nothing its grade depends on)."""
+    from envs.executor import Environment, to_call_string
+    from rods_agents.analysis.knowledge import table, ungraded_params
+
+    seed = bfcl_task("multi_turn_base_190")  # a booking exists once turn 0 ran
+    listed = table("ungraded")["params"]
+    assert listed and set(ungraded_params()) == {e.rsplit(".", 2)[1] for e in listed}
+    for entry in listed:
+        cls, method, param = entry.rsplit(".", 2)
+        outcomes = []
+        for text in ("Unexpected charge found on the invoice.", "Please call me back about my trip."):
+            env = Environment(seed.involved_classes, seed.initial_config)
+            env.run(seed.ground_truth[0])
+            args = {"booking_id": "3426812", param: text} if method == "contact_customer_support" else {param: text}
+            outcomes.append((env.execute(to_call_string(method, args)), env.state()))
+        assert outcomes[0] == outcomes[1], entry
+    assert "send_message" not in ungraded_params()  # a message sent is in the state: graded
+
+
+def test_a_sentence_may_quote_an_ungraded_text_the_seeds_turn_only_describes():
+    from rods_agents.variation.transplant import graded, says_no_more
+
+    span = "An unexpected charge popped up on the invoice. Could someone contact customer support about it?"
+    target = (_slot("booking_id", "3426812", source="call"), _slot("message", "Unexpected charge found on the invoice."))
+    text = 'Please contact customer support about that booking and tell them "Unexpected charge found on the invoice."'
+    assert not says_no_more(text, target, span)  # as a graded value it would say more than the seed
+    assert says_no_more(text, graded(target, ("contact_customer_support",)), span)
+    assert graded(target, ("send_message",)) == target  # a message the state keeps stays graded
+
+
+def test_a_frame_writes_exactly_the_values_a_call_states_and_points_at_the_results_it_reads():
+    from rods_agents.variation.phrasebook import frame_phrasings
+
+    # card and token said in an earlier turn, the booking read from the one flight just booked
+    slots = (_slot("insurance_type", "comprehensive"), _slot("insurance_cost", 50.0),
+             Slot(0, "booking_id", json.dumps("3426812"), "call", False, "book_flight"))
+    texts = [d.text for d in phrase_donors("purchase_insurance", slots, segment_signature())]
+    assert texts and all("comprehensive" in t and "$50" in t for t in texts)
+    assert all("3426812" not in t and "card" not in t and "token" not in t for t in texts), texts
+    assert len(set(texts)) >= 6  # siblings take other heads
+    # a read from a result the frame has no words for: no sentence (never one that drops the pointer)
+    assert not frame_phrasings("purchase_insurance", frozenset({"insurance_type"}), {"booking_id": "get_flight_cost"})
+
+
+def test_two_calls_that_share_the_values_said_once_are_asked_for_in_one_framed_request():
+    seed, variant = _rewritten("multi_turn_base_184")  # turn 0: 'Schedule a first class flight ... from X to Y on ...'
+    after = _user(variant, 0)
+    assert containment(after, _user(seed, 0), mask=True) < 0.5, after
+    assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 0]
+    from rods_agents.variation.phrasebook import own_slots
+
+    shared = (_slot("travel_date", "2026-12-15", index=0), _slot("travel_date", "2026-12-15", index=1))
+    assert own_slots(shared, "get_flight_cost+book_flight") is not None
+    differ = (_slot("travel_date", "2026-12-15", index=0), _slot("travel_date", "2026-12-16", index=1))
+    assert own_slots(differ, "get_flight_cost+book_flight") is None  # one sentence cannot say two dates

@@ -545,3 +545,22 @@ def test_words_of_recency_in_a_turn_that_reads_no_result_are_the_donors_story():
     seed = "Could you arrange a deposit of 5000 USD into my trading account for potential ventures ahead?"
     assert brings_cues(donor, seed, singled=False, reads_result=False)
     assert not brings_cues("Could you cancel that order for me?", "Please revoke the placed order.", singled=False)
+
+
+def test_siblings_short_of_fitting_donors_share_a_donor_with_other_siblings_in_each_turn():
+    """With fewer fitting donors than siblings, ``slot % fits`` sent slots 1 and 5 to one donor in every such turn (their
+    texts ended as near-copies); a permutation per turn spreads the shared picks over other pairs."""
+    from rods_agents.variation.transplant import PICK, sibling_rank
+
+    keys = [f"152|{t}|0|1" for t in range(12)]
+    assert all(sorted(sibling_rank(s, k) for s in range(PICK)) == list(range(PICK)) for k in keys)  # 8 fits: all differ
+    same = sum(sibling_rank(1, k) % 2 == sibling_rank(5, k) % 2 for k in keys)
+    assert same < len(keys)  # two fits: not the same pair every turn
+    assert sibling_rank(9, keys[0]) >= PICK  # a re-plan's slot ranks past the first plan's
+
+
+def test_a_sentence_ending_in_a_quote_gets_no_second_full_stop():
+    from rods_agents.variation.transplant import _sentence
+
+    assert _sentence('Tell them "Unexpected charge found."') == 'Tell them "Unexpected charge found."'
+    assert _sentence("Send it to support") == "Send it to support."

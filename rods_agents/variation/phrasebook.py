@@ -33,8 +33,17 @@ a result (none for a phrasing without ``from``), each from one of the methods it
 carrying the call's own slots, so :mod:`rods_agents.variation.transplant` measures it like a human donor: a
 phrasing that moves a value source, adds a reference or drops a condition is never kept.
 
+A method with many parameters has more patterns of stated, withheld and read values than a list of sentences can
+cover (``purchase_insurance``: five parameters, each stated, left to an earlier turn or read from a result), so a
+file may also give it a *frame*: ``"frames": {method: {"heads": [...], "parts": {param: [...]}, "reads": {param:
+{producer: [...]}}, "order": [...], "needs": [...]}}``. A head is a request with ``{rest}`` where the values go
+('Buy {insurance_type} insurance{rest}.'); each value the call states gets one of its ``parts`` (' at ${insurance_cost}'),
+each value read from a result one of its ``reads`` for that result's method (' for the flight we booked'), in
+``order`` (else the parts' order); a frame applies only when the call states or reads every parameter of ``needs``.
+:func:`frame_phrasings` writes the one sentence per head that fits a call, a :class:`Phrasing` like any other.
+
 Files: ``prompts/phrasebook/<Class>.json``, one per environment class (a user class's too), each
-``{"class": ..., "methods": {method: [phrasing, ...]}, "context": {...}}``; a phrasing is a string or
+``{"class": ..., "methods": {method: [phrasing, ...]}, "frames": {...}, "context": {...}}``; a phrasing is a string or
 ``{"text": ..., "when": {...}}``. ``python -m rods_agents.variation.phrasebook`` checks every file against the
 catalog and the lexicon and prints, per method, how many phrasings fit the argument patterns the train turns use.
 """
@@ -178,6 +187,69 @@ def phrasebook() -> dict[str, tuple[Phrasing, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
+@dataclass(frozen=True)
+class Frame:
+    """A method's request with a slot for its values (see the module docstring): heads, parts, reads."""
+
+    cls: str
+    method: str
+    heads: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]  # (text with {rest}, when)
+    parts: tuple[tuple[str, tuple[str, ...]], ...]  # (param, fragments) in order
+    reads: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...]  # (param, ((producer, fragments), ...))
+    order: tuple[str, ...]
+    needs: frozenset[str]
+
+
+def _frame(cls: str, method: str, data: dict) -> Frame:
+    heads = []
+    for i, h in enumerate(data.get("heads") or ()):
+        text, when = (h, {}) if isinstance(h, str) else (h.get("text"), dict(h.get("when") or {}))
+        if not isinstance(text, str) or text.count("{rest}") != 1:
+            raise ValueError(f"phrasebook {cls}.{method} frame head {i}: a string with one {{rest}}")
+        heads.append((text, tuple(sorted(when.items()))))
+    parts = tuple((k, tuple(v)) for k, v in (data.get("parts") or {}).items())
+    reads = tuple((k, tuple((m, tuple(f)) for m, f in v.items())) for k, v in (data.get("reads") or {}).items())
+    order = tuple(data.get("order") or [k for k, _ in parts] + [k for k, _ in reads if k not in dict(parts)])
+    return Frame(cls, method, tuple(heads), parts, reads, order, frozenset(data.get("needs") or ()))
+
+
+@lru_cache(maxsize=1)
+def frames() -> dict[str, tuple[Frame, ...]]:
+    """Method -> its frames, from every file's ``"frames"`` table (read once)."""
+    out: dict[str, list[Frame]] = {}
+    for stem, data in _files():
+        cls = data.get("class", stem)
+        for method, frame in (data.get("frames") or {}).items():
+            out.setdefault(method, []).append(_frame(cls, method, frame))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def frame_phrasings(method: str, wanted: frozenset[str], read: Mapping[str, str]) -> list[Phrasing]:
+    """One phrasing per head of ``method``'s frames for a call whose sentence writes the values ``wanted`` and
+    points at the results ``read`` (parameter -> producer): the head's own fields and options, a part for every other
+    wanted value, a read part for every read one (none when a value has no part: the frame does not fit). Siblings
+    take other heads, so the fragments rotate with the head."""
+    out: list[Phrasing] = []
+    for frame in frames().get(method, ()):
+        parts, reads = dict(frame.parts), {p: dict(ms) for p, ms in frame.reads}
+        if not frame.needs <= wanted | read.keys():
+            continue
+        for h, (head, when) in enumerate(frame.heads):
+            own = {m.group(1) for m in _FIELD.finditer(head) if m.group(1) != "rest"} | {p for p, _ in when}
+            rest = wanted - own
+            if not own <= wanted or any(p not in parts for p in rest) or any(
+                    prod not in reads.get(p, {}) for p, prod in read.items()):
+                continue
+            frags = []
+            for j, param in enumerate(p for p in frame.order if p in rest or p in read):
+                options = reads[param][read[param]] if param in read else parts[param]
+                frags.append(options[(h + j) % len(options)])
+            entry = {"text": head.replace("{rest}", "".join(frags)), "when": dict(when),
+                     "from": {p: [prod] for p, prod in read.items()}}
+            out.append(parse_phrasing(frame.cls, method, 1000 + h, entry))
+    return out
+
+
 def spoken(value: Any) -> str:
     """A value as a user writes it: numbers without a trailing '.0', lists as 'a, b and c'."""
     if isinstance(value, bool):
@@ -188,6 +260,19 @@ def spoken(value: Any) -> str:
         items = [spoken(v) for v in value]
         return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
     return str(value)
+
+
+def own_slots(slots: tuple[Slot, ...], method: str) -> dict[str, Slot] | None:
+    """Parameter -> slot of the call(s) a phrasing asks for: index 0, or for a run of calls written as one request
+    (``'get_flight_cost+book_flight'``: 'price it, then book it') every call of the run, a value the calls share
+    written once; None when they share a parameter with different values or sources (one sentence cannot say both)."""
+    own: dict[str, Slot] = {}
+    for s in slots:
+        if 0 <= s.index <= method.count("+"):
+            first = own.setdefault(s.param, s)
+            if (first.value, first.source, first.producer) != (s.value, s.source, s.producer):
+                return None
+    return own
 
 
 def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] = frozenset(),
@@ -205,7 +290,9 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
     if set(picks) != ({phrasing.pick} if phrasing.pick else set()):
         return None
     named = {**(named or {}), **picks}
-    own = {s.param: s for s in slots if s.index == 0}
+    own = own_slots(slots, phrasing.method)
+    if own is None:
+        return None
     stated = {p for p, s in own.items() if s.source in STATED or p in named}
     read = {p: s.producer for p, s in own.items() if s.source == "call" and s.producer and p not in picks}
     origin = dict(phrasing.results)
@@ -244,13 +331,26 @@ def phrase_donors(method: str, slots: tuple[Slot, ...], signature: str, unsaid: 
                   named: Mapping[str, str] | None = None, picks: Mapping[str, str] | None = None) -> list[Donor]:
     """The phrasings of ``method`` that fit the call's ``slots`` (``unsaid``, ``named``, ``picks``: see :func:`render`),
     as donors carrying those slots (their values are the variant's own, so re-instantiating one changes nothing)."""
-    out = []
-    for p in phrasebook().get(method, ()):
+    out, seen = [], set()
+    for p in (*phrasebook().get(method, ()), *_framed(method, slots, unsaid, named, picks)):
         text = render(p, slots, unsaid, named, picks)
-        if text is not None:
-            out.append(Donor(f"phrasebook:{p.cls}.{method}#{p.index}", "phrasebook", -1, text, (method,),
-                             tuple(s for s in slots if s.index == 0), signature, frozenset(), ""))
+        if text is None or text in seen:
+            continue
+        seen.add(text)
+        out.append(Donor(f"phrasebook:{p.cls}.{method}#{p.index}", "phrasebook", -1, text, tuple(method.split("+")),
+                         tuple(s for s in slots if 0 <= s.index <= method.count("+")), signature, frozenset(), ""))
     return out
+
+
+def _framed(method: str, slots: tuple[Slot, ...], unsaid: frozenset[str], named: Mapping[str, str] | None,
+            picks: Mapping[str, str] | None) -> list[Phrasing]:
+    """The frame phrasings for exactly the values :func:`render` wants written and pointed at (none for a pick)."""
+    own = own_slots(slots, method)
+    if picks or method not in frames() or own is None:
+        return []
+    stated = {p for p, s in own.items() if s.source in STATED or p in (named or {})}
+    read = {p: s.producer for p, s in own.items() if s.source == "call" and s.producer}
+    return frame_phrasings(method, frozenset(stated - unsaid), read)
 
 
 # ----------------------------------------------------------------------------- the check
@@ -260,19 +360,39 @@ def check() -> list[str]:
 
     catalog = build_catalog().methods
     problems = []
+    def params_of(method: str) -> set[str] | None:
+        specs = [catalog.get(m) for m in method.split("+")]
+        return None if None in specs else {p.name for spec in specs for p in spec.params}
+
     for method, phrasings in phrasebook().items():
-        spec = catalog.get(method)
-        if spec is None:
+        params = params_of(method)
+        if params is None:
             problems.append(f"{method}: not a method of the catalog")
             continue
-        params = {p.name for p in spec.params}
         for p in phrasings:
             for name in (p.params | {r for r, _ in p.results}) - params:
                 problems.append(f"{p.cls}.{method}[{p.index}]: no parameter {name!r} ({p.text!r})")
             for name in {m for _, ms in p.results for m in ms} - catalog.keys():
                 problems.append(f"{p.cls}.{method}[{p.index}]: 'from' names {name!r}, not a method of the catalog")
             problems += [f"{p.cls}.{method}[{p.index}]: {why} ({p.text!r})" for why in lint(p)]
+    for method, fs in frames().items():
+        params = params_of(method) or set()
+        for frame in fs:
+            names = {k for k, _ in frame.parts} | {k for k, _ in frame.reads} | set(frame.order) | frame.needs
+            problems += [f"{frame.cls}.{method} frame: no parameter {n!r}" for n in sorted(names - params)]
+            problems += [f"{frame.cls}.{method} frame: {why} ({p.text!r})" for p in _frame_samples(frame) for why in lint(p)]
     return problems
+
+
+def _frame_samples(frame: Frame) -> list[Phrasing]:
+    """Every head with each of its parts and read parts in turn (what :func:`lint` reads of a frame)."""
+    out = []
+    for head, when in frame.heads:
+        own = {m.group(1) for m in _FIELD.finditer(head) if m.group(1) != "rest"}
+        frags = [f for k, fs in frame.parts if k not in own for f in fs] + [f for _, ms in frame.reads for _, fs in ms for f in fs]
+        out += [parse_phrasing(frame.cls, frame.method, 1000, {"text": head.replace("{rest}", f), "when": dict(when)})
+                for f in frags or [""]]
+    return out
 
 
 _PICK_STANDIN = "that entry I keep coming back to in my "
@@ -290,8 +410,9 @@ def lint(phrasing: Phrasing) -> list[str]:
     text = _FIELD.sub(lambda m: _PICK_STANDIN + m.group(1).replace("_", " ") if m.group(1) == phrasing.pick
                       else m.group(1).upper(), phrasing.text)
     out = []
-    if phrasing.method in lex.methods and not any(p.search(text) for p in lex.methods[phrasing.method][0]):
-        out.append("no lexicon cue for the method (the call would read as implicit)")
+    for method in phrasing.method.split("+"):
+        if method in lex.methods and not any(p.search(text) for p in lex.methods[method][0]):
+            out.append(f"no lexicon cue for {method} (the call would read as implicit)")
     if any(p.search(text) for p in lex.conditions) and not any(p.search(text) for p in lex.condition_exclusions):
         out.append("reads as one of the conditions")
     if any(p.search(text) for p in lex.transformations):

@@ -387,8 +387,10 @@ def with_where_hints(text: str, span: str) -> str:
 
 
 def _sentence(text: str) -> str:
+    """``text`` ending as a sentence does: a full stop added unless it ends in one, inside a closing quote too
+    ('tell them: "Unexpected charge found."', never '..."."')."""
     text = text.strip()
-    return text if text[-1:] in ".?!" else text + "."
+    return text if text[-1:] in ".?!" or (text[-1:] in "\"'" and text[-2:-1] in ".?!") else text + "."
 
 
 def _ordered(pool: list[Donor], seed: Task, turn: int, start: int, stop: int, rng: Any, slot: int | None) -> list[Donor]:
@@ -633,29 +635,51 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
                 continue  # a person or a thing of the donor's own story, or its own pick ('the first file you find')
         if d.scenario == "phrasebook" and whole_span and text is not None:
             text = with_specifics(text, span, d.methods, values, world)
-        if text is not None and keeps_said(text, target, span) and says_no_more(text, target, span):
+        if text is not None and keeps_said(text, target, span) and says_no_more(text, graded(target, d.methods), span):
             fits.append((text, d))
+
+
+def graded(target: tuple[Slot, ...], methods: tuple[str, ...]) -> tuple[Slot, ...]:
+    """``target`` less the free-text values the checker never sees (:func:`knowledge.ungraded_params`): a sentence
+    quoting the message for customer support where the seed's turn describes it ('tell them about the unexpected
+    charge') hands the assistant nothing its grade depends on. The human turns that describe such a message their
+    own way tell another story than the call's text (issue 13: 120 finds of one call fitted only two donors)."""
+    free = knowledge.ungraded_params()
+    return tuple(x for x in target if not (0 <= x.index < len(methods) and x.param in free.get(methods[x.index], ())))
+
+
+def sibling_rank(slot: int, key: str) -> int:
+    """A sibling's rank among a turn's fitting donors: its slot through one permutation of the ``PICK`` slots per
+    scenario and turn (``key``). Why not the slot itself: with fewer fits than siblings, ``slot % fits`` sends the
+    same siblings to the same donor in every such turn (slots 1 and 5 share every turn with 1, 2 or 4 fits), so
+    their texts end up near-copies (issue 13: 29 of 35 sibling rejections over 120 seeds); a permutation per turn
+    spreads the collisions over other pairs in each turn."""
+    order = list(range(PICK))
+    random.Random(f"{key}|siblings").shuffle(order)
+    return order[slot % PICK] + PICK * (slot // PICK)
 
 
 def _find(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
           span: str, slot: int | None = None, phrases: list[Donor] | None = None, phrases_first: bool = False,
-          distinct: bool = False, whole_span: bool = True, after: str = "") -> tuple[str, Donor] | None:
+          distinct: bool = False, whole_span: bool = True, after: str = "", key: str = "") -> tuple[str, Donor] | None:
     """A donor of ``pool`` that re-instantiates on ``target`` and states what ``span`` states: the first one, or
     for a sibling ``slot`` the slot's pick among the first ``PICK`` that fit (siblings of one scenario share
     their turns' pools, and the first fitting donor of a rotated pool is often the same one). At most
     ``MAX_TRIES`` donors that ask for the calls the same way are tried (the others are skipped at no cost).
     ``after``: the sentence this one follows in its turn; one opening as it does is taken only when no other fits
-    ('Could you set the parking brake? Could you fire up the car?', read 10)."""
+    ('Could you set the parking brake? Could you fire up the car?', read 10). ``key``: the scenario and turn, whose
+    permutation of the sibling slots orders the pick (:func:`sibling_rank`)."""
     fits: list[tuple[str, Donor]] = []
+    rank = None if slot is None else sibling_rank(slot, key)
     first, then = (list(phrases or []), pool) if phrases_first else (pool, list(phrases or []))
     for source in (first, then):  # a piece of a turn takes the phrasebook first: a human piece brings its story
         _collect(source, fits, target, world, allowed, values, span, PICK if slot is not None or after else 1,
                  whole_span)
-    if not fits or (distinct and slot is not None and slot >= len(fits)):
+    if not fits or (distinct and rank is not None and rank >= len(fits)):
         return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words
     if after:
         fits = [f for f in fits if _opener(f[0]) != _opener(after)] or fits
-    return fits[0] if slot is None else fits[slot % len(fits)]
+    return fits[0] if rank is None else fits[rank % len(fits)]
 
 
 def _opener(text: str) -> str:
@@ -685,28 +709,28 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     """The phrasebook's donors for a one-call segment (:mod:`rods_agents.variation.phrasebook`), in one order per
     scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out."""
     picks = picks or {}
-    named = {x.param: words for x in target if x.index == 0 and x.param not in picks
+    named = {x.param: words for x in target if 0 <= x.index < len(methods) and x.param not in picks
              and (words := named_as(json.loads(x.value), span))}
     # a code an earlier turn named for its lookup ('the nearest airport to Rivermist', then 'book that flight'): left
     # to that turn, as a value it said as it is would be
-    looked_up = {x.param for x in target if x.index == 0 and x.source == "state" and not x.producer
+    looked_up = {x.param for x in target if 0 <= x.index < len(methods) and x.source == "state" and not x.producer
                  and x.param not in named and all(named_by_lookup(v, earlier) for v in _scalars(json.loads(x.value)))}
-    if len(methods) != 1 or any(x.index == 0 and x.source in ("call", "state", "composed") and not x.producer
+    if len(methods) > 2 or any(0 <= x.index < len(methods) and x.source in ("call", "state", "composed") and not x.producer
                                 and x.param not in named and x.param not in picks and x.param not in looked_up
                                 for x in target):
         return []  # a value read from the state or one of several results: the seed's words say which one
     # a value of an implicit call that the call itself takes too ('snag 100 shares of XYZ' states the symbol of the
     # implicit price lookup as well as the order's): the sentence writing the order's symbol says it
-    stated = {x.value for x in target if x.index == 0 and x.source in STATED}
+    stated = {x.value for x in target if 0 <= x.index < len(methods) and x.source in STATED}
     hidden = tuple(x for x in _hidden_said(target, span) if x.value not in stated)
     # a value the replaced words leave out may be left out only where an earlier turn says it as it is: a value the
     # seed's turn says in words no lookup finds ('high-priority', 'end with 50 gallons', 'in pounds sterling') stays
     # said, and an option is never left out
     dates, nums, e_dates, e_nums = _dates(span), _numbers(span), _dates(earlier), _numbers(earlier)
-    unsaid = frozenset(x.param for x in target if x.index == 0 and x.source in STATED and all(
+    unsaid = frozenset(x.param for x in target if 0 <= x.index < len(methods) and x.source in STATED and all(
         not _said(v, span, dates, nums) and _said(v, earlier, e_dates, e_nums) for v in _scalars(json.loads(x.value))))
     unsaid |= looked_up
-    out = [d for d in phrase_donors(methods[0], target, signature, unsaid - named.keys() - picks.keys(), named, picks)
+    out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
         ctx = context_sentences(hidden)
@@ -762,7 +786,7 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
     if (delicate or untied) and not whole_only and (picks := untied or turn_picks(seed_info, g, carried, methods)):
         whole = _rebased(target, 0, 1, True)
         phrases = _phrasebook_donors(seed, turn, 0, methods, whole, sig, used, set(), carried, earlier, picks)
-        found = _find([], whole, world, allowed, values, carried, slot, phrases, True)
+        found = _find([], whole, world, allowed, values, carried, slot, phrases, True, key=f"{seed.scenario}|{turn}|0")
         if found is not None:
             return _sentence(found[0]), [found[1]]
     if untied:
@@ -807,7 +831,8 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
                 seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked, carried, earlier)
             found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n) or n == 1,
                           distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only),
-                          whole_span=(start, stop) == (0, n), after=parts[-1][0] if parts else "")
+                          whole_span=(start, stop) == (0, n), after=parts[-1][0] if parts else "",
+                          key=f"{seed.scenario}|{turn}|{start}|{stop}")
             if found is not None:
                 parts.append(found)
                 start = stop
@@ -1065,7 +1090,7 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
             phrases = _phrasebook_donors(seed, turn, a, methods[a:b], _rebased(target, a, b), segment_signature(), used,
                                          {x.text for x in donors}, carried[lo:units[m][3]], earlier)
             found = _find(_ordered(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
-                          carried[lo:units[m][3]], slot, phrases, True)
+                          carried[lo:units[m][3]], slot, phrases, True, key=f"{seed.scenario}|{turn}|{a}|{b}")
             if found is not None and drops_request(carried[lo:units[m][3]], found[0], methods, a, b):
                 found = None
             if found is not None:
