@@ -473,3 +473,26 @@ def test_two_calls_that_share_the_values_said_once_are_asked_for_in_one_framed_r
     assert own_slots(shared, "get_flight_cost+book_flight") is not None
     differ = (_slot("travel_date", "2026-12-15", index=0), _slot("travel_date", "2026-12-16", index=1))
     assert own_slots(differ, "get_flight_cost+book_flight") is None  # one sentence cannot say two dates
+
+
+def test_an_id_looked_up_by_a_name_the_turn_says_is_written_by_that_name():
+    from rods_agents.variation.transplant import lookup_names
+
+    seed = bfcl_task("multi_turn_base_41")  # turn 0 looks Bob up for the message; turn 1: 'After Bob has received ...'
+    aliases = lookup_names(trace_task(seed))
+    assert aliases.get("USR002") == "Bob"
+    seed, variant = _rewritten("multi_turn_base_41")
+    after, name = _user(variant, 1), lookup_names(trace_task(variant))
+    receiver = re.search(r"receiver_id='(\w+)'", variant.ground_truth[1][0]).group(1)
+    assert name[receiver] in after and receiver not in after, after  # the name, never the id the lookup gives
+    assert containment(after, _user(seed, 1), mask=True) < 0.5, after
+    assert not structure_mismatches(_structure(seed), _structure(variant))
+
+
+def test_an_idiom_is_no_cue_and_a_quoted_value_ends_its_sentence_once():
+    from rods_agents.variation.transplant import stray_cues
+
+    assert not stray_cues("It would mean a lot if you could add Omega Industries to my watchlist.", ("add_to_watchlist",))
+    assert stray_cues("Add the mean of those numbers to my watchlist.", ("add_to_watchlist",))
+    p = parse_phrasing("TicketAPI", "create_ticket", 0, "Open a ticket with description '{description}'.")
+    assert render(p, (_slot("description", "A surprise charge."),)) == "Open a ticket with description 'A surprise charge.'"

@@ -66,6 +66,7 @@ PHRASEBOOK_DIR = PROMPTS_DIR / "phrasebook"
 STATED = frozenset({"user", "flag"})
 """Slot sources a phrasing must write: the values the user states and the options said in words."""
 
+_QUOTED_STOP = re.compile(r"([.?!][\"'])[.?!]$")
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(\|[^{}]*)?\}")
 
 
@@ -324,6 +325,7 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
         text = _FIELD.sub(fill, phrasing.text)
     except KeyError:
         return None
+    text = _QUOTED_STOP.sub(r"\1", text)  # a quoted value ending its own sentence: '... "Please assist."', not '."."'
     return text[:1].upper() + text[1:]
 
 

@@ -703,14 +703,40 @@ def _describes_withheld(text: str, target: tuple[Slot, ...]) -> bool:
     return any(re.search(rf"\b{re.escape(w)}", text, re.I) for w in words)
 
 
+def _alias(value: Any, span: str, aliases: dict[str, str] | None) -> str | None:
+    """The name ``span`` gives a looked-up value by (:func:`lookup_names`), or None."""
+    name = (aliases or {}).get(value) if isinstance(value, str) else None
+    return name if name and _word_in(name, span) else None
+
+
+def lookup_names(trace: Trace) -> dict[str, str]:
+    """Value -> the name the ground truth looked it up by: one-argument lookups (``get_user_id(user='Bob')`` gives
+    USR002) whose result is one string. A turn naming Bob for the id read from that result ('delete what you sent
+    Bob') writes Bob where the id goes, so the lookup's result stays the assistant's to carry over."""
+    kinds = set(knowledge.skill_classes().get("kinds", {}).get("lookup", ()))
+    out: dict[str, str] = {}
+    for rec in trace.calls:
+        if rec.name not in kinds or rec.error or len(rec.args) != 1:
+            continue
+        (name,) = rec.args.values()
+        try:
+            result = json.loads(rec.result)
+        except (TypeError, ValueError):
+            continue
+        values = list(result.values()) if isinstance(result, dict) else []
+        if isinstance(name, str) and len(values) == 1 and isinstance(values[0], str):
+            out.setdefault(values[0], name)
+    return out
+
+
 def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
                       used: set[str], picked: set[str], span: str = "", earlier: str = "",
-                      picks: dict[str, str] | None = None) -> list[Donor]:
+                      picks: dict[str, str] | None = None, aliases: dict[str, str] | None = None) -> list[Donor]:
     """The phrasebook's donors for a one-call segment (:mod:`rods_agents.variation.phrasebook`), in one order per
     scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out."""
     picks = picks or {}
     named = {x.param: words for x in target if 0 <= x.index < len(methods) and x.param not in picks
-             and (words := named_as(json.loads(x.value), span))}
+             and (words := named_as(json.loads(x.value), span) or _alias(json.loads(x.value), span, aliases))}
     # a code an earlier turn named for its lookup ('the nearest airport to Rivermist', then 'book that flight'): left
     # to that turn, as a value it said as it is would be
     looked_up = {x.param for x in target if 0 <= x.index < len(methods) and x.source == "state" and not x.producer
@@ -764,7 +790,8 @@ def _joined(parts: list[tuple[str, Donor]], key: str) -> str:
 
 def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str],
               allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None = None, carried: str = "",
-              signature: str | None = None, earlier: str = "") -> tuple[str, list[Donor]] | None:
+              signature: str | None = None, earlier: str = "", aliases: dict[str, str] | None = None
+              ) -> tuple[str, list[Donor]] | None:
     """One wording of a turn: call by call first (a phrasebook sentence or a one-call piece of a human turn for
     each call: no other task's story comes along), else the whole turn from one donor where one fits, else the
     calls in consecutive segments (at most ``MAX_SEGMENTS``), each from a donor asking for just those calls the
@@ -785,7 +812,7 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             return None  # cue words the structure did not tie to a call: _mixed keeps their sentences
     if (delicate or untied) and not whole_only and (picks := untied or turn_picks(seed_info, g, carried, methods)):
         whole = _rebased(target, 0, 1, True)
-        phrases = _phrasebook_donors(seed, turn, 0, methods, whole, sig, used, set(), carried, earlier, picks)
+        phrases = _phrasebook_donors(seed, turn, 0, methods, whole, sig, used, set(), carried, earlier, picks, aliases)
         found = _find([], whole, world, allowed, values, carried, slot, phrases, True, key=f"{seed.scenario}|{turn}|0")
         if found is not None:
             return _sentence(found[0]), [found[1]]
@@ -793,17 +820,17 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         return None  # a sentence without the pick would leave the value to no words
     if len(methods) > 1 and not (delicate or whole_only):  # sentence by sentence first: no other task's story
         built = _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried,
-                          sig, earlier, single_only=True)
+                          sig, earlier, single_only=True, aliases=aliases)
         if built is not None:
             return built
     return _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried, sig,
-                     earlier, whole_only=whole_only, delicate=delicate)
+                     earlier, whole_only=whole_only, delicate=delicate, aliases=aliases)
 
 
 def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...],
               world: set[str], allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None, carried: str,
-              sig: str, earlier: str, single_only: bool = False, whole_only: bool = False, delicate: bool = False
-              ) -> tuple[str, list[Donor]] | None:
+              sig: str, earlier: str, single_only: bool = False, whole_only: bool = False, delicate: bool = False,
+              aliases: dict[str, str] | None = None) -> tuple[str, list[Donor]] | None:
     """The calls in consecutive segments, longest first (``single_only``: one call per segment, so each sentence
     comes from the phrasebook or a one-call piece of a human turn), with a context sentence for hidden values."""
     parts: list[tuple[str, Donor]] = []
@@ -828,7 +855,8 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             # a miss_param turn withholding a value of its one call: a sentence for that call without the value
             # (the re-measure checks the same parameter is still the one withheld)
             phrases = [] if delicate or (whole_only and n > 1) else _phrasebook_donors(
-                seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked, carried, earlier)
+                seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked, carried, earlier,
+                aliases=aliases)
             found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n) or n == 1,
                           distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only),
                           whole_span=(start, stop) == (0, n), after=parts[-1][0] if parts else "",
@@ -1058,7 +1086,7 @@ def drops_request(span: str, words: str, methods: tuple[str, ...], a: int, b: in
 
 def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...],
            world: set[str], allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None,
-           carried: str, earlier: str = "") -> tuple[str, list[Donor]] | None:
+           carried: str, earlier: str = "", aliases: dict[str, str] | None = None) -> tuple[str, list[Donor]] | None:
     """A turn no donor words whole, re-worded unit by unit (:func:`_units`): each run of units without a cue
     from a donor asking for just those calls the same way (longest run first), the units with a condition,
     reference or transformation cue, and those no donor fits, in the carried wording. So a conditioned or
@@ -1088,7 +1116,7 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
             pool = [d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
                     if d.task_id not in used and d.text not in {x.text for x in donors}]
             phrases = _phrasebook_donors(seed, turn, a, methods[a:b], _rebased(target, a, b), segment_signature(), used,
-                                         {x.text for x in donors}, carried[lo:units[m][3]], earlier)
+                                         {x.text for x in donors}, carried[lo:units[m][3]], earlier, aliases=aliases)
             found = _find(_ordered(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
                           carried[lo:units[m][3]], slot, phrases, True, key=f"{seed.scenario}|{turn}|{a}|{b}")
             if found is not None and drops_request(carried[lo:units[m][3]], found[0], methods, a, b):
@@ -1256,6 +1284,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
                   and _user_messages(variant.turns[t]) == 1]
     base_state_ok = _state_ok(variant, trace, sources, set(candidates))
     world = world_strings(variant, trace)
+    aliases = lookup_names(trace)
     gt_text = " ".join(c for calls in variant.ground_truth for c in calls)
     turns = [list(t) for t in variant.turns]
     used: set[str] = set()
@@ -1277,10 +1306,10 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             s_i = None if slot is None else slot + i
             earlier = " ".join(m.content for x in turns[:t] for m in x if m.role == "user")
             built = _assemble(seed, seed_info, t, g, methods, target, world, allowed, gt_text, used, rng, s_i, carried,
-                              signature, earlier)
+                              signature, earlier, aliases)
             if built is None and signature is None:
                 built = _mixed(seed, base_info, t, g, methods, target, world, allowed, gt_text, used, rng, s_i, carried,
-                               earlier)
+                               earlier, aliases)
             if built is None:
                 break
             text, donors = built
