@@ -496,3 +496,15 @@ def test_an_idiom_is_no_cue_and_a_quoted_value_ends_its_sentence_once():
     assert stray_cues("Add the mean of those numbers to my watchlist.", ("add_to_watchlist",))
     p = parse_phrasing("TicketAPI", "create_ticket", 0, "Open a ticket with description '{description}'.")
     assert render(p, (_slot("description", "A surprise charge."),)) == "Open a ticket with description 'A surprise charge.'"
+
+
+def test_an_id_the_state_maps_to_a_name_the_turn_says_is_written_by_that_name():
+    from rods_agents.variation.transplant import lookup_names
+
+    seed = bfcl_task("multi_turn_base_91")  # 'update Michael ... with message ...': MessageAPI's user_map has Michael
+    assert lookup_names(trace_task(seed), seed.initial_config)["USR006"] == "Michael"
+    seed, variant = _rewritten("multi_turn_base_91")
+    after = _user(variant, 0)
+    assert "Michael" in after and "USR006" not in after, after
+    assert containment(after, _user(seed, 0), mask=True) < 0.5, after
+    assert not structure_mismatches(_structure(seed), _structure(variant))

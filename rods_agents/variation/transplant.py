@@ -709,12 +709,17 @@ def _alias(value: Any, span: str, aliases: dict[str, str] | None) -> str | None:
     return name if name and _word_in(name, span) else None
 
 
-def lookup_names(trace: Trace) -> dict[str, str]:
+def lookup_names(trace: Trace, config: dict[str, Any] | None = None) -> dict[str, str]:
     """Value -> the name the ground truth looked it up by: one-argument lookups (``get_user_id(user='Bob')`` gives
-    USR002) whose result is one string. A turn naming Bob for the id read from that result ('delete what you sent
-    Bob') writes Bob where the id goes, so the lookup's result stays the assistant's to carry over."""
+    USR002) whose result is one string, and the state's name maps (MessageAPI's ``user_map``: Michael -> USR006). A
+    turn naming Bob for the id read from that result or the state ('delete what you sent Bob', 'update Michael')
+    writes Bob where the id goes, so finding the id stays the assistant's."""
     kinds = set(knowledge.skill_classes().get("kinds", {}).get("lookup", ()))
     out: dict[str, str] = {}
+    for state in (config or {}).values():
+        for key, table in (state.items() if isinstance(state, dict) else ()):
+            if key.endswith("_map") and isinstance(table, dict):
+                out.update({v: k for k, v in table.items() if isinstance(k, str) and isinstance(v, str)})
     for rec in trace.calls:
         if rec.name not in kinds or rec.error or len(rec.args) != 1:
             continue
@@ -1284,7 +1289,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
                   and _user_messages(variant.turns[t]) == 1]
     base_state_ok = _state_ok(variant, trace, sources, set(candidates))
     world = world_strings(variant, trace)
-    aliases = lookup_names(trace)
+    aliases = lookup_names(trace, variant.initial_config)
     gt_text = " ".join(c for calls in variant.ground_truth for c in calls)
     turns = [list(t) for t in variant.turns]
     used: set[str] = set()
