@@ -416,36 +416,13 @@ def test_a_booking_turn_leaving_date_and_class_to_an_earlier_turn_gets_new_words
     assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 1]
 
 
-def test_a_free_text_the_checker_never_sees_leaves_result_and_state_unchanged():
-    """Each listed ungraded parameter: two different texts give the same result and the same state (so quoting one
-    where the seed describes it hands the assistant nothing its grade depends on)."""
-    from envs.executor import Environment, to_call_string
-    from rods_agents.analysis.knowledge import table, ungraded_params
-
-    seed = bfcl_task("multi_turn_base_190")  # a booking exists once turn 0 ran
-    listed = table("ungraded")["params"]
-    assert listed and set(ungraded_params()) == {e.rsplit(".", 2)[1] for e in listed}
-    for entry in listed:
-        cls, method, param = entry.rsplit(".", 2)
-        outcomes = []
-        for text in ("Unexpected charge found on the invoice.", "Please call me back about my trip."):
-            env = Environment(seed.involved_classes, seed.initial_config)
-            env.run(seed.ground_truth[0])
-            args = {"booking_id": "3426812", param: text} if method == "contact_customer_support" else {param: text}
-            outcomes.append((env.execute(to_call_string(method, args)), env.state()))
-        assert outcomes[0] == outcomes[1], entry
-    assert "send_message" not in ungraded_params()  # a message sent is in the state: graded
-
-
-def test_a_sentence_may_quote_an_ungraded_text_the_seeds_turn_only_describes():
-    from rods_agents.variation.transplant import graded, says_no_more
-
-    span = "An unexpected charge popped up on the invoice. Could someone contact customer support about it?"
-    target = (_slot("booking_id", "3426812", source="call"), _slot("message", "Unexpected charge found on the invoice."))
-    text = 'Please contact customer support about that booking and tell them "Unexpected charge found on the invoice."'
-    assert not says_no_more(text, target, span)  # as a graded value it would say more than the seed
-    assert says_no_more(text, graded(target, ("contact_customer_support",)), span)
-    assert graded(target, ("send_message",)) == target  # a message the state keeps stays graded
+def test_a_message_the_seeds_turn_leaves_the_assistant_to_write_is_never_quoted():
+    """Read 13: quoting the support message where the seed says 'detail the challenges I faced' hands the assistant
+    the text it was left to compose (easier), even though BFCL's checker never reads that message."""
+    seed, variant = _rewritten("multi_turn_base_199")
+    message = re.search(r"message='([^']+)'", variant.ground_truth[2][0]).group(1)
+    assert message not in _user(seed, 2) and message not in _user(variant, 2), _user(variant, 2)
+    assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 2]
 
 
 def test_a_frame_writes_exactly_the_values_a_call_states_and_points_at_the_results_it_reads():

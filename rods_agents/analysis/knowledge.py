@@ -39,7 +39,6 @@ BFCL_TABLES = {
     "skill_classes": "bfcl/skill_classes.json",
     "choice_words": "bfcl/choice_words.json",
     "dictated": "bfcl/offline_dictated.json",
-    "ungraded": "bfcl/ungraded_params.json",
 }
 """Table name -> BFCL's data file (under ``prompts/``)."""
 
@@ -134,17 +133,6 @@ def preconditions() -> dict[str, Any]:
 
 def value_phrases() -> dict[str, Any]:
     return table("value_phrases")
-
-
-@lru_cache(maxsize=1)
-def ungraded_params() -> dict[str, frozenset[str]]:
-    """Method -> its free-text parameters the checker never sees (``prompts/bfcl/ungraded_params.json``): neither the
-    call's result nor any state depends on them, so quoting one states nothing the grade depends on."""
-    out: dict[str, set[str]] = {}
-    for entry in table("ungraded")["params"]:
-        _, method, param = entry.rsplit(".", 2)
-        out.setdefault(method, set()).add(param)
-    return {m: frozenset(ps) for m, ps in out.items()}
 
 
 def skill_classes() -> dict[str, Any]:

@@ -635,17 +635,8 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
                 continue  # a person or a thing of the donor's own story, or its own pick ('the first file you find')
         if d.scenario == "phrasebook" and whole_span and text is not None:
             text = with_specifics(text, span, d.methods, values, world)
-        if text is not None and keeps_said(text, target, span) and says_no_more(text, graded(target, d.methods), span):
+        if text is not None and keeps_said(text, target, span) and says_no_more(text, target, span):
             fits.append((text, d))
-
-
-def graded(target: tuple[Slot, ...], methods: tuple[str, ...]) -> tuple[Slot, ...]:
-    """``target`` less the free-text values the checker never sees (:func:`knowledge.ungraded_params`): a sentence
-    quoting the message for customer support where the seed's turn describes it ('tell them about the unexpected
-    charge') hands the assistant nothing its grade depends on. The human turns that describe such a message their
-    own way tell another story than the call's text (issue 13: 120 finds of one call fitted only two donors)."""
-    free = knowledge.ungraded_params()
-    return tuple(x for x in target if not (0 <= x.index < len(methods) and x.param in free.get(methods[x.index], ())))
 
 
 def sibling_rank(slot: int, key: str) -> int:
