@@ -53,16 +53,17 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from prompts import PROMPTS_DIR
 from rods_agents.analysis.information_structure import lexicon
 from rods_agents.variation.turn_bank import Donor, Slot
 
 PHRASEBOOK_DIR = PROMPTS_DIR / "phrasebook"
+T = TypeVar("T")
 STATED = frozenset({"user", "flag"})
 """Slot sources a phrasing must write: the values the user states and the options said in words."""
 
@@ -177,15 +178,21 @@ def context_sentences(hidden: tuple[Slot, ...]) -> list[str]:
     return out
 
 
+def _per_method(table: str, build: Callable[[str, str, Any], list[T]]) -> dict[str, tuple[T, ...]]:
+    """Method -> what ``build(cls, method, entry)`` makes of every file's ``table`` entry for it, in file order."""
+    out: dict[str, list[T]] = {}
+    for stem, data in _files():
+        cls = data.get("class", stem)
+        for method, entry in (data.get(table) or {}).items():
+            out.setdefault(method, []).extend(build(cls, method, entry))
+    return {k: tuple(v) for k, v in out.items()}
+
+
 @lru_cache(maxsize=1)
 def phrasebook() -> dict[str, tuple[Phrasing, ...]]:
     """Method -> its phrasings, from every file under :data:`PHRASEBOOK_DIR` (read once)."""
-    out: dict[str, list[Phrasing]] = {}
-    for stem, data in _files():
-        cls = data.get("class", stem)
-        for method, entries in (data.get("methods") or {}).items():
-            out.setdefault(method, []).extend(parse_phrasing(cls, method, i, e) for i, e in enumerate(entries))
-    return {k: tuple(v) for k, v in out.items()}
+    return _per_method("methods", lambda cls, method, entries: [parse_phrasing(cls, method, i, e)
+                                                                  for i, e in enumerate(entries)])
 
 
 @dataclass(frozen=True)
@@ -194,7 +201,7 @@ class Frame:
 
     cls: str
     method: str
-    heads: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]  # (text with {rest}, when)
+    heads: tuple[tuple[str, tuple[tuple[str, Any], ...], frozenset[str]], ...]  # (text with {rest}, when, own fields)
     parts: tuple[tuple[str, tuple[str, ...]], ...]  # (param, fragments) in order
     reads: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...]  # (param, ((producer, fragments), ...))
     order: tuple[str, ...]
@@ -207,7 +214,8 @@ def _frame(cls: str, method: str, data: dict) -> Frame:
         text, when = (h, {}) if isinstance(h, str) else (h.get("text"), dict(h.get("when") or {}))
         if not isinstance(text, str) or text.count("{rest}") != 1:
             raise ValueError(f"phrasebook {cls}.{method} frame head {i}: a string with one {{rest}}")
-        heads.append((text, tuple(sorted(when.items()))))
+        fields = {m.group(1) for m in _FIELD.finditer(text) if m.group(1) != "rest"}
+        heads.append((text, tuple(sorted(when.items())), frozenset(fields)))
     parts = tuple((k, tuple(v)) for k, v in (data.get("parts") or {}).items())
     reads = tuple((k, tuple((m, tuple(f)) for m, f in v.items())) for k, v in (data.get("reads") or {}).items())
     order = tuple(data.get("order") or [k for k, _ in parts] + [k for k, _ in reads if k not in dict(parts)])
@@ -217,12 +225,7 @@ def _frame(cls: str, method: str, data: dict) -> Frame:
 @lru_cache(maxsize=1)
 def frames() -> dict[str, tuple[Frame, ...]]:
     """Method -> its frames, from every file's ``"frames"`` table (read once)."""
-    out: dict[str, list[Frame]] = {}
-    for stem, data in _files():
-        cls = data.get("class", stem)
-        for method, frame in (data.get("frames") or {}).items():
-            out.setdefault(method, []).append(_frame(cls, method, frame))
-    return {k: tuple(v) for k, v in out.items()}
+    return _per_method("frames", lambda cls, method, data: [_frame(cls, method, data)])
 
 
 def frame_phrasings(method: str, wanted: frozenset[str], read: Mapping[str, str]) -> list[Phrasing]:
@@ -235,8 +238,8 @@ def frame_phrasings(method: str, wanted: frozenset[str], read: Mapping[str, str]
         parts, reads = dict(frame.parts), {p: dict(ms) for p, ms in frame.reads}
         if not frame.needs <= wanted | read.keys():
             continue
-        for h, (head, when) in enumerate(frame.heads):
-            own = {m.group(1) for m in _FIELD.finditer(head) if m.group(1) != "rest"} | {p for p, _ in when}
+        for h, (head, when, fields) in enumerate(frame.heads):
+            own = fields | {p for p, _ in when}
             rest = wanted - own
             if not own <= wanted or any(p not in parts for p in rest) or any(
                     prod not in reads.get(p, {}) for p, prod in read.items()):
@@ -268,12 +271,25 @@ def own_slots(slots: tuple[Slot, ...], method: str) -> dict[str, Slot] | None:
     (``'get_flight_cost+book_flight'``: 'price it, then book it') every call of the run, a value the calls share
     written once; None when they share a parameter with different values or sources (one sentence cannot say both)."""
     own: dict[str, Slot] = {}
-    for s in slots:
-        if 0 <= s.index <= method.count("+"):
-            first = own.setdefault(s.param, s)
-            if (first.value, first.source, first.producer) != (s.value, s.source, s.producer):
-                return None
+    for s in run_slots(slots, method):
+        first = own.setdefault(s.param, s)
+        if (first.value, first.source, first.producer) != (s.value, s.source, s.producer):
+            return None
     return own
+
+
+def run_slots(slots: tuple[Slot, ...], method: str) -> tuple[Slot, ...]:
+    """The slots of the call(s) ``method`` names: index 0, or each call of a run ``'a+b'`` (no hidden slots)."""
+    return tuple(s for s in slots if 0 <= s.index <= method.count("+"))
+
+
+def _stated_and_read(own: Mapping[str, Slot], named: Mapping[str, str], picks: Mapping[str, str]
+                     ) -> tuple[set[str], dict[str, str]]:
+    """The parameters a sentence writes (stated values and options, and values it names by other words) and those it
+    points at a result for (parameter -> the producing method; a picked value is written, not pointed at)."""
+    stated = {p for p, s in own.items() if s.source in STATED or p in named}
+    read = {p: s.producer for p, s in own.items() if s.source == "call" and s.producer and p not in picks}
+    return stated, read
 
 
 def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] = frozenset(),
@@ -294,8 +310,7 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
     own = own_slots(slots, phrasing.method)
     if own is None:
         return None
-    stated = {p for p, s in own.items() if s.source in STATED or p in named}
-    read = {p: s.producer for p, s in own.items() if s.source == "call" and s.producer and p not in picks}
+    stated, read = _stated_and_read(own, named, picks)
     origin = dict(phrasing.results)
     if origin.keys() != read.keys() or any(read[p] not in methods for p, methods in origin.items()):
         return None  # it points at a result the call does not read, or leaves one unpointed
@@ -340,7 +355,7 @@ def phrase_donors(method: str, slots: tuple[Slot, ...], signature: str, unsaid: 
             continue
         seen.add(text)
         out.append(Donor(f"phrasebook:{p.cls}.{method}#{p.index}", "phrasebook", -1, text, tuple(method.split("+")),
-                         tuple(s for s in slots if 0 <= s.index <= method.count("+")), signature, frozenset(), ""))
+                         run_slots(slots, method), signature, frozenset(), ""))
     return out
 
 
@@ -350,8 +365,7 @@ def _framed(method: str, slots: tuple[Slot, ...], unsaid: frozenset[str], named:
     own = own_slots(slots, method)
     if picks or method not in frames() or own is None:
         return []
-    stated = {p for p, s in own.items() if s.source in STATED or p in (named or {})}
-    read = {p: s.producer for p, s in own.items() if s.source == "call" and s.producer}
+    stated, read = _stated_and_read(own, named or {}, {})
     return frame_phrasings(method, frozenset(stated - unsaid), read)
 
 
@@ -389,8 +403,7 @@ def check() -> list[str]:
 def _frame_samples(frame: Frame) -> list[Phrasing]:
     """Every head with each of its parts and read parts in turn (what :func:`lint` reads of a frame)."""
     out = []
-    for head, when in frame.heads:
-        own = {m.group(1) for m in _FIELD.finditer(head) if m.group(1) != "rest"}
+    for head, when, own in frame.heads:
         frags = [f for k, fs in frame.parts if k not in own for f in fs] + [f for _, ms in frame.reads for _, fs in ms for f in fs]
         out += [parse_phrasing(frame.cls, frame.method, 1000, {"text": head.replace("{rest}", f), "when": dict(when)})
                 for f in frags or [""]]

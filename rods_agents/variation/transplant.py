@@ -728,28 +728,29 @@ def lookup_names(trace: Trace, config: dict[str, Any] | None = None) -> dict[str
 def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
                       used: set[str], picked: set[str], span: str = "", earlier: str = "",
                       picks: dict[str, str] | None = None, aliases: dict[str, str] | None = None) -> list[Donor]:
-    """The phrasebook's donors for a one-call segment (:mod:`rods_agents.variation.phrasebook`), in one order per
-    scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out."""
+    """The phrasebook's donors for a one-call segment, or two calls a frame asks for in one request
+    (:mod:`rods_agents.variation.phrasebook`), in one order per scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out."""
     picks = picks or {}
-    named = {x.param: words for x in target if 0 <= x.index < len(methods) and x.param not in picks
+    own = [x for x in target if 0 <= x.index < len(methods)]  # the run's calls, no hidden slots
+    named = {x.param: words for x in own if x.param not in picks
              and (words := named_as(json.loads(x.value), span) or _alias(json.loads(x.value), span, aliases))}
     # a code an earlier turn named for its lookup ('the nearest airport to Rivermist', then 'book that flight'): left
     # to that turn, as a value it said as it is would be
-    looked_up = {x.param for x in target if 0 <= x.index < len(methods) and x.source == "state" and not x.producer
+    looked_up = {x.param for x in own if x.source == "state" and not x.producer
                  and x.param not in named and all(named_by_lookup(v, earlier) for v in _scalars(json.loads(x.value)))}
-    if len(methods) > 2 or any(0 <= x.index < len(methods) and x.source in ("call", "state", "composed") and not x.producer
+    if len(methods) > 2 or any(x.source in ("call", "state", "composed") and not x.producer
                                 and x.param not in named and x.param not in picks and x.param not in looked_up
-                                for x in target):
+                                for x in own):
         return []  # a value read from the state or one of several results: the seed's words say which one
     # a value of an implicit call that the call itself takes too ('snag 100 shares of XYZ' states the symbol of the
     # implicit price lookup as well as the order's): the sentence writing the order's symbol says it
-    stated = {x.value for x in target if 0 <= x.index < len(methods) and x.source in STATED}
+    stated = {x.value for x in own if x.source in STATED}
     hidden = tuple(x for x in _hidden_said(target, span) if x.value not in stated)
     # a value the replaced words leave out may be left out only where an earlier turn says it as it is: a value the
     # seed's turn says in words no lookup finds ('high-priority', 'end with 50 gallons', 'in pounds sterling') stays
     # said, and an option is never left out
     dates, nums, e_dates, e_nums = _dates(span), _numbers(span), _dates(earlier), _numbers(earlier)
-    unsaid = frozenset(x.param for x in target if 0 <= x.index < len(methods) and x.source in STATED and all(
+    unsaid = frozenset(x.param for x in own if x.source in STATED and all(
         not _said(v, span, dates, nums) and _said(v, earlier, e_dates, e_nums) for v in _scalars(json.loads(x.value))))
     unsaid |= looked_up
     out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks)
