@@ -34,6 +34,9 @@ def _with_turn_text(task, turn: int, text: str):
 def test_numbers_and_dates_are_read_as_a_person_writes_them():
     assert {10000.0, 2000.0, 15.0, 0.15, 50.0, 1500.5} <= _numbers("Put $10,000 in, 2k out, 15% fee, fifty, $1,500.50")
     assert 3000.0 in _numbers("three thousand dollars")
+    # 'one' standing for a thing is no count: a sentence leaving it out drops no number
+    assert _numbers("Use my card, it's the one with id card_4206. Which one?") == set()
+    assert 1.0 in _numbers("Buy one share") and 1.0 in _numbers("one more gallon")
     assert {"2026-11-10", "12/2025"} <= _dates("on November 10th, 2026 with a card expiring 12/25")
     assert "2026-12-24" in _dates("We start off on the 24th of December 2026")
 

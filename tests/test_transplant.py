@@ -564,3 +564,70 @@ def test_a_sentence_ending_in_a_quote_gets_no_second_full_stop():
 
     assert _sentence('Tell them "Unexpected charge found."') == 'Tell them "Unexpected charge found."'
     assert _sentence("Send it to support") == "Send it to support."
+
+
+def test_filter_words_in_a_turn_whose_every_value_is_stated_pick_nothing():
+    """'an inventory of files that are visible and hidden' (ls -a) reads as a filter cue, yet every argument of
+    the turn is a flag or stated: there is no value for the words to single out, so a sentence for the same call
+    may replace them. A turn with a value read from a result or the state keeps its cue words for that value."""
+    from rods_agents.variation.transplant import picks_something
+
+    assert not picks_something((Slot(0, "a", "true", "flag", True, ""),))
+    assert not picks_something((Slot(0, "name", '"test"', "user", False, ""),))
+    assert picks_something((Slot(0, "order_id", "12446", "call", False, ""),))
+    assert picks_something((Slot(0, "folder", '"tmp"', "state", False, ""),))
+    seed = bfcl_task("multi_turn_base_17")
+    assert "files that are currently visible and hidden" in " ".join(m.content for m in seed.turns[0])
+    _, variant, _, donors = _variant("multi_turn_base_17", 0, run_seed=3)
+    assert 0 in {d["turn"] for d in donors}, "the ls -a turn keeps the seed's words"
+    assert "files that are currently visible" not in " ".join(m.content for m in variant.turns[0])
+
+
+def test_a_withheld_text_is_supplied_in_quotes():
+    """A miss_param answer that supplies dictated words (a comment 'Another successful task completed today!')
+    writes them in quotes: "One more job done today!, please." reads as the user's exclamation, not the comment."""
+    from rods_agents.variation.transplant import _supply_texts, dictated
+
+    assert dictated("Another successful task completed today!") and dictated("Done!")
+    assert not dictated("Los Angeles") and not dictated("notes.txt") and not dictated(5)
+    seed = bfcl_task("multi_turn_miss_param_5")
+    trace = trace_task(seed)
+    info = information_structure(seed, trace, classify_arguments(seed, trace))
+    turn = next(x.withheld.supplied_at for x in info.turns if x.withheld is not None)
+    options = _supply_texts(seed, trace, info, turn)
+    assert options and all("'Another successful task completed today!'" in o for o in options)
+
+
+def test_an_option_no_turn_words_stays_unworded():
+    """'secure travel insurance with a fee of $350' leaves the insurance type (comprehensive) to the assistant: a
+    sentence for the purchase leaves it unsaid too, where one naming 'comprehensive' would decide it for them."""
+    from rods_agents.variation.phrasebook import phrase_donors
+    from rods_agents.variation.transplant import unworded_options
+
+    slots = (Slot(0, "booking_id", '"b1"', "user", False, ""), Slot(0, "insurance_type", '"comprehensive"', "flag", True, ""),
+             Slot(0, "insurance_cost", "350.0", "user", False, ""), Slot(0, "card_id", '"7062"', "user", False, ""))
+    span = "I would like to secure travel insurance with a fee of $350 linked to booking b1, paid with card '7062'."
+    assert unworded_options(("purchase_insurance",), list(slots), span, "") == {"insurance_type"}
+    assert unworded_options(("purchase_insurance",), list(slots), span, "Make it comprehensive.") == frozenset()
+    sig = json.dumps({"conditions": 0, "references": [], "transformations": []})
+    texts = [d.text for d in phrase_donors("purchase_insurance", slots, sig, frozenset({"insurance_type"}))]
+    assert texts and not any("comprehensive" in t for t in texts)
+    _, variant, _, donors = _variant("multi_turn_base_185", 0, run_seed=3)
+    assert 1 in {d["turn"] for d in donors}
+    assert "comprehensive" not in " ".join(m.content for m in variant.turns[1])
+
+
+def test_an_optional_value_a_turn_withholds_is_never_left_to_a_bare_phrasebook_sentence():
+    """miss_param_86 withholds the tweet's tags ('... with the hashtag I mentioned'): 'Go ahead and tweet ...' would be
+    posted as it is, the assistant never asking. A required value (cp's destination) left out makes the ask."""
+    from rods_agents.variation.transplant import withholds_required
+
+    tags = (Slot(0, "content", '"x"', "user", False, ""), Slot(0, "tags", '["#a"]', "withheld", False, ""))
+    assert not withholds_required(("post_tweet",), tags)
+    assert withholds_required(("cp",), (Slot(0, "source", '"a.txt"', "user", False, ""),
+                                        Slot(0, "destination", '"d"', "withheld", False, "")))
+    for v in (0, 1):
+        _, variant, _, donors = _variant("multi_turn_miss_param_86", v, run_seed=3)
+        held = next(t for t, calls in enumerate(variant.ground_truth) if not calls and variant.turns[t])
+        assert not any(d["turn"] == held and any(str(x[0]).startswith("phrasebook:") for x in d["donors"])
+                       for d in donors)

@@ -135,6 +135,11 @@ def _paraphrased(value: str, text: str) -> bool:
     return sum(w in have for w in words) / len(words) >= 0.7
 
 
+# 'one' after these words stands for a thing, not a count: 'the one with id card_4206', 'which one', 'this one'
+_PRONOUN_ONE = frozenset("the this that which each any every no another same other right last first new old only "
+                         "main second third latest".split())
+
+
 def _numbers(text: str) -> set[float]:
     """Numbers a reader takes from ``text``: '$10,000' -> 10000, '15%' -> 15 and 0.15, '2k' -> 2000,
     'fifty' -> 50, 'two thousand' -> 2000."""
@@ -149,8 +154,9 @@ def _numbers(text: str) -> set[float]:
         elif suffix == "%":
             out.add(round(num / 100, 6))
     low = text.lower()
-    for word in re.findall(r"[a-z]+", low):
-        if word in _WORD_NUMBERS:
+    words = re.findall(r"[a-z]+", low)
+    for k, word in enumerate(words):
+        if word in _WORD_NUMBERS and not (word == "one" and k and words[k - 1] in _PRONOUN_ONE):
             out.add(float(_WORD_NUMBERS[word]))
     scale = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
     for m in _MULTIPLIER.finditer(low):

@@ -45,6 +45,8 @@ from typing import Any
 from envs.task import Message, Task
 from prompts import load_prompt_json
 from rods_agents.analysis import knowledge
+from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.faithfulness import choice_words
 from rods_agents.analysis.information_structure import (
     _QUOTED,
     information_structure,
@@ -550,6 +552,14 @@ def turn_picks(info: Any, g: int, span: str, methods: tuple[str, ...]) -> dict[s
 _SPECIFIC = re.compile(r"[#@]\w+(?:\.\w+)*")  # a dot inside (@user.name), never the full stop after
 
 
+def picks_something(target: tuple[Slot, ...]) -> bool:
+    """Some argument of the turn is left for its words to pick (read from a result or the state, or composed). A
+    turn whose every argument is stated or a documented choice has nothing a filter phrase could single out: 'an
+    inventory of files that are visible and hidden' (ls -a) describes the listing, and a sentence for the same
+    calls that states the same values asks for the same thing (the re-measure still checks sources and structure)."""
+    return any(x.source in ("call", "state", "composed") for x in target if not x.flag)
+
+
 def stray_picks(span: str, stray: list[tuple[int, int]], methods: tuple[str, ...], target: tuple[Slot, ...]
                 ) -> dict[str, str]:
     """Parameter -> pick phrase for a one-call turn whose stray cues (:func:`stray_cues`: the structure tied them to
@@ -600,9 +610,12 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
     cues = [p for name in methods for p in lexicon().methods.get(name, ((), None))[0]]
     if not missing or any(p.search(x) for x in missing for p in cues):
         return None
-    lower, taken = values.lower(), _numbers(values)
+    lower, taken, said = values.lower(), _numbers(values), text.lower()
     for x in missing:
         quoted = [m.group(0)[1:-1].strip().lower() for m in _QUOTED.finditer(x)]
+        if any(len(q) >= 3 and q in said for q in quoted):
+            return None  # it restates what the new words say: part of their request, said twice ("..., description
+            # 'Y.' Details write 'Y.', priority be level 4.", read of 2026-12-03)
         if not (_numbers(x) - _numbers(text)) <= taken or any(q and q not in lower and q not in (world or ())
                                                               for q in quoted):
             return None
@@ -725,6 +738,20 @@ def lookup_names(trace: Trace, config: dict[str, Any] | None = None) -> dict[str
     return out
 
 
+def unworded_options(methods: tuple[str, ...], own: list[Slot], span: str, earlier: str) -> frozenset[str]:
+    """The documented options (``prompts/bfcl/choice_words.json``) of a turn's calls that neither its words nor an
+    earlier turn's say: 'secure travel insurance with a fee of $350' leaves the insurance type to the assistant, and
+    a sentence naming 'comprehensive' would decide it for them. A sentence for the call leaves them unsaid too."""
+    table = choice_words()
+    out = set()
+    for x in own:
+        words = table.get(f"{methods[x.index]}.{x.param}") if x.source == "flag" else None
+        option = json.loads(x.value) if words else None
+        if words and str(option) in words and not any(p.search(f"{earlier} {span}") for p in words[str(option)]):
+            out.add(x.param)
+    return frozenset(out)
+
+
 def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
                       used: set[str], picked: set[str], span: str = "", earlier: str = "",
                       picks: dict[str, str] | None = None, aliases: dict[str, str] | None = None) -> list[Donor]:
@@ -752,7 +779,7 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     dates, nums, e_dates, e_nums = _dates(span), _numbers(span), _dates(earlier), _numbers(earlier)
     unsaid = frozenset(x.param for x in own if x.source in STATED and all(
         not _said(v, span, dates, nums) and _said(v, earlier, e_dates, e_nums) for v in _scalars(json.loads(x.value))))
-    unsaid |= looked_up
+    unsaid |= looked_up | unworded_options(methods, own, span, earlier)
     out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
@@ -803,7 +830,7 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
     delicate = bool(parsed.get("references") or parsed.get("transformations"))
     untied: dict[str, str] | None = None  # a pick the structure tied to no call (stray_picks)
     if not delicate and not whole_only and (stray := stray_cues(carried, methods, len(methods) == 1 and any(
-            x.producer for x in target))):
+            x.producer for x in target))) and picks_something(target):
         untied = stray_picks(carried, stray, methods, target)
         if not untied:
             return None  # cue words the structure did not tie to a call: _mixed keeps their sentences
@@ -822,6 +849,16 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             return built
     return _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried, sig,
                      earlier, whole_only=whole_only, delicate=delicate, aliases=aliases)
+
+
+def withholds_required(methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:
+    """Every value the turn withholds is a required parameter of its call: a sentence for the call without it
+    leaves the assistant no way to make the call but to ask ('Please make a copy of notes.txt.': copy where?). An
+    optional one (a tweet's tags or mentions) must be missed in words ('with the tag we discussed'), which only a
+    human turn withholding the same value says: 'Go ahead and tweet ...' is posted as it is, nothing asked."""
+    catalog = build_catalog()
+    held = [(methods[x.index], x.param) for x in target if x.source == "withheld" and 0 <= x.index < len(methods)]
+    return bool(held) and all(m in catalog.methods and p in catalog.spec(m).required for m, p in held)
 
 
 def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...],
@@ -851,7 +888,7 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             seg_target = _rebased(target, start, stop, (start, stop) == (0, n))
             # a miss_param turn withholding a value of its one call: a sentence for that call without the value
             # (the re-measure checks the same parameter is still the one withheld)
-            phrases = [] if delicate or (whole_only and n > 1) else _phrasebook_donors(
+            phrases = [] if delicate or (whole_only and (n > 1 or not withholds_required(methods, target))) else _phrasebook_donors(
                 seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked, carried, earlier,
                 aliases=aliases)
             found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n) or n == 1,
@@ -1139,6 +1176,12 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
     return " ".join(p for p in pieces if p), donors
 
 
+def dictated(value: Any) -> bool:
+    """A value that is text to be written as it is (a comment, a message, a title of three words or more, or one
+    ending in a punctuation mark), not a name or a number a sentence can say bare."""
+    return isinstance(value, str) and (len(value.split()) >= 3 or value.rstrip()[-1:] in tuple("!?.,"))
+
+
 def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int) -> list[str]:
     """New wordings of a miss_param supplying turn ('The specific file is notes.txt.'): the phrasebook's
     ``supply`` sentences for the withheld ``method.param``, then its generic ones, written with the value.
@@ -1153,7 +1196,11 @@ def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int) -> list[str
     if not _said_as_is(values[0], said, _numbers(said)):
         return []  # the seed's answer says it otherwise ('The company is named Zeta Corp'): the ticker would be easier
     table = supply_sentences()
-    texts = [t.format(v1=spoken(values[0])) for t in (*table.get(f"{w.method}.{w.param}", ()), *table.get("*", ()))]
+    own, generic = table.get(f"{w.method}.{w.param}", ()), table.get("*", ())
+    if dictated(values[0]):  # words to be written as they are ('Another task done!') go in quotes, never bare:
+        # "One more job done today!, please." reads as the user's own exclamation (read of 2026-12-03)
+        own, generic = tuple(t for t in own if "'{v1}'" in t), table.get("*text", ())
+    texts = [t.format(v1=spoken(values[0])) for t in (*own, *generic)]
     # the answer may say more than the value: "The report should be in the format of 'Kelly Total Score:
     # total_score'" supplies a format holding the name, which "Use Kelly for that." loses (read 7)
     return [t for t in texts if keeps_specifics(t, said)]
