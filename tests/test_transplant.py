@@ -631,3 +631,17 @@ def test_an_optional_value_a_turn_withholds_is_never_left_to_a_bare_phrasebook_s
         held = next(t for t, calls in enumerate(variant.ground_truth) if not calls and variant.turns[t])
         assert not any(d["turn"] == held and any(str(x[0]).startswith("phrasebook:") for x in d["donors"])
                        for d in donors)
+
+
+def test_a_story_sentence_the_rest_points_back_at_is_never_trimmed():
+    """'Word is, one sector is buzzing. Catalogue the stocks in this field' (miss_param_116): without the story
+    sentence 'this field' points at nothing, so the trim keeps it; a phrase about time points at nothing."""
+    from rods_agents.variation.transplant import points_back
+
+    assert points_back("Catalogue the stocks in this field for me, as I'm scouting for new investment potential.")
+    assert not points_back("Could you list the files this morning?")
+    assert not points_back("Open the report and send that report to Bob.")
+    for v in (0, 1):
+        _, variant, _, _ = _variant("multi_turn_miss_param_116", v, run_seed=3)
+        text = " ".join(m.content for m in variant.turns[3])
+        assert "this field" not in text or text.index("this field") > text.index(".")

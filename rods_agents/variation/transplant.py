@@ -1261,6 +1261,20 @@ def _filler(sentence: str, world: set[str]) -> bool:
     return not any(p.search(sentence) for p in patterns)
 
 
+_DEMONSTRATIVE = re.compile(r"\b(?:this|that|these|those|such|said)\s+(?:\w+\s+)?([a-z]{3,})\b", re.I)
+_DEICTIC = frozenset("time times morning evening afternoon week weekend month year moment point way".split())
+
+
+def points_back(rest: str) -> bool:
+    """``rest`` holds a demonstrative noun phrase ('this field', 'that report') whose noun it has not named before:
+    its referent may be in the sentence before it. 'Word is, one sector is buzzing. Catalogue the stocks in this
+    field' loses its referent when the story sentence goes ('this field' dangles, read of 2026-12-02); so the story
+    sentence stays. Phrases about time ('this morning') point at nothing."""
+    lower = rest.lower()
+    return any(m.group(1).lower() not in _DEICTIC and m.group(1).lower()[:5] not in lower[:m.start()]
+               for m in _DEMONSTRATIVE.finditer(rest))
+
+
 def _trim_fillers(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], trace: Trace,
                   keep: set[int], slot: int | None) -> tuple[list[list[Message]], list[dict]]:
     """Turns still in the seed's words (a condition, reference or transformation no donor can carry) lose
@@ -1286,6 +1300,8 @@ def _trim_fillers(seed: Task, seed_info: Any, variant: Task, turns: list[list[Me
         for i in range(len(pieces)):
             if any(pieces[:i]) or not _filler(pieces[i], world) or sum(1 for p in pieces if p) < 2:
                 break  # only the story the turn opens with: a sentence after its first request is part of it
+            if points_back(" ".join(pieces[i + 1:])):
+                break  # the rest points back at what the story sentence names
             trial_pieces = [p if k != i else "" for k, p in enumerate(pieces)]
             new_text = clean_piece(" ".join(p.strip() for p in trial_pieces if p.strip()))
             trial_turns = [list(x) for x in turns]
