@@ -617,20 +617,31 @@ def test_an_option_no_turn_words_stays_unworded():
     assert "comprehensive" not in " ".join(m.content for m in variant.turns[1])
 
 
-def test_an_optional_value_a_turn_withholds_is_never_left_to_a_bare_phrasebook_sentence():
-    """miss_param_86 withholds the tweet's tags ('... with the hashtag I mentioned'): 'Go ahead and tweet ...' would be
-    posted as it is, the assistant never asking. A required value (cp's destination) left out makes the ask."""
-    from rods_agents.variation.transplant import withholds_required
+def test_an_optional_or_defaultable_value_a_turn_withholds_is_missed_in_words():
+    """miss_param_86 withholds the tweet's tags ('... with a few hashtags we previously discussed'): 'Go ahead and tweet
+    ...' would be posted as it is, nothing asked, so only a phrasing marked ``withholds`` ('Post ... with the right
+    hashtags.') words that turn. A required value (cp's destination) left out makes the ask by itself; a fuel amount
+    is required but filled in unasked ('Please refuel the car.' fills it up), so it too must be missed in words."""
+    from rods_agents.variation.phrasebook import phrase_donors
+    from rods_agents.variation.transplant import withholds_plainly
 
     tags = (Slot(0, "content", '"x"', "user", False, ""), Slot(0, "tags", '["#a"]', "withheld", False, ""))
-    assert not withholds_required(("post_tweet",), tags)
-    assert withholds_required(("cp",), (Slot(0, "source", '"a.txt"', "user", False, ""),
-                                        Slot(0, "destination", '"d"', "withheld", False, "")))
+    assert not withholds_plainly(("post_tweet",), tags)
+    assert withholds_plainly(("cp",), (Slot(0, "source", '"a.txt"', "user", False, ""),
+                                       Slot(0, "destination", '"d"', "withheld", False, "")))
+    assert not withholds_plainly(("fillFuelTank",), (Slot(0, "fuelAmount", "30", "withheld", False, ""),))
+    sig = json.dumps({"conditions": 0, "references": [], "transformations": []})
+    marked = [d.text for d in phrase_donors("post_tweet", tags, sig, marked_only=True)]
+    plain = [d.text for d in phrase_donors("post_tweet", tags, sig)]
+    assert marked and all("hashtag" in t for t in marked) and any("hashtag" not in t for t in plain)
     for v in (0, 1):
-        _, variant, _, donors = _variant("multi_turn_miss_param_86", v, run_seed=3)
+        _, variant, _, _ = _variant("multi_turn_miss_param_86", v, run_seed=3)
         held = next(t for t, calls in enumerate(variant.ground_truth) if not calls and variant.turns[t])
-        assert not any(d["turn"] == held and any(str(x[0]).startswith("phrasebook:") for x in d["donors"])
-                       for d in donors)
+        assert "hashtag" in " ".join(m.content for m in variant.turns[held]).lower()
+    # a withholding turn of several calls (start the engine, then the tweet) is worded call by call
+    _, variant, _, donors = _variant("multi_turn_miss_param_69", 0, run_seed=3)
+    assert [len(d["donors"]) for d in donors if d["turn"] == 1] == [2]
+    assert "hashtag" in variant.turns[1][0].content and "@carenthusiast" in variant.turns[1][0].content
 
 
 def test_a_story_sentence_the_rest_points_back_at_is_never_trimmed():

@@ -22,6 +22,12 @@ A phrasing asks for exactly one call and states exactly what the seed's turn sta
   the pick ('the first stock listed in my watchlist', 'the most recent order ID') are written there
   (:func:`rods_agents.variation.transplant.pick_phrase`), so the new sentence leaves the same pick to the
   assistant. Only such phrasings fit a picked value, and they fit nothing else;
+- ``"withholds": "param"`` marks a phrasing for a miss_param turn that leaves ``param`` out and says so ('Post
+  {content} with the right hashtag.' for the tweet's tags): a value the call can go without (an optional tag, a
+  default line count) or one a person fills in unasked (a fuel amount: 'fill it up') must be missed in words, so
+  only such phrasings word a turn withholding it
+  (:func:`rods_agents.variation.transplant.withholds_plainly`); a plain phrasing without a required value asks
+  for the call all the same ('Please copy notes.txt.': copy where?);
 - ``"from": {"param": ["method", ...]}`` marks a phrasing that points at a value read from the result of one of
   those methods ('Cancel the booking I just made.' for ``cancel_booking.booking_id`` from ``book_flight``). Such
   a phrasing fits only a call whose value that result singles out
@@ -84,6 +90,7 @@ class Phrasing:
     choices: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (param, ((option, words), ...))
     results: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (param, methods whose result it is read from)
     pick: str = ""  # the parameter whose placeholder takes the seed's words for a picked value
+    withholds: str = ""  # the parameter a miss_param turn leaves out, which the words mark as missing
 
     @property
     def params(self) -> frozenset[str]:
@@ -97,14 +104,17 @@ def _option_key(value: Any) -> str:
 def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phrasing:
     """A phrasebook entry as a :class:`Phrasing` (ValueError naming the file's method on a bad entry)."""
     if isinstance(entry, str):
-        text, when, origin, pick = entry, {}, {}, ""
+        text, when, origin, pick, withholds = entry, {}, {}, "", ""
     elif isinstance(entry, dict) and isinstance(entry.get("text"), str):
         text, when, origin = entry["text"], dict(entry.get("when") or {}), dict(entry.get("from") or {})
-        pick = entry.get("pick") or ""
+        pick, withholds = entry.get("pick") or "", entry.get("withholds") or ""
         if not isinstance(pick, str) or (pick and "{" + pick + "}" not in text):
             raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'pick' names a parameter the text writes as {{param}}")
+        if not isinstance(withholds, str) or (withholds and "{" + withholds in text):
+            raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'withholds' names a parameter the text leaves out")
     else:
-        raise ValueError(f"phrasebook {cls}.{method}[{index}]: a phrasing is a string or {{'text', 'when', 'from', 'pick'}}")
+        raise ValueError(f"phrasebook {cls}.{method}[{index}]: a phrasing is a string or "
+                         "{'text', 'when', 'from', 'pick', 'withholds'}")
     results = []
     for param, methods in sorted(origin.items()):
         methods = [methods] if isinstance(methods, str) else methods
@@ -120,7 +130,7 @@ def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phra
                 raise ValueError(f"phrasebook {cls}.{method}[{index}]: bad option list in {m.group(0)!r}")
             choices.append((m.group(1), tuple((k.strip(), v) for k, v in pairs)))
     return Phrasing(cls, method, index, text, tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in when.items())),
-                    frozenset(fields), tuple(choices), tuple(results), pick)
+                    frozenset(fields), tuple(choices), tuple(results), pick, withholds)
 
 
 @lru_cache(maxsize=1)
@@ -310,6 +320,9 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
     own = own_slots(slots, phrasing.method)
     if own is None:
         return None
+    held = {p for p, x in own.items() if x.source == "withheld"}
+    if phrasing.withholds and phrasing.withholds not in held:
+        return None  # its words mark a value missing that this call has
     stated, read = _stated_and_read(own, named, picks)
     origin = dict(phrasing.results)
     if origin.keys() != read.keys() or any(read[p] not in methods for p, methods in origin.items()):
@@ -345,11 +358,15 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
 
 
 def phrase_donors(method: str, slots: tuple[Slot, ...], signature: str, unsaid: frozenset[str] = frozenset(),
-                  named: Mapping[str, str] | None = None, picks: Mapping[str, str] | None = None) -> list[Donor]:
+                  named: Mapping[str, str] | None = None, picks: Mapping[str, str] | None = None,
+                  marked_only: bool = False) -> list[Donor]:
     """The phrasings of ``method`` that fit the call's ``slots`` (``unsaid``, ``named``, ``picks``: see :func:`render`),
-    as donors carrying those slots (their values are the variant's own, so re-instantiating one changes nothing)."""
+    as donors carrying those slots (their values are the variant's own, so re-instantiating one changes nothing).
+    ``marked_only``: just the phrasings whose words mark a withheld value missing (``withholds``)."""
     out, seen = [], set()
-    for p in (*phrasebook().get(method, ()), *_framed(method, slots, unsaid, named, picks)):
+    for p in (*phrasebook().get(method, ()), *([] if marked_only else _framed(method, slots, unsaid, named, picks))):
+        if marked_only and not p.withholds:
+            continue
         text = render(p, slots, unsaid, named, picks)
         if text is None or text in seen:
             continue

@@ -780,7 +780,9 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     unsaid = frozenset(x.param for x in own if x.source in STATED and all(
         not _said(v, span, dates, nums) and _said(v, earlier, e_dates, e_nums) for v in _scalars(json.loads(x.value))))
     unsaid |= looked_up | unworded_options(methods, own, span, earlier)
-    out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks)
+    marked = not withholds_plainly(methods, own)  # a withheld value the words must say is missing
+    out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks,
+                                    marked_only=marked)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
         ctx = context_sentences(hidden)
@@ -847,18 +849,26 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
                           sig, earlier, single_only=True, aliases=aliases)
         if built is not None:
             return built
-    return _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried, sig,
-                     earlier, whole_only=whole_only, delicate=delicate, aliases=aliases)
+    built = _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried, sig,
+                      earlier, whole_only=whole_only, delicate=delicate, aliases=aliases)
+    if built is None and whole_only and len(methods) > 1 and not delicate:
+        # a withholding turn of several calls no other turn words whole: a phrasebook sentence per call, the
+        # withheld call's as :func:`withholds_plainly` allows; the re-measure checks the same value is still withheld
+        built = _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried,
+                          segment_signature(), earlier, single_only=True, aliases=aliases)
+    return built
 
 
-def withholds_required(methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:
-    """Every value the turn withholds is a required parameter of its call: a sentence for the call without it
-    leaves the assistant no way to make the call but to ask ('Please make a copy of notes.txt.': copy where?). An
-    optional one (a tweet's tags or mentions) must be missed in words ('with the tag we discussed'), which only a
-    human turn withholding the same value says: 'Go ahead and tweet ...' is posted as it is, nothing asked."""
+def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:
+    """Every value the turn withholds is a required parameter of its call that a person would not fill in unasked:
+    a sentence for the call without it leaves the assistant no way to make the call but to ask ('Please make a
+    copy of notes.txt.': copy where?). An optional one (a tweet's tags or mentions, tail's line count) and one with
+    an obvious default (``prompts/bfcl/skill_classes.json`` ``withheld_in_words``: a fuel amount, 'fill it up') must
+    be missed in words ('with the tag we discussed'): 'Go ahead and tweet ...' is posted as it is, nothing asked."""
     catalog = build_catalog()
+    in_words = set(knowledge.skill_classes().get("withheld_in_words", ()))
     held = [(methods[x.index], x.param) for x in target if x.source == "withheld" and 0 <= x.index < len(methods)]
-    return bool(held) and all(m in catalog.methods and p in catalog.spec(m).required for m, p in held)
+    return all(m in catalog.methods and p in catalog.spec(m).required and f"{m}.{p}" not in in_words for m, p in held)
 
 
 def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...],
@@ -888,7 +898,7 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             seg_target = _rebased(target, start, stop, (start, stop) == (0, n))
             # a miss_param turn withholding a value of its one call: a sentence for that call without the value
             # (the re-measure checks the same parameter is still the one withheld)
-            phrases = [] if delicate or (whole_only and (n > 1 or not withholds_required(methods, target))) else _phrasebook_donors(
+            phrases = [] if delicate or (whole_only and n > 1) else _phrasebook_donors(
                 seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked, carried, earlier,
                 aliases=aliases)
             found = _find(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n) or n == 1,
