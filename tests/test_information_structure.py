@@ -135,3 +135,17 @@ def test_every_seed_keeps_its_own_structure(index):
     assert compare_structure(s, s) == []
     assert len(s.turns) == len(TRAIN[index].ground_truth)
     assert s.counts()["calls"] == sum(len(t) for t in TRAIN[index].ground_truth)
+
+
+def test_a_vehicle_said_to_be_secured_as_a_premise_asks_for_no_lock():
+    """'With the vehicle secured, start the engine' (base_71) states a premise: the locks stay an implicit step of the
+    start, which a variant must leave implicit too ('lock up all the doors' made it easier, reads 13 and 14); 'make sure
+    the doors are locked' still asks for them."""
+    from envs.task import bfcl_task
+    from rods_agents.analysis.information_structure import information_structure, lexicon
+
+    calls = information_structure(bfcl_task("multi_turn_base_71")).turns[3].calls
+    assert [(c.method, c.explicit) for c in calls if c.method in ("lockDoors", "startEngine")] == [
+        ("lockDoors", False), ("startEngine", True)]
+    lock = lexicon().methods["lockDoors"][0]
+    assert any(p.search("Make sure the doors are locked, then start the engine.") for p in lock)

@@ -418,13 +418,13 @@ def test_a_route_an_earlier_turn_named_for_its_lookup_is_left_to_that_turn():
 
 def test_consecutive_sentences_of_a_turn_open_differently_where_the_phrasebook_allows():
     """Read 10: 'Could you set the parking brake? Could you fire up the car?' (base_71 turn 3 read 'Could you make sure
-    all the doors are locked? Could you fire up the car?' in every sample)."""
+    all the doors are locked? Could you fire up the car?' in every sample; base_86 opens with the same four calls)."""
     from rods_agents.variation.transplant import _opener
 
     for v in range(2):
-        seed, variant, _, _ = _variant("multi_turn_base_71", v)
-        text = variant.turns[3][0].content
-        assert text != seed.turns[3][0].content
+        seed, variant, _, _ = _variant("multi_turn_base_86", v)
+        text = variant.turns[0][0].content
+        assert text != seed.turns[0][0].content
         openers = [_opener(x) for x in re.split(r"(?<=[.?!])\s+", text) if x.strip()]
         assert len(openers) > 1 and all(a != b for a, b in zip(openers, openers[1:], strict=False)), text
 
@@ -656,3 +656,17 @@ def test_a_story_sentence_the_rest_points_back_at_is_never_trimmed():
         _, variant, _, _ = _variant("multi_turn_miss_param_116", v, run_seed=3)
         text = " ".join(m.content for m in variant.turns[3])
         assert "this field" not in text or text.index("this field") > text.index(".")
+
+
+def test_a_call_with_a_twin_is_named_by_its_source_exactly_where_the_seed_names_it():
+    """get_outside_temperature_from_google and ..._from_weather_com do the same thing: 'Could you get the outdoor
+    temperature from Google?' for a turn asking 'What's the temp outside?' settles which one (read 14: easier)."""
+    from rods_agents.variation.transplant import source_as_said
+
+    google = ("get_outside_temperature_from_google",)
+    assert not source_as_said("Could you get the outdoor temperature from Google?", google, "What's the temp outside?")
+    assert source_as_said("How warm is it outside?", google, "What's the temp outside?")
+    assert source_as_said("Ask Google how warm it is.", google, "Check Google for the temperature outside.")
+    assert not source_as_said("How warm is it outside?", google, "Check Google for the temperature outside.")
+    _, variant, _, _ = _variant("multi_turn_miss_func_91", 0, run_seed=3)
+    assert "google" not in variant.turns[0][0].content.lower()

@@ -92,3 +92,24 @@ def test_a_route_is_not_swapped_where_the_text_calls_an_airport_by_its_own_name(
     seed = bfcl_task("multi_turn_base_173")
     for plan in _plans(seed, 8):
         assert "JFK" not in plan.swaps, plan.swaps
+
+
+def test_a_fare_the_text_quotes_stays_the_fare_of_the_flight_it_books():
+    """base_193 books JFK -> MPC first class 'at a cost of 4700 dollars' (the environment's fare). A plan that moves
+    the route to BOS -> RMS (fare 4000) while the sentence still says 4700 asks to 'double check the cost' of a flight
+    that does not cost that (read 14): the verdict names the stale fare; the seed itself is clean."""
+    from rods_agents.analysis.faithfulness import stale_fare
+
+    seed = bfcl_task("multi_turn_base_193")
+    assert stale_fare(seed, seed) == []
+    swap = {"JFK": "BOS", "MPC": "RMS"}
+    variant = seed.model_copy(deep=True)
+    variant.ground_truth = [[re.sub(r"JFK|MPC", lambda m: swap[m.group(0)], c) for c in calls]
+                            for calls in seed.ground_truth]
+    variant.turns = [[Message(role=m.role, content=re.sub(r"JFK|MPC", lambda x: swap[x.group(0)], m.content))
+                      for m in turn] for turn in seed.turns]
+    reasons = stale_fare(variant, seed)
+    assert reasons and "value=4700" in reasons[0] and "fare=4000" in reasons[0]
+    fixed = variant.model_copy(deep=True)
+    fixed.turns = [[Message(role=m.role, content=m.content.replace("4700", "4000")) for m in turn] for turn in variant.turns]
+    assert stale_fare(fixed, seed) == []

@@ -14,6 +14,7 @@ classes (issue 13):
   or the seed's state);
 - ``old_digits_left``: an id renamed with its old digits left in the state ('card_4455' -> 'card_7781' with
   the card number still ending in 4455);
+- ``stale_fare``: the text quotes the seed's fare for a flight whose route, date or class the plan changed;
 - ``round_made_odd``: a round number the user states in the seed ('$10,000', 'last 20 lines') replaced by
   an odd one ('$9,267').
 
@@ -22,16 +23,17 @@ Words per choice are data: ``prompts/bfcl/choice_words.json``.
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from typing import Any
 
-from envs.executor import Environment
+from envs.executor import Environment, to_call_string
 from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.tracing import Trace
 from rods_agents.analysis.value_sources import ArgSource, _numbers
-from rods_agents.analysis.variant_quality import _bound
+from rods_agents.analysis.variant_quality import _bound, parsed_ground_truth
 
 KNIFE_EDGE = 5.0
 """Dollars above a cost that make a balance 'just enough': the doc found 68 balances patched to $1-2 above
@@ -165,6 +167,40 @@ def knife_edge_balance(task: Task, seed: Task, trace: Trace, seed_trace: Trace |
     return out
 
 
+def _fares(task: Task) -> list[tuple[int, str, float]]:
+    """(turn, call, fare) of each flight the ground truth books: the environment's price for its route, date and
+    class (``get_flight_cost`` on the task's initial state), which the text may quote ('at a cost of 4700 dollars')."""
+    out = []
+    for t, calls in enumerate(parsed_ground_truth(task)):
+        for method, raw in calls:
+            if method != "book_flight":
+                continue
+            args = {k: v for k, v in json.loads(raw or "{}").items()
+                    if k in ("travel_from", "travel_to", "travel_date", "travel_class")}
+            try:
+                env = Environment(["TravelAPI"], {"TravelAPI": task.initial_config.get("TravelAPI", {})}, task.long_context)
+                fares = [n for n in _numbers(env.execute(to_call_string("get_flight_cost", args))) if n >= 50]
+            except Exception:  # noqa: BLE001 - a route the table lacks has no fare to quote
+                continue
+            out += [(t, f"book_flight({raw})", fare) for fare in fares[:1]]
+    return out
+
+
+def stale_fare(task: Task, seed: Task) -> list[str]:
+    """The text quotes its seed's fare ('book ... first class, at a cost of 4700 dollars') for a flight whose route,
+    date or class the plan changed, so the variant's fare differs: a user who asks to 'double check the cost' of a
+    flight that costs 4000 reads a mismatch the seed never had (read 14)."""
+    if not any(m == "book_flight" for calls in parsed_ground_truth(task) for m, _ in calls):
+        return []
+    seed_text = " ".join(_text(seed, t) for t in range(len(seed.turns)))
+    said = _numbers(" ".join(_text(task, t) for t in range(len(task.turns)))) & _numbers(seed_text)
+    said &= {fare for _, _, fare in _fares(seed)}
+    out = []
+    for t, call, fare in _fares(task):
+        out += [f"unfaithful:stale_fare turn={t} call={call[:80]} value={old:g} fare={fare:g}" for old in sorted(said - {fare})]
+    return out[:3]
+
+
 # ----------------------------------------------------------------------------- tickers
 @lru_cache(maxsize=2)
 def known_symbols(long_context: bool) -> frozenset[str]:
@@ -268,9 +304,10 @@ def faithfulness_problems(task: Task, seed: Task, trace: Trace, sources: list[Ar
                           seed_sources: list[ArgSource], renames: dict[str, str] | None = None) -> list[str]:
     """Every located ``unfaithful:<kind>`` reason of ``task`` against ``seed`` (see the module docstring)."""
     return (old_choice_words(task, seed) + fill_not_full(task, seed) + knife_edge_balance(task, seed, trace)
+            + stale_fare(task, seed)
             + unknown_symbols(task, seed) + old_digits_left(task, renames or {})
             + round_made_odd(task, seed, sources, seed_sources))
 
 
 __all__ = ["KNIFE_EDGE", "choice_words", "faithfulness_problems", "fill_not_full", "is_round", "knife_edge_balance",
-           "known_symbols", "old_choice_words", "old_digits_left", "round_made_odd", "unknown_symbols"]
+           "known_symbols", "old_choice_words", "old_digits_left", "round_made_odd", "stale_fare", "unknown_symbols"]

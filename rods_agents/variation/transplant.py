@@ -648,8 +648,18 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
                 continue  # a person or a thing of the donor's own story, or its own pick ('the first file you find')
         if d.scenario == "phrasebook" and whole_span and text is not None:
             text = with_specifics(text, span, d.methods, values, world)
-        if text is not None and keeps_said(text, target, span) and says_no_more(text, target, span):
+        if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
+                and source_as_said(text, d.methods, span)):
             fits.append((text, d))
+
+
+def source_as_said(text: str, methods: tuple[str, ...], span: str) -> bool:
+    """``text`` names the source of a call that has a twin ('from Google' for ``get_outside_temperature_from_google``,
+    ``skill_classes.json`` ``source_words``) exactly where ``span`` does: naming it where the seed's turn asks for 'the
+    temp outside' settles Google vs weather.com for the assistant (read 14); leaving it out where the turn names it
+    leaves the assistant a choice the seed did not."""
+    words = [w for m in methods for w in knowledge.skill_classes().get("source_words", {}).get(m, ())]
+    return all((w in text.lower()) == (w in span.lower()) for w in words)
 
 
 def sibling_rank(slot: int, key: str) -> int:
