@@ -31,7 +31,10 @@ import json
 import logging
 import random
 import shlex
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -193,12 +196,14 @@ def prepare_out_dir(out: Path, manifest: dict, resume: bool, overwrite: bool = F
 def run_samples(seeds: list[Task], ctx: Any, out: Path, resume: bool = False,
                 on_event: Callable[[dict], None] | None = None, overwrite: bool = False,
                 keep_checkpoints: bool = False, progress: Callable[[int, int], None] | None = None,
-                interrupt_after: str | None = None, on_interrupt: Callable[[int], None] | None = None) -> Any:
+                interrupt_after: str | None = None, on_interrupt: Callable[[int], None] | None = None,
+                stop: Any = None) -> Any:
     """Run every (seed, variant) sample through :func:`graphs.driver.synthesize_resumable` into ``out``.
 
     Outputs are rewritten after every finished sample; on resume the published ``accepted.jsonl``
     is pre-loaded into the de-duplicator, so it only ever grows. ``progress(finished, total)`` is
-    called after each sample (the Ctrl-C message reads it).
+    called after each sample (the Ctrl-C message reads it). ``stop`` (a :class:`threading.Event`): set, the samples
+    in flight stop after their node and :class:`graphs.driver.SamplesStopped` is raised.
     """
     from graphs.driver import synthesize_resumable
     from graphs.results import Deduper
@@ -221,7 +226,7 @@ def run_samples(seeds: list[Task], ctx: Any, out: Path, resume: bool = False,
 
     result = synthesize_resumable(seeds, ctx, out / "checkpoints.sqlite", dedupe=dedupe, on_result=flush,
                                   on_event=on_event, keep_checkpoints=keep_checkpoints,
-                                  interrupt_after=interrupt_after, on_interrupt=on_interrupt)
+                                  interrupt_after=interrupt_after, on_interrupt=on_interrupt, stop=stop)
     flush(result)
     result.report = result.report.model_copy(update={"run": run_info | {"finished": result.report.samples}})
     return result
@@ -328,8 +333,11 @@ def synthesize(
             err_console.print(f"continuing the run in {out}: {plan.finished} of {total} samples already finished "
                               "(--overwrite starts over)", highlight=False, soft_wrap=True)
         done = [plan.finished if plan.resuming else 0]
+        from graphs.driver import SamplesStopped
+
+        stop = threading.Event()
         try:
-            with Progress(TextColumn("[bold]synthesize"), BarColumn(), MofNCompleteColumn(),
+            with ctrl_c_stops(stop), Progress(TextColumn("[bold]synthesize"), BarColumn(), MofNCompleteColumn(),
                           TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                           transient=False) as progress:
                 bar = progress.add_task("", total=total)
@@ -344,8 +352,8 @@ def synthesize(
                     done[0] = finished
 
                 result = run_samples(seed_tasks, ctx, out, resume=resume, on_event=on_event, overwrite=overwrite,
-                                     keep_checkpoints=keep_checkpoints, progress=on_progress)
-        except KeyboardInterrupt:
+                                     keep_checkpoints=keep_checkpoints, progress=on_progress, stop=stop)
+        except (KeyboardInterrupt, SamplesStopped):
             again = resume_command(run_flags(seeds, num_seeds, variants_per_seed, backbone, model, base_url,
                                              llm_stages, seed, categories, ids, out))
             saved = max(done[0], _finished_count(out))  # a sample may finish between the last flush and Ctrl-C
@@ -359,6 +367,29 @@ def synthesize(
                           + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
                           + f"); see {out / 'rejected.jsonl'}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)
+
+
+@contextmanager
+def ctrl_c_stops(stop: threading.Event) -> Iterator[None]:
+    """While the run lasts, the first Ctrl-C sets ``stop`` (the samples in flight stop after their node, their
+    checkpoint written) instead of raising KeyboardInterrupt wherever the main thread happens to be: raised inside
+    LangGraph's executor it could leave the stream waiting on a future that never resolves, and the run hung after
+    Ctrl-C (seen under load in CI). A second Ctrl-C raises KeyboardInterrupt at once. Off the main thread (an
+    embedding caller) the handler is left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run_flags(seeds: str, num_seeds: int, variants_per_seed: int, backbone: str, model: list[str] | None,

@@ -289,3 +289,24 @@ def test_a_real_ctrl_c_exits_130_naming_the_command_that_continues(tmp_path):
     assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
     assert _ids(out / "accepted.jsonl")[: len(before)] == before
     assert json.loads((out / "report.json").read_text())["run"]["finished"] == 4
+
+
+def test_the_first_ctrl_c_asks_the_run_to_stop_and_the_second_stops_it_at_once():
+    """Ctrl-C during a run sets the stop event (samples in flight stop after their node) instead of raising
+    KeyboardInterrupt inside LangGraph's executor, where it could leave the run waiting forever; a second Ctrl-C
+    raises at once, and the handler before the run is back after it."""
+    import signal
+    import threading
+
+    import pytest
+
+    from rods_cli.synthesize import ctrl_c_stops
+
+    stop = threading.Event()
+    before = signal.getsignal(signal.SIGINT)
+    with ctrl_c_stops(stop):
+        signal.raise_signal(signal.SIGINT)
+        assert stop.is_set()
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is before
