@@ -197,7 +197,7 @@ def run_samples(seeds: list[Task], ctx: Any, out: Path, resume: bool = False,
                 on_event: Callable[[dict], None] | None = None, overwrite: bool = False,
                 keep_checkpoints: bool = False, progress: Callable[[int, int], None] | None = None,
                 interrupt_after: str | None = None, on_interrupt: Callable[[int], None] | None = None,
-                stop: Any = None) -> Any:
+                stop: threading.Event | None = None) -> Any:
     """Run every (seed, variant) sample through :func:`graphs.driver.synthesize_resumable` into ``out``.
 
     Outputs are rewritten after every finished sample; on resume the published ``accepted.jsonl``

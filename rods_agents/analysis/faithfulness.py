@@ -169,8 +169,10 @@ def knife_edge_balance(task: Task, seed: Task, trace: Trace, seed_trace: Trace |
 
 def _fares(task: Task) -> list[tuple[int, str, float]]:
     """(turn, call, fare) of each flight the ground truth books: the environment's price for its route, date and
-    class (``get_flight_cost`` on the task's initial state), which the text may quote ('at a cost of 4700 dollars')."""
-    out = []
+    class (``get_flight_cost`` on the task's initial state, which it only reads), which the text may quote ('at a
+    cost of 4700 dollars')."""
+    out: list[tuple[int, str, float]] = []
+    env: Environment | None = None
     for t, calls in enumerate(parsed_ground_truth(task)):
         for method, raw in calls:
             if method != "book_flight":
@@ -178,7 +180,8 @@ def _fares(task: Task) -> list[tuple[int, str, float]]:
             args = {k: v for k, v in json.loads(raw or "{}").items()
                     if k in ("travel_from", "travel_to", "travel_date", "travel_class")}
             try:
-                env = Environment(["TravelAPI"], {"TravelAPI": task.initial_config.get("TravelAPI", {})}, task.long_context)
+                env = env or Environment(["TravelAPI"], {"TravelAPI": task.initial_config.get("TravelAPI", {})},
+                                         task.long_context)
                 fares = [n for n in _numbers(env.execute(to_call_string("get_flight_cost", args))) if n >= 50]
             except Exception:  # noqa: BLE001 - a route the table lacks has no fare to quote
                 continue
@@ -189,12 +192,15 @@ def _fares(task: Task) -> list[tuple[int, str, float]]:
 def stale_fare(task: Task, seed: Task) -> list[str]:
     """The text quotes its seed's fare ('book ... first class, at a cost of 4700 dollars') for a flight whose route,
     date or class the plan changed, so the variant's fare differs: a user who asks to 'double check the cost' of a
-    flight that costs 4000 reads a mismatch the seed never had (read 14)."""
-    if not any(m == "book_flight" for calls in parsed_ground_truth(task) for m, _ in calls):
+    flight that costs 4000 reads a mismatch the seed never had (read 14). Fares are priced only for a number both
+    texts say (most verdicts price none)."""
+    said = (_numbers(" ".join(_text(task, t) for t in range(len(task.turns))))
+            & _numbers(" ".join(_text(seed, t) for t in range(len(seed.turns)))))
+    if not said:
         return []
-    seed_text = " ".join(_text(seed, t) for t in range(len(seed.turns)))
-    said = _numbers(" ".join(_text(task, t) for t in range(len(task.turns)))) & _numbers(seed_text)
     said &= {fare for _, _, fare in _fares(seed)}
+    if not said:
+        return []
     out = []
     for t, call, fare in _fares(task):
         out += [f"unfaithful:stale_fare turn={t} call={call[:80]} value={old:g} fare={fare:g}" for old in sorted(said - {fare})]

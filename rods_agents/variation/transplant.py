@@ -552,12 +552,16 @@ def turn_picks(info: Any, g: int, span: str, methods: tuple[str, ...]) -> dict[s
 _SPECIFIC = re.compile(r"[#@]\w+(?:\.\w+)*")  # a dot inside (@user.name), never the full stop after
 
 
+PICKED = frozenset({"call", "state", "composed"})
+"""Slot sources whose value the turn's words leave the assistant to pick: read from a result or the state, or built."""
+
+
 def picks_something(target: tuple[Slot, ...]) -> bool:
     """Some argument of the turn is left for its words to pick (read from a result or the state, or composed). A
     turn whose every argument is stated or a documented choice has nothing a filter phrase could single out: 'an
     inventory of files that are visible and hidden' (ls -a) describes the listing, and a sentence for the same
     calls that states the same values asks for the same thing (the re-measure still checks sources and structure)."""
-    return any(x.source in ("call", "state", "composed") for x in target if not x.flag)
+    return any(x.source in PICKED for x in target if not x.flag)
 
 
 def stray_picks(span: str, stray: list[tuple[int, int]], methods: tuple[str, ...], target: tuple[Slot, ...]
@@ -569,7 +573,7 @@ def stray_picks(span: str, stray: list[tuple[int, int]], methods: tuple[str, ...
     re-measure checks the turn's value sources and structure are unchanged. {} for any other turn."""
     if len(methods) != 1:
         return {}
-    params = {x.param for x in target if x.index == 0 and not x.flag and x.source in ("call", "state", "composed")}
+    params = {x.param for x in target if x.index == 0 and not x.flag and x.source in PICKED}
     phrases = {pick_phrase(span[a:b], span) for a, b in stray}
     if len(params) != 1 or len(phrases) != 1 or None in phrases:
         return {}
@@ -775,7 +779,7 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     # to that turn, as a value it said as it is would be
     looked_up = {x.param for x in own if x.source == "state" and not x.producer
                  and x.param not in named and all(named_by_lookup(v, earlier) for v in _scalars(json.loads(x.value)))}
-    if len(methods) > 2 or any(x.source in ("call", "state", "composed") and not x.producer
+    if len(methods) > 2 or any(x.source in PICKED and not x.producer
                                 and x.param not in named and x.param not in picks and x.param not in looked_up
                                 for x in own):
         return []  # a value read from the state or one of several results: the seed's words say which one
@@ -854,18 +858,18 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             return _sentence(found[0]), [found[1]]
     if untied:
         return None  # a sentence without the pick would leave the value to no words
-    if len(methods) > 1 and not (delicate or whole_only):  # sentence by sentence first: no other task's story
-        built = _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried,
-                          sig, earlier, single_only=True, aliases=aliases)
-        if built is not None:
-            return built
+    def call_by_call() -> tuple[str, list[Donor]] | None:  # one sentence per call: no other task's story
+        return _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried,
+                         sig, earlier, single_only=True, aliases=aliases)
+
+    if len(methods) > 1 and not (delicate or whole_only) and (built := call_by_call()) is not None:
+        return built  # sentence by sentence first
     built = _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried, sig,
                       earlier, whole_only=whole_only, delicate=delicate, aliases=aliases)
     if built is None and whole_only and len(methods) > 1 and not delicate:
         # a withholding turn of several calls no other turn words whole: a phrasebook sentence per call, the
         # withheld call's as :func:`withholds_plainly` allows; the re-measure checks the same value is still withheld
-        built = _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried,
-                          segment_signature(), earlier, single_only=True, aliases=aliases)
+        built = call_by_call()
     return built
 
 
