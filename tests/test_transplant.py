@@ -670,3 +670,14 @@ def test_a_call_with_a_twin_is_named_by_its_source_exactly_where_the_seed_names_
     assert not source_as_said("How warm is it outside?", google, "Check Google for the temperature outside.")
     _, variant, _, _ = _variant("multi_turn_miss_func_91", 0, run_seed=3)
     assert "google" not in variant.turns[0][0].content.lower()
+
+
+def test_a_human_turn_naming_another_option_of_a_choice_never_words_the_call():
+    """base_42's 'how many characters of text remain' (wc mode 'c') worded base_16's count of lines (mode 'l') in a
+    fresh run: the one-letter option is no word the value map could carry, so the choice words decide."""
+    from rods_agents.variation.transplant import names_other_option
+
+    lines = (Slot(0, "file_name", '"a.txt"', "user", False, ""), Slot(0, "mode", '"l"', "user", False, ""))
+    assert names_other_option("Ascertain for me how many characters of text remain in 'a.txt'.", ("wc",), lines)
+    assert not names_other_option("How many lines does 'a.txt' have?", ("wc",), lines)
+    assert not names_other_option("Count what is in 'a.txt'.", ("wc",), lines)

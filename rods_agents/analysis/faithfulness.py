@@ -67,7 +67,7 @@ def choice_words() -> dict[str, dict[str, list[re.Pattern]]]:
             for slot, opts in data.items() if not slot.startswith("_")}
 
 
-def _says(patterns: list[re.Pattern], text: str) -> re.Match | None:
+def says(patterns: list[re.Pattern], text: str) -> re.Match | None:
     return next((m for p in patterns if (m := p.search(text))), None)
 
 
@@ -87,8 +87,8 @@ def old_choice_words(task: Task, seed: Task) -> list[str]:
             if any(n == name and str(a.get(param)) == s_val for _, _, _, n, a in v_calls):
                 continue  # another call still makes the seed's choice: its words may stay
             for later in range(t, len(task.turns)):
-                m = _says(words[s_val], _text(task, later))
-                if m and not _says(words[v_val], _text(task, later)):
+                m = says(words[s_val], _text(task, later))
+                if m and not says(words[v_val], _text(task, later)):
                     out.append(f"unfaithful:old_choice_words turn={later} call={call[:80]} value={v_val!r} "
                                f"seed_value={s_val!r} text={m.group(0)!r}")
                     break
@@ -316,4 +316,4 @@ def faithfulness_problems(task: Task, seed: Task, trace: Trace, sources: list[Ar
 
 
 __all__ = ["KNIFE_EDGE", "choice_words", "faithfulness_problems", "fill_not_full", "is_round", "knife_edge_balance",
-           "known_symbols", "old_choice_words", "old_digits_left", "round_made_odd", "stale_fare", "unknown_symbols"]
+           "known_symbols", "old_choice_words", "old_digits_left", "round_made_odd", "says", "stale_fare", "unknown_symbols"]

@@ -46,7 +46,7 @@ from envs.task import Message, Task
 from prompts import load_prompt_json
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
-from rods_agents.analysis.faithfulness import choice_words
+from rods_agents.analysis.faithfulness import choice_words, says
 from rods_agents.analysis.information_structure import (
     _QUOTED,
     information_structure,
@@ -653,8 +653,23 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
         if d.scenario == "phrasebook" and whole_span and text is not None:
             text = with_specifics(text, span, d.methods, values, world)
         if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
-                and source_as_said(text, d.methods, span)):
+                and source_as_said(text, d.methods, span) and not names_other_option(text, d.methods, target)):
             fits.append((text, d))
+
+
+def names_other_option(text: str, methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:
+    """``text`` says another option of a documented choice (``choice_words.json``) and not the call's own: a human
+    turn asking 'how many characters of text remain' (its wc counted characters) for a count of lines, which the
+    value map cannot see when the option is a one-letter value its words never write (read of 2026-12-03). The
+    faithfulness check :func:`rods_agents.analysis.faithfulness.old_choice_words` holds the seed's words to the same."""
+    table = choice_words()
+    for x in target:
+        words = table.get(f"{methods[x.index]}.{x.param}") if 0 <= x.index < len(methods) else None
+        own = str(json.loads(x.value)) if words else ""
+        if words and own in words and not says(words[own], text) and any(
+                says(pats, text) for option, pats in words.items() if option != own):
+            return True
+    return False
 
 
 def source_as_said(text: str, methods: tuple[str, ...], span: str) -> bool:
