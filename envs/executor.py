@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from envs import threadsafe_ast
 from envs.classes import resolve, scenario_config
 
 ERROR_PREFIX = "Error during execution: "
@@ -85,7 +86,7 @@ def parse_call(text: str) -> ParsedCall:
     if len(text) > MAX_CALL_CHARS:
         raise CallError(f"call is longer than {MAX_CALL_CHARS} characters")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = threadsafe_ast.parse(text.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise CallError(f"not a valid call: {type(exc).__name__}") from None
     node = tree.body

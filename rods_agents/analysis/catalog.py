@@ -20,6 +20,7 @@ from functools import cache, lru_cache
 
 from pydantic import BaseModel, Field
 
+from envs import threadsafe_ast
 from envs.classes import function_docs, known_classes, resolve, source_text
 
 # Private attributes that are bookkeeping, not state a later call depends on.
@@ -118,7 +119,7 @@ def _ast_writes(cls: type, method: str, seen: set[str] | None = None) -> set[str
         return set()
     seen.add(method)
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(getattr(cls, method))))
+        tree = threadsafe_ast.parse(textwrap.dedent(inspect.getsource(getattr(cls, method))))
     except (OSError, TypeError, SyntaxError):
         return set()
     aliases: dict[str, str] = {}

@@ -25,7 +25,6 @@ structure; the verdict rejects on them. Accuracy on 30 hand-labelled seeds: docs
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections import Counter
@@ -34,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from envs import threadsafe_ast
 from envs.task import Task
 from prompts import PROMPTS_DIR as PROMPTS
 from rods_agents.analysis import knowledge
@@ -285,7 +285,7 @@ def _load_result(result: str) -> Any:
     except (json.JSONDecodeError, ValueError):
         pass
     try:
-        return ast.literal_eval(result)
+        return threadsafe_ast.literal_eval(result)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         pass
     if result[:1] in "[{(":  # a repr that does not parse (a list shown with '...'): its quoted items

@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from envs import threadsafe_ast
 from envs.executor import CallError, parse_call
 from envs.task import Task
 from prompts import load_prompt
@@ -183,10 +184,9 @@ MAX_TABLE_CHARS = 2500
 
 def _constant(node: Any) -> Any:
     """A literal's value (``ast.literal_eval`` of a node: constants, tuples, dicts; never code), else None."""
-    import ast
 
     try:
-        return ast.literal_eval(node)
+        return threadsafe_ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, RecursionError):
         return None
 
@@ -233,7 +233,7 @@ def lookup_tables(classes: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for cls in classes:
         try:
-            tree = ast.parse(class_source_text(cls))
+            tree = threadsafe_ast.parse(class_source_text(cls))
         except (SyntaxError, ValueError, TypeError):
             continue
         for fn in ast.walk(tree):
