@@ -34,6 +34,7 @@ from rods_agents.stages.state import (
     seed_trace_of,
     task_of,
 )
+from rods_agents.variation.free_text import apply_adoptions
 from rods_agents.variation.plan import Plan
 
 
@@ -99,9 +100,12 @@ def rewrite_turns(state: SampleState, runtime: Runtime[SynthesisContext] | None 
 
         turns, donors = rewrite_plan(seed, profile, plan, rng,
                                      sibling_slot(seed.category, variant, plan.attempt))
+        # a donor turn that describes its own free text (a concern for customer support) brought that text along
+        plan = plan.model_copy(update={"ground_truth": apply_adoptions(plan.ground_truth, donors)})
         task = build_variant(seed, turns, plan, variant, run_seed)
     emit(runtime, state, "rewrite", "ok", donors=len(donors))
-    return {"task": task.model_dump(), "timings": timings, "plan": {**state["plan"], "donors": donors}}
+    return {"task": task.model_dump(), "timings": timings,
+            "plan": {**state["plan"], "donors": donors, "ground_truth": plan.ground_truth}}
 
 
 def _rewrite_with_llm(state: dict, runtime: Any, task: Task, timings_state: dict, feedback: str = "") -> dict:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -68,6 +69,7 @@ from rods_agents.analysis.value_sources import (
     ticker_companies,
     user_text_upto,
 )
+from rods_agents.variation.free_text import adopted_ground_truth, adopted_slots, described, quoted_later, tied_elsewhere
 from rods_agents.variation.phrasebook import (
     STATED,
     context_sentences,
@@ -386,6 +388,25 @@ def with_where_hints(text: str, span: str) -> str:
     kept = [x for x in re.split(r"(?<=[.?!])\s+", span.strip()) if _WHERE_HINT.search(x) and x not in text
             and not any(p.search(x) for pats, _ in lex.values() for p in pats)]
     return " ".join([_sentence(text), *kept]) if kept else text
+
+
+_IDENTITY = re.compile(r"[^.?!]*\b(?:I am|I'm|[Mm]y name is|[Tt]his is)\s+([A-Z][a-z]+)\b[^.?!]*[.?!]?")
+IDENTITY_WORDS = 8  # an identity sentence longer than this carries a story of its own: the turn keeps its words
+
+
+def with_identity(text: str, span: str, world: set[str]) -> str | None:
+    """``text`` opened with the sentences of ``span`` in which the user says who they are by a name of the task's
+    world ('I am Alice.' where the messaging state's current user is someone else): new words for the request
+    dropped it, and the assistant no longer had to notice that Alice is not the one logged in (read 15,
+    miss_func_137). None when such a sentence is too long to carry alone (the turn then keeps its words)."""
+    kept = []
+    for m in _IDENTITY.finditer(span):
+        if m.group(1).lower() in world and not _word_in(m.group(1), text):
+            sentence = m.group(0).strip()
+            if len(sentence.split()) > IDENTITY_WORDS:
+                return None
+            kept.append(_sentence(sentence))
+    return " ".join([*kept, text]) if kept else text
 
 
 def _sentence(text: str) -> str:
@@ -1366,6 +1387,68 @@ def _trim_fillers(seed: Task, seed_info: Any, variant: Task, turns: list[list[Me
     return turns, provenance
 
 
+def _adopted(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], t: int, g: int,
+             methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
+             used: set[str], rng: Any, slot: int | None, carried: str) -> Iterator[tuple[str, Donor, tuple[Slot, ...]]]:
+    """Wordings of turn ``t`` by whole human turns that describe a free text of their own (a concern for customer
+    support), each with the target slots carrying the donor's text (:mod:`rods_agents.variation.free_text`): the
+    last resort for a turn no donor words on the plan's own text. None where another turn or call names what the
+    plan's text is about, or the turn holds a condition."""
+    sig = portable_signature(seed_info, g)
+    if json.loads(sig).get("conditions"):
+        return
+    others = " ".join([*(m.content for x, turn in enumerate(turns) if x != t for m in turn if m.role == "user"),
+                       *(c for x, calls in enumerate(variant.ground_truth) if x != g for c in calls)])
+    described_values = [json.loads(x.value) for x in target
+                        if 0 <= x.index < len(methods) and described(x, methods[x.index], carried)]
+    if not described_values or any(tied_elsewhere(v, others) for v in described_values):
+        return
+    delicate = bool(json.loads(sig).get("references") or json.loads(sig).get("transformations"))
+    pool = _ordered([d for d in donors_for(methods, sig, knowledge.donor_key(seed), cue_key(seed_info, g) if delicate else None)
+                     if d.task_id not in used], seed, t, 0, len(methods), rng, slot)
+    if slot is not None and pool:
+        k = sibling_rank(slot, f"{seed.scenario}|{t}|adopt") % len(pool)
+        pool = pool[k:] + pool[:k]
+    for d in pool:
+        after = adopted_slots(methods, target, carried, d)
+        if after is None:
+            continue
+        new = {json.loads(y.value) for x, y in zip(target, after, strict=True) if x.value != y.value}
+        span = carried
+        for x, y in zip(target, after, strict=True):  # a text the seed writes out unquoted: the donor's, there
+            if x.value != y.value:
+                span = span.replace(json.loads(x.value).strip(" ."), json.loads(y.value).strip(" ."))
+        fits: list[tuple[str, Donor]] = []
+        _collect([d], fits, after, world | {v.lower() for v in new}, allowed, " ".join([values, *new]), span, 1)
+        text = with_identity(_sentence(fits[0][0]), carried, world) if fits else None
+        if text is not None:
+            yield text, d, after
+
+
+def _adopt(seed_info: Any, variant: Task, trace: Trace, turns: list[list[Message]], t: int, g: int,
+           methods: tuple[str, ...], target: tuple[Slot, ...], text: str, after: tuple[Slot, ...],
+           measured: tuple[Any, set, set, set[int]]) -> tuple[Task, Trace, list[list[Message]]] | None:
+    """The variant with turn ``t`` worded ``text`` and the donor's free text in its ground truth, re-run and measured
+    as every other donor turn is (the same per-turn sources, no new structure mismatch, the state still singled
+    out); None when it is not as the carried turn was."""
+    base_sources, base_mismatch, base_state_ok, candidates = measured
+    ground_truth = adopted_ground_truth(variant.ground_truth, g, methods, target, after)
+    if ground_truth is None:
+        return None
+    trial_turns = [list(x) for x in turns]
+    trial_turns[t] = [Message(role=m.role, content=text if m.role == "user" else m.content) for m in turns[t]]
+    trial = variant.model_copy(update={"turns": trial_turns, "ground_truth": ground_truth})
+    trial_trace = trace_task(trial)
+    if len(trial_trace.errors) > len(trace.errors):
+        return None
+    per_turn, info, trial_sources = _measure(trial, trial_trace)
+    if per_turn != base_sources or not _mismatch_keys(seed_info, info) <= base_mismatch:
+        return None
+    if not base_state_ok <= _state_ok(trial, trial_trace, trial_sources, candidates):
+        return None
+    return trial, trial_trace, trial_turns
+
+
 def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: int | None = None
                      ) -> tuple[list[list[Message]], list[dict]]:
     """The variant's turns with as many as possible replaced by re-instantiated donor turns, and the
@@ -1399,6 +1482,8 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             continue  # words that pick a value the lexicon cannot read ('the one with a substantial order value',
             # read 10) stay the seed's: new words would leave the pick to no words, and the re-measure cannot tell
         carried = next(m.content for m in turns[t] if m.role == "user")
+        if quoted_later(carried, variant.ground_truth[t + 1:]):
+            continue  # 'Write my last question in it': a later call writes these words, so they stay (read 15)
         allowed = _numbers(gt_text) | _numbers(carried)
         tried: set[str] = set()
         for i in range(ASSEMBLIES):
@@ -1412,7 +1497,9 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             if built is None:
                 break
             text, donors = built
-            text = with_where_hints(text, carried)
+            text = with_identity(with_where_hints(text, carried), carried, world)
+            if text is None:
+                break
             if text in tried or text == carried:
                 continue
             tried.add(text)
@@ -1428,6 +1515,21 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             used.update(d.task_id for d in donors)
             provenance.append({"turn": t, "donors": [[d.task_id, d.turn] for d in donors]})
             break
+        if t in held or any(p["turn"] == t for p in provenance):
+            continue
+        measured = (base_sources, base_mismatch, base_state_ok, set(candidates))
+        for text, donor, after in _adopted(seed, seed_info, variant, turns, t, g, methods, target, world, allowed,
+                                           gt_text, used, rng, slot, carried):
+            took = _adopt(seed_info, variant, trace, turns, t, g, methods, target, text, after, measured)
+            if took is not None:
+                variant, trace, turns = took
+                gt_text = " ".join(c for calls in variant.ground_truth for c in calls)
+                world = world_strings(variant, trace)
+                used.add(donor.task_id)
+                provenance.append({"turn": t, "donors": [[donor.task_id, donor.turn]], "adopted": [
+                    {"turn": g, "method": methods[x.index], "param": x.param, "from": json.loads(x.value),
+                     "to": json.loads(y.value)} for x, y in zip(target, after, strict=True) if x.value != y.value]})
+                break
     turns, supplied = _reword_supply(seed, seed_info, variant, turns, trace, slot)
     reworded = {p["turn"] for p in provenance + supplied}
     turns, trimmed = _trim_fillers(seed, seed_info, variant, turns, trace, reworded, slot)
