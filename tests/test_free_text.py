@@ -131,3 +131,27 @@ def test_a_user_saying_who_they_are_still_says_it_in_new_words():
     assert out.accepted
     for variant in out.accepted:
         assert "I am Alice" in " ".join(m.content for m in variant.turns[4] if m.role == "user")
+
+
+def test_phrasebook_sentences_describing_their_own_message_word_only_adoptions():
+    """A phrasebook sentence describing a concern of its own ('I need a vegetarian meal on board') carries the message
+    composed from it; offered for any call, its words would describe some other message than the call's."""
+    from rods_agents.variation.phrasebook import parse_phrasing, phrase_donors
+
+    target = (BOOKING, _message("Inquiry regarding luggage restrictions for my flight"))
+    plain = phrase_donors("contact_customer_support", target, "{}")
+    describing = phrase_donors("contact_customer_support", target, "{}", describing=True)
+    assert plain and describing
+    assert all(d.slots == target for d in plain)
+    messages = {json.loads(d.slots[1].value) for d in describing}
+    assert "Inquiry regarding luggage restrictions for my flight" not in messages and len(messages) >= 4
+    for d in describing:
+        assert adopted_slots(METHODS, target, SPAN, d) is not None or json.loads(d.slots[1].value).lower().strip(
+            " .") in d.text.lower()  # a written-out one stands in only for a message written out
+    try:
+        parse_phrasing("TravelAPI", "contact_customer_support", 0,
+                       {"text": "Tell support {message}.", "describes": {"message": "Lost bag."}})
+    except ValueError as exc:
+        assert "describes" in str(exc)
+    else:
+        raise AssertionError("a phrasing writing the value it claims to describe was accepted")

@@ -28,6 +28,10 @@ A phrasing asks for exactly one call and states exactly what the seed's turn sta
   only such phrasings word a turn withholding it
   (:func:`rods_agents.variation.transplant.withholds_plainly`); a plain phrasing without a required value asks
   for the call all the same ('Please copy notes.txt.': copy where?);
+- ``"describes": {"param": "text"}`` marks a phrasing that describes a free text of its own for the assistant to
+  compose ('I don't eat meat, so I need a vegetarian meal on board.' for the message 'Request for a vegetarian meal
+  on my flight.'): it words only a turn describing another such text, which then takes this one
+  (:mod:`rods_agents.variation.free_text`), never a call whose text it does not describe;
 - ``"from": {"param": ["method", ...]}`` marks a phrasing that points at a value read from the result of one of
   those methods ('Cancel the booking I just made.' for ``cancel_booking.booking_id`` from ``book_flight``). Such
   a phrasing fits only a call whose value that result singles out
@@ -91,10 +95,11 @@ class Phrasing:
     results: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (param, methods whose result it is read from)
     pick: str = ""  # the parameter whose placeholder takes the seed's words for a picked value
     withholds: str = ""  # the parameter a miss_param turn leaves out, which the words mark as missing
+    describes: tuple[tuple[str, str], ...] = ()  # (param, the free text its words describe for the assistant to compose)
 
     @property
     def params(self) -> frozenset[str]:
-        return self.fields | {p for p, _ in self.when}
+        return self.fields | {p for p, _ in self.when} | {p for p, _ in self.describes}
 
 
 def _option_key(value: Any) -> str:
@@ -104,17 +109,22 @@ def _option_key(value: Any) -> str:
 def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phrasing:
     """A phrasebook entry as a :class:`Phrasing` (ValueError naming the file's method on a bad entry)."""
     if isinstance(entry, str):
-        text, when, origin, pick, withholds = entry, {}, {}, "", ""
+        text, when, origin, pick, withholds, describes = entry, {}, {}, "", "", {}
     elif isinstance(entry, dict) and isinstance(entry.get("text"), str):
         text, when, origin = entry["text"], dict(entry.get("when") or {}), dict(entry.get("from") or {})
         pick, withholds = entry.get("pick") or "", entry.get("withholds") or ""
+        describes = entry.get("describes") or {}
+        if not isinstance(describes, dict) or not all(isinstance(v, str) and v.strip() and "{" + k not in text
+                                                      for k, v in describes.items()):
+            raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'describes' maps a parameter the text does not write "
+                             "to the text its words describe")
         if not isinstance(pick, str) or (pick and "{" + pick + "}" not in text):
             raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'pick' names a parameter the text writes as {{param}}")
         if not isinstance(withholds, str) or (withholds and "{" + withholds in text):
             raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'withholds' names a parameter the text leaves out")
     else:
         raise ValueError(f"phrasebook {cls}.{method}[{index}]: a phrasing is a string or "
-                         "{'text', 'when', 'from', 'pick', 'withholds'}")
+                         "{'text', 'when', 'from', 'pick', 'withholds', 'describes'}")
     results = []
     for param, methods in sorted(origin.items()):
         methods = [methods] if isinstance(methods, str) else methods
@@ -130,7 +140,7 @@ def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phra
                 raise ValueError(f"phrasebook {cls}.{method}[{index}]: bad option list in {m.group(0)!r}")
             choices.append((m.group(1), tuple((k.strip(), v) for k, v in pairs)))
     return Phrasing(cls, method, index, text, tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in when.items())),
-                    frozenset(fields), tuple(choices), tuple(results), pick, withholds)
+                    frozenset(fields), tuple(choices), tuple(results), pick, withholds, tuple(sorted(describes.items())))
 
 
 @lru_cache(maxsize=1)
@@ -359,20 +369,26 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
 
 def phrase_donors(method: str, slots: tuple[Slot, ...], signature: str, unsaid: frozenset[str] = frozenset(),
                   named: Mapping[str, str] | None = None, picks: Mapping[str, str] | None = None,
-                  marked_only: bool = False) -> list[Donor]:
+                  marked_only: bool = False, describing: bool = False) -> list[Donor]:
     """The phrasings of ``method`` that fit the call's ``slots`` (``unsaid``, ``named``, ``picks``: see :func:`render`),
     as donors carrying those slots (their values are the variant's own, so re-instantiating one changes nothing).
-    ``marked_only``: just the phrasings whose words mark a withheld value missing (``withholds``)."""
+    ``marked_only``: just the phrasings whose words mark a withheld value missing (``withholds``). ``describing``: just
+    the phrasings that describe a free text of their own (``describes``), as donors carrying that text in its slot
+    (:mod:`rods_agents.variation.free_text` adopts it); never otherwise, as their words describe no other text."""
     out, seen = [], set()
-    for p in (*phrasebook().get(method, ()), *([] if marked_only else _framed(method, slots, unsaid, named, picks))):
-        if marked_only and not p.withholds:
+    framed = [] if marked_only or describing else _framed(method, slots, unsaid, named, picks)
+    for p in (*phrasebook().get(method, ()), *framed):
+        if (marked_only and not p.withholds) or bool(p.describes) != describing:
             continue
         text = render(p, slots, unsaid, named, picks)
         if text is None or text in seen:
             continue
         seen.add(text)
+        described = dict(p.describes)
+        own = tuple(replace(s, value=json.dumps(described[s.param])) if s.index == 0 and s.param in described else s
+                    for s in run_slots(slots, method))
         out.append(Donor(f"phrasebook:{p.cls}.{method}#{p.index}", "phrasebook", -1, text, tuple(method.split("+")),
-                         run_slots(slots, method), signature, frozenset(), ""))
+                         own, signature, frozenset(), ""))
     return out
 
 

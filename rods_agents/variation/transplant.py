@@ -804,9 +804,11 @@ def unworded_options(methods: tuple[str, ...], own: list[Slot], span: str, earli
 
 def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
                       used: set[str], picked: set[str], span: str = "", earlier: str = "",
-                      picks: dict[str, str] | None = None, aliases: dict[str, str] | None = None) -> list[Donor]:
+                      picks: dict[str, str] | None = None, aliases: dict[str, str] | None = None,
+                      describing: bool = False) -> list[Donor]:
     """The phrasebook's donors for a one-call segment, or two calls a frame asks for in one request
-    (:mod:`rods_agents.variation.phrasebook`), in one order per scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out."""
+    (:mod:`rods_agents.variation.phrasebook`), in one order per scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out.
+    ``describing``: the phrasings describing a free text of their own (:func:`_adopted`)."""
     picks = picks or {}
     own = [x for x in target if 0 <= x.index < len(methods)]  # the run's calls, no hidden slots
     named = {x.param: words for x in own if x.param not in picks
@@ -832,7 +834,7 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     unsaid |= looked_up | unworded_options(methods, own, span, earlier)
     marked = not withholds_plainly(methods, own)  # a withheld value the words must say is missing
     out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks,
-                                    marked_only=marked)
+                                    marked_only=marked, describing=describing)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
         ctx = context_sentences(hidden)
@@ -1406,6 +1408,9 @@ def _adopted(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message
     delicate = bool(json.loads(sig).get("references") or json.loads(sig).get("transformations"))
     pool = _ordered([d for d in donors_for(methods, sig, knowledge.donor_key(seed), cue_key(seed_info, g) if delicate else None)
                      if d.task_id not in used], seed, t, 0, len(methods), rng, slot)
+    if len(methods) == 1 and not delicate and all(x.index >= 0 for x in target):  # and the phrasebook's described texts
+        earlier = " ".join(m.content for x in turns[:t] for m in x if m.role == "user")
+        pool += _phrasebook_donors(seed, t, 0, methods, target, sig, used, set(), carried, earlier, describing=True)
     if slot is not None and pool:
         k = sibling_rank(slot, f"{seed.scenario}|{t}|adopt") % len(pool)
         pool = pool[k:] + pool[:k]
