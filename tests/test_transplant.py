@@ -681,3 +681,17 @@ def test_a_human_turn_naming_another_option_of_a_choice_never_words_the_call():
     assert names_other_option("Ascertain for me how many characters of text remain in 'a.txt'.", ("wc",), lines)
     assert not names_other_option("How many lines does 'a.txt' have?", ("wc",), lines)
     assert not names_other_option("Count what is in 'a.txt'.", ("wc",), lines)
+
+
+def test_a_call_asked_for_only_by_its_value_is_not_named_in_new_words():
+    """base_185: 'My travel funds should not exceed $2000' asks for set_budget_limit without naming it; the phrasebook's
+    'Please cap my travel spending at $1500' named it (read 15: easier). Such a call keeps being asked by its value."""
+    from rods_agents.variation.transplant import asked_as_said
+
+    span = "My travel funds should not exceed $2000, and I'll use my designated access code, 12345-67890."
+    assert not asked_as_said("Please cap my travel spending at $1500 using access token 1.", ("set_budget_limit",), span)
+    assert asked_as_said("I'd rather not spend over $1500 on this trip; access token 1.", ("set_budget_limit",), span)
+    assert asked_as_said("Set my budget limit to $1500.", ("set_budget_limit",), "Set my travel budget to $2000.")
+    seed, variant, _, _ = _variant("multi_turn_base_185", 0, 3)
+    words = " ".join(m.content for m in variant.turns[0] if m.role == "user").lower()
+    assert "$" in words and not re.search(r"\b(budget|cap|limit)\b", words), words

@@ -674,8 +674,19 @@ def _collect(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[S
         if d.scenario == "phrasebook" and whole_span and text is not None:
             text = with_specifics(text, span, d.methods, values, world)
         if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
-                and source_as_said(text, d.methods, span) and not names_other_option(text, d.methods, target)):
+                and source_as_said(text, d.methods, span) and asked_as_said(text, d.methods, span)
+                and not names_other_option(text, d.methods, target)):
             fits.append((text, d))
+
+
+def asked_as_said(text: str, methods: tuple[str, ...], span: str) -> bool:
+    """A call the seed's turn asks for only by stating its value ('My travel funds should not exceed $2000' for
+    ``set_budget_limit``: no word of the lexicon names it) is asked for the same way in ``text``: 'Please cap my
+    travel spending at $1500' names what the assistant had to infer (read 15, base_185). For the methods of
+    ``skill_classes.json`` ``asked_by_value``."""
+    lex, by_value = lexicon().methods, set(knowledge.skill_classes().get("asked_by_value", ()))
+    return all(any(p.search(text) for p in lex[m][0]) <= any(p.search(span) for p in lex[m][0])
+               for m in methods if m in lex and m in by_value)
 
 
 def names_other_option(text: str, methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:
