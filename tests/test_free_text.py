@@ -106,12 +106,11 @@ def test_words_a_later_call_writes_down_are_kept():
     """miss_param_29: 'Create a file.' then 'Write my last question in it', whose echo writes 'Create a file name
     based on ...': re-wording the first turn ('Can you start an empty document?', read 15) left the echo
     writing words no turn said."""
-    later = [["touch(file_name='79.pdf')"],
-             ["echo(content=\"Create a file name based on the number of byte used.\",file_name='79.pdf')"]]
-    assert quoted_later("Create a file.", later)
-    assert not quoted_later("Can you start an empty document?", later)
-    assert not quoted_later("Go on.", [["echo(content='Go on then',file_name='a.txt')"]])  # two words: chance
     seed = load_tasks(ids=["multi_turn_miss_param_29"])[0]
+    assert quoted_later("Create a file.", seed, 1)
+    assert not quoted_later("Create a file.", seed, 3)  # only later calls count
+    assert not quoted_later("Can you start an empty document?", seed, 1)
+    assert not quoted_later("Write my last question.", seed, 1)
     out = synthesize([seed], SynthesisContext(seed=3, variants_per_seed=1, concurrency=1))
     for variant in out.accepted:
         assert [m.content for m in variant.turns[1]] == [m.content for m in seed.turns[1]]

@@ -23,8 +23,10 @@ from dataclasses import replace
 from typing import Any
 
 from envs.executor import CallError, parse_call, to_call_string
+from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import _QUOTED
+from rods_agents.analysis.novelty import call_values
 from rods_agents.variation.turn_bank import Donor, Slot
 
 _TOPIC = re.compile(r"[a-z]{5,}")
@@ -85,30 +87,13 @@ def tied_elsewhere(value: str, other_text: str) -> bool:
     return bool(topic_words(value) & set(_TOPIC.findall(other_text.lower())))
 
 
-def _string_values(value: Any, out: list[str]) -> None:
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            _string_values(v, out)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _string_values(v, out)
-
-
-def quoted_later(text: str, later_calls: list[list[str]]) -> bool:
-    """A sentence of ``text`` (three words or more) is written into a later call's argument: 'Create a file.' in
-    ``echo(content='Create a file name based on ...')`` for 'Write my last question in it' (read 15,
+def quoted_later(text: str, task: Task, turn: int) -> bool:
+    """A sentence of ``text`` (three words or more) is written into an argument of a call after ``turn``: 'Create a
+    file.' in ``echo(content='Create a file name based on ...')`` for 'Write my last question in it' (read 15,
     miss_param_29). Re-wording the turn would leave that call writing words no turn says any more."""
-    values: list[str] = []
-    for calls in later_calls:
-        for call in calls:
-            try:
-                parsed = parse_call(call)
-            except CallError:
-                continue
-            _string_values([*parsed.args, *parsed.kwargs.values()], values)
-    written = " ".join(v.lower() for v in values)
+    later = task.model_copy(update={"ground_truth": [[] if t <= turn else calls
+                                                     for t, calls in enumerate(task.ground_truth)]})
+    written = " ".join(v.lower() for v in call_values(later))
     sentences = [re.sub(r"\s+", " ", x).strip(" .?!").lower() for x in re.split(r"(?<=[.?!])\s+", text)]
     return any(len(x.split()) >= 3 and x in written for x in sentences)
 

@@ -1498,7 +1498,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             continue  # words that pick a value the lexicon cannot read ('the one with a substantial order value',
             # read 10) stay the seed's: new words would leave the pick to no words, and the re-measure cannot tell
         carried = next(m.content for m in turns[t] if m.role == "user")
-        if quoted_later(carried, variant.ground_truth[t + 1:]):
+        if quoted_later(carried, variant, t):
             continue  # 'Write my last question in it': a later call writes these words, so they stay (read 15)
         allowed = _numbers(gt_text) | _numbers(carried)
         tried: set[str] = set()
