@@ -126,7 +126,7 @@ def test_a_user_saying_who_they_are_still_says_it_in_new_words():
     long = "Hello, I'm Josephine, an academic specializing in cognitive science and finance. Buy it."
     assert with_identity("Buy it.", long, {"josephine"}) is None
     seed = load_tasks(ids=["multi_turn_miss_func_137"])[0]
-    out = synthesize([seed], SynthesisContext(seed=3, variants_per_seed=2, concurrency=1))
+    out = synthesize([seed], SynthesisContext(seed=3, variants_per_seed=1, concurrency=1))
     assert out.accepted
     for variant in out.accepted:
         assert "I am Alice" in " ".join(m.content for m in variant.turns[4] if m.role == "user")
