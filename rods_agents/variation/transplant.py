@@ -32,6 +32,11 @@ Siblings of one scenario (four categories x variants) pick among the fitting don
 The assembled turns are then measured whole (:func:`transplant_turns`): a donor stays only where the
 variant's per-turn argument sources and information structure are no worse than with the carried
 wording, and every value the state must hint at is still singled out by the text.
+
+A turn no donor words that describes a free text for the assistant to compose (a concern for customer support)
+may take a donor describing *its own*, and the variant's call takes the donor's text with it (:func:`_adopted`,
+:mod:`rods_agents.variation.free_text`); the task is then re-run before it is measured. A turn whose sentence a
+later call writes down keeps its words, and a user saying who they are ('I am Alice.') keeps saying it.
 """
 
 from __future__ import annotations
@@ -1403,10 +1408,10 @@ def _trim_fillers(seed: Task, seed_info: Any, variant: Task, turns: list[list[Me
 def _adopted(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], t: int, g: int,
              methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
              used: set[str], rng: Any, slot: int | None, carried: str) -> Iterator[tuple[str, Donor, tuple[Slot, ...]]]:
-    """Wordings of turn ``t`` by whole human turns that describe a free text of their own (a concern for customer
-    support), each with the target slots carrying the donor's text (:mod:`rods_agents.variation.free_text`): the
-    last resort for a turn no donor words on the plan's own text. None where another turn or call names what the
-    plan's text is about, or the turn holds a condition."""
+    """Wordings of turn ``t`` by whole human turns, or phrasebook sentences marked ``describes``, that describe a free
+    text of their own (a concern for customer support), each with the target slots carrying the donor's text
+    (:mod:`rods_agents.variation.free_text`): the last resort for a turn no donor words on the plan's own text.
+    Yields nothing where another turn or call names what the plan's text is about, or the turn holds a condition."""
     sig = portable_signature(seed_info, g)
     if json.loads(sig).get("conditions"):
         return
