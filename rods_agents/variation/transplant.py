@@ -1413,7 +1413,8 @@ def _adopted(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message
     (:mod:`rods_agents.variation.free_text`): the last resort for a turn no donor words on the plan's own text.
     Yields nothing where another turn or call names what the plan's text is about, or the turn holds a condition."""
     sig = portable_signature(seed_info, g)
-    if json.loads(sig).get("conditions"):
+    parsed = json.loads(sig)
+    if parsed.get("conditions"):
         return
     others = " ".join([*(m.content for x, turn in enumerate(turns) if x != t for m in turn if m.role == "user"),
                        *(c for x, calls in enumerate(variant.ground_truth) if x != g for c in calls)])
@@ -1421,7 +1422,7 @@ def _adopted(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message
                         if 0 <= x.index < len(methods) and described(x, methods[x.index], carried)]
     if not described_values or any(tied_elsewhere(v, others) for v in described_values):
         return
-    delicate = bool(json.loads(sig).get("references") or json.loads(sig).get("transformations"))
+    delicate = bool(parsed.get("references") or parsed.get("transformations"))
     pool = _ordered([d for d in donors_for(methods, sig, knowledge.donor_key(seed), cue_key(seed_info, g) if delicate else None)
                      if d.task_id not in used], seed, t, 0, len(methods), rng, slot)
     if len(methods) == 1 and not delicate and all(x.index >= 0 for x in target):  # and the phrasebook's described texts
@@ -1446,20 +1447,17 @@ def _adopted(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message
             yield text, d, after
 
 
-def _adopt(seed_info: Any, variant: Task, trace: Trace, turns: list[list[Message]], t: int, g: int,
-           methods: tuple[str, ...], target: tuple[Slot, ...], text: str, after: tuple[Slot, ...],
-           measured: tuple[Any, set, set, set[int]]) -> tuple[Task, Trace, list[list[Message]]] | None:
-    """The variant with turn ``t`` worded ``text`` and the donor's free text in its ground truth, re-run and measured
-    as every other donor turn is (the same per-turn sources, no new structure mismatch, the state still singled
-    out); None when it is not as the carried turn was."""
+def _worded(seed_info: Any, variant: Task, trace: Trace, turns: list[list[Message]], t: int, text: str,
+            measured: tuple[Any, set, set, set[int]], ground_truth: list[list[str]] | None = None
+            ) -> tuple[Task, Trace, list[list[Message]]] | None:
+    """The variant with turn ``t`` worded ``text`` (and, for an adopted free text, ``ground_truth``, re-run), when it
+    measures as the carried turn did: the same per-turn value sources, no new structure mismatch, every state value
+    still singled out; else None. ``measured``: the carried variant's (sources, mismatches, state hints, turns)."""
     base_sources, base_mismatch, base_state_ok, candidates = measured
-    ground_truth = adopted_ground_truth(variant.ground_truth, g, methods, target, after)
-    if ground_truth is None:
-        return None
     trial_turns = [list(x) for x in turns]
     trial_turns[t] = [Message(role=m.role, content=text if m.role == "user" else m.content) for m in turns[t]]
-    trial = variant.model_copy(update={"turns": trial_turns, "ground_truth": ground_truth})
-    trial_trace = trace_task(trial)
+    trial = variant.model_copy(update={"turns": trial_turns, **({} if ground_truth is None else {"ground_truth": ground_truth})})
+    trial_trace = trace if ground_truth is None else trace_task(trial)
     if len(trial_trace.errors) > len(trace.errors):
         return None
     per_turn, info, trial_sources = _measure(trial, trial_trace)
@@ -1486,6 +1484,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     candidates = [t for t in range(len(variant.turns)) if (asked_turn(variant, t) is not None or t in held)
                   and _user_messages(variant.turns[t]) == 1]
     base_state_ok = _state_ok(variant, trace, sources, set(candidates))
+    measured = (base_sources, base_mismatch, base_state_ok, set(candidates))  # what a re-worded turn must keep
     world = world_strings(variant, trace)
     aliases = lookup_names(trace, variant.initial_config)
     gt_text = " ".join(c for calls in variant.ground_truth for c in calls)
@@ -1524,24 +1523,20 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             if text in tried or text == carried:
                 continue
             tried.add(text)
-            trial_turns = [list(x) for x in turns]
-            trial_turns[t] = [Message(role=m.role, content=text if m.role == "user" else m.content) for m in turns[t]]
-            trial = variant.model_copy(update={"turns": trial_turns})
-            per_turn, info, trial_sources = _measure(trial, trace)
-            if per_turn != base_sources or not _mismatch_keys(seed_info, info) <= base_mismatch:
+            took = _worded(seed_info, variant, trace, turns, t, text, measured)
+            if took is None:
                 continue
-            if not base_state_ok <= _state_ok(trial, trace, trial_sources, set(candidates)):
-                continue
-            turns = trial_turns
+            turns = took[2]
             used.update(d.task_id for d in donors)
             provenance.append({"turn": t, "donors": [[d.task_id, d.turn] for d in donors]})
             break
         if t in held or any(p["turn"] == t for p in provenance):
             continue
-        measured = (base_sources, base_mismatch, base_state_ok, set(candidates))
         for text, donor, after in _adopted(seed, seed_info, variant, turns, t, g, methods, target, world, allowed,
                                            gt_text, used, rng, slot, carried):
-            took = _adopt(seed_info, variant, trace, turns, t, g, methods, target, text, after, measured)
+            ground_truth = adopted_ground_truth(variant.ground_truth, g, methods, target, after)
+            took = None if ground_truth is None else _worded(seed_info, variant, trace, turns, t, text, measured,
+                                                              ground_truth)
             if took is not None:
                 variant, trace, turns = took
                 gt_text = " ".join(c for calls in variant.ground_truth for c in calls)
