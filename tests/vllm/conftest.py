@@ -188,6 +188,7 @@ def run_vllm_server(model_path: Path, python: Path, max_model_len: int = 16384, 
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks to tag node ids
 def pytest_collection_modifyitems(config, items):
     """Every test in tests/vllm is a real-vLLM test and a slow one, and all of them run in one pytest-xdist
     worker (``--dist loadgroup``): the server is a session fixture, so two workers would start two servers."""
@@ -196,6 +197,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.vllm)
             item.add_marker(pytest.mark.slow)
             item.add_marker(pytest.mark.xdist_group("vllm"))
+
+
+_UNGROUPED: list[str] = []  # vLLM tests --dist loadgroup failed to tag (filled on each xdist worker)
+
+
+def pytest_collection_finish(session):
+    """Note the vLLM tests that ``--dist loadgroup`` did not group: each worker would start its own server (two on two
+    cores), which silently doubled the suite's time once already (pytest 9.2 with xdist 3.8). ``vllm_server`` then
+    fails them with the reason, instead of letting two servers fight over the cores."""
+    config = session.config
+    if hasattr(config, "workerinput") and config.getvalue("loadgroup"):
+        _UNGROUPED[:] = [item.nodeid for item in session.items
+                         if item.get_closest_marker("vllm") and not item.nodeid.endswith("@vllm")]
 
 
 @pytest.fixture(scope="session")
@@ -219,6 +233,10 @@ def require_vllm_python() -> Path:
 @pytest.fixture(scope="session")
 def vllm_server(tiny_model_path: Path) -> Iterator[VLLMServer]:
     """The session's vLLM server on the tiny model (skipped without the tier unless RODS_REQUIRE_VLLM=1)."""
+    if _UNGROUPED:
+        pytest.fail(f"--dist loadgroup left {len(_UNGROUPED)} vLLM tests ungrouped (e.g. {_UNGROUPED[0]}), so every "
+                    "xdist worker would start a server: pytest-xdist could not tag their node ids (see the pytest pin "
+                    "in pyproject.toml)")
     python = require_vllm_python()
     try:
         with run_vllm_server(tiny_model_path, python, extra_args=SESSION_SERVER_ARGS) as server:
