@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from envs.task import Task
-from rods_agents.analysis.contamination import fingerprint, same_substance
+from rods_agents.analysis.contamination import duplicate_reason, fingerprint
 from rods_agents.analysis.value_sources import SOURCES
 from rods_agents.run.context import LLM_STAGES
 from rods_agents.run.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE
@@ -195,12 +195,13 @@ class Deduper:
         if task.id in self._ids and self._ids[task.id] in (None, result.get("sample_id")):
             return task, result  # published before (resume): stays published
         fp = fingerprint(task)
-        dup = task.id if task.id in self._ids else None
+        dup, why = (task.id, "same id") if task.id in self._ids else (None, None)
         if dup is None:
-            dup = next((k.task_id for k, cfg in self._kept if same_substance(fp, k, cfg == task.initial_config)), None)
+            dup, why = next(((k.task_id, reason) for k, cfg in self._kept
+                             if (reason := duplicate_reason(fp, k, cfg == task.initial_config))), (None, None))
         if dup is not None:
             return None, {**result, "accepted": False, "reasons": ["near_duplicate_accepted"],
-                          "detail": {**result.get("detail", {}), "duplicate_of": dup}}
+                          "detail": {**result.get("detail", {}), "duplicate_of": dup, "duplicate_why": why}}
         self._ids[task.id] = result.get("sample_id")
         self._kept.append((fp, task.initial_config))
         return task, result

@@ -160,6 +160,7 @@ def test_a_near_copy_of_an_accepted_sibling_variant_is_rejected():
     assert [r for r in reasons if r.startswith(f"novelty:sibling_copy of={first.id} scenario=27")], reasons
     # the run's dedupe (graphs.synthesis.Deduper) applies the same rule through same_substance
     assert same_substance(fingerprint(second), fingerprint(first), same_config=False)
+    assert sibling_copy(fingerprint(second), fingerprint(first)).startswith("sibling text ")
     other_scenario = first.model_copy(update={"scenario": 28})
     assert not sibling_copy(fingerprint(second), fingerprint(other_scenario))  # the scenario rule is per scenario
     assert _judge(second, seed, siblings=[other_scenario])[0] == []

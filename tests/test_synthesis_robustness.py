@@ -169,6 +169,7 @@ def test_a_published_sample_is_never_evicted_by_a_later_near_duplicate():
     d.keep(first)
     kept, r = d.admit(r10)
     assert kept is None and r["detail"]["duplicate_of"] == first.id
+    assert r["detail"]["duplicate_why"] == "sibling text 1.00"  # the row says why, so a sibling clash is told apart
     kept, r = d.admit(r2)  # the published sample itself is re-admitted on resume
     assert kept is not None and r["accepted"]
 

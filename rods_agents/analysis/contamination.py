@@ -92,25 +92,39 @@ def duplicate_threshold() -> float:
     return contamination_threshold()
 
 
-def sibling_copy(a: Fingerprint, b: Fingerprint) -> bool:
-    """Two variants of one scenario (the four categories share it, so sibling seeds' variants count) are
-    near-copies when they share more than ``SIBLING_TEXT_COPY`` of the shorter text's word 5-grams (digits
-    masked) or make the same calls once digits are masked (:func:`rods_agents.analysis.novelty.near_copy`)."""
+def sibling_copy(a: Fingerprint, b: Fingerprint) -> str | None:
+    """Why two variants of one scenario (the four categories share it, so sibling seeds' variants count) are
+    near-copies, or None: 'sibling text 0.83' when they share more than ``SIBLING_TEXT_COPY`` of the shorter
+    text's word 5-grams (digits masked), 'sibling calls' when they make the same calls once digits are masked
+    (:func:`rods_agents.analysis.novelty.near_copy`)."""
     if a.scenario is None or a.scenario != b.scenario:
-        return False
-    if a.text5 and b.text5 and len(a.text5 & b.text5) / min(len(a.text5), len(b.text5)) > SIBLING_TEXT_COPY:
-        return True
-    return bool(a.masked_calls) and a.masked_calls == b.masked_calls
+        return None
+    if a.text5 and b.text5:
+        shared = len(a.text5 & b.text5) / min(len(a.text5), len(b.text5))
+        if shared > SIBLING_TEXT_COPY:
+            return f"sibling text {shared:.2f}"
+    return "sibling calls" if a.masked_calls and a.masked_calls == b.masked_calls else None
+
+
+def duplicate_reason(a: Fingerprint, b: Fingerprint, same_config: bool) -> str | None:
+    """Why two synthesized samples are duplicates, or None: they make (almost) the same calls and either start
+    from the same config or say nearly the same thing (renamed entities make calls differ), or they are
+    near-copies among the variants of one scenario (:func:`sibling_copy`). The run's rejection row carries it,
+    so a user can tell a sibling clash from a repeated plan."""
+    sibling = sibling_copy(a, b)
+    if sibling:
+        return sibling
+    if not a.calls:
+        return None
+    calls = len(a.calls & b.calls) / len(a.calls)
+    if calls < 0.9:
+        return None
+    if same_config:
+        return f"calls {calls:.2f}, same config"
+    text = len(a.text & b.text) / len(a.text | b.text) if (a.text or b.text) else 1.0
+    return f"calls {calls:.2f}, text {text:.2f}" if text >= 0.5 else None
 
 
 def same_substance(a: Fingerprint, b: Fingerprint, same_config: bool) -> bool:
-    """Two synthesized samples are duplicates when they make (almost) the same calls and either start
-    from the same config or say nearly the same thing (renamed entities make calls differ), or when they
-    are near-copies among the variants of one scenario (:func:`sibling_copy`)."""
-    if sibling_copy(a, b):
-        return True
-    if not a.calls:
-        return False
-    calls = len(a.calls & b.calls) / len(a.calls)
-    text = len(a.text & b.text) / len(a.text | b.text) if (a.text or b.text) else 1.0
-    return calls >= 0.9 and (same_config or text >= 0.5)
+    """Whether :func:`duplicate_reason` finds a reason."""
+    return duplicate_reason(a, b, same_config) is not None
