@@ -695,3 +695,15 @@ def test_a_call_asked_for_only_by_its_value_is_not_named_in_new_words():
     seed, variant, _, _ = _variant("multi_turn_base_185", 0, 3)
     words = " ".join(m.content for m in variant.turns[0] if m.role == "user").lower()
     assert "$" in words and not re.search(r"\b(budget|cap|limit)\b", words), words
+
+
+def test_a_turn_asking_for_its_calls_out_of_their_order_gets_new_words_around_its_cue_sentence():
+    # base_63 turn 1 asks to start the engine (doors locked, brake on) and only then to 'round it to nearest
+    # hundredth and fill that in', though the fill runs first: its units follow the text, not the calls
+    seed, task, plan, _ = _variant("multi_turn_base_63", run_seed=3)
+    text = task.turns[1][0].content
+    assert "round it to nearest hundredth and fill that in" in text  # the transformation cue keeps its sentence
+    assert "Prior to commencing the drive" not in text  # the engine sentence is worded anew, a sentence per call
+    info, mine = profile_task(seed).information.turns[1], information_structure(task).turns[1]
+    assert [c.method for c in mine.calls if c.explicit] == [c.method for c in info.calls if c.explicit]
+    assert len(mine.transformations) == len(info.transformations) == 1

@@ -1017,23 +1017,31 @@ _MAKES = frozenset({"mkdir", "touch"})
 
 def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...]
            ) -> list[tuple[int, int, int, int]] | None:
-    """The carried turn cut into units of (first call, stop call, start char, end char): the sentences that
-    ask for a call (and those after it up to the next call's, and for the first call those before it); calls
-    asked for in one sentence are one unit. None when the calls cannot be placed in order."""
+    """The carried turn cut into units of (first call, stop call, start char, end char), in the text's order: the
+    sentences that ask for a call (and those after it up to the next call's, and for the first unit those before
+    it); calls asked for in one sentence are one unit. A turn may ask for its calls in another order than they run
+    ('Start the engine with the doors locked and the brake on. ... so round it and fill that in.': the fill runs
+    first), as long as each sentence asks for a run of consecutive calls. None when a call cannot be placed."""
     explicit = [c.method for c in info.turns[g].calls if c.explicit]
     if tuple(explicit) != methods:
         return None
     n = len(methods)
-    positions = call_positions(text, info, g, target, n)
+    bounds = piece_bounds(text)
+    positions = call_positions(text, info, g, target, n) or call_positions(text, info, g, target, n, ordered=False)
     if positions is None:
         return None
-    bounds = piece_bounds(text)
     sent = [max(i for i, b in enumerate(bounds) if b <= p) for p in positions]
-    starts = [i for i in range(n) if i == 0 or sent[i] != sent[i - 1]]
+    runs: dict[int, list[int]] = {}
+    for i, s_i in enumerate(sent):
+        runs.setdefault(s_i, []).append(i)
+    if any(calls != list(range(calls[0], calls[-1] + 1)) for calls in runs.values()):
+        return None  # one sentence asks for calls that others interleave: no unit is one run of calls
+    order = sorted(runs)
     units = []
-    for k, a in enumerate(starts):
-        b = starts[k + 1] if k + 1 < len(starts) else n
-        units.append((a, b, 0 if k == 0 else bounds[sent[a]], bounds[sent[b]] if b < n else len(text)))
+    for k, s_i in enumerate(order):
+        lo = 0 if k == 0 else bounds[s_i]
+        hi = bounds[order[k + 1]] if k + 1 < len(order) else len(text)
+        units.append((runs[s_i][0], runs[s_i][-1] + 1, lo, hi))
     return units
 
 
@@ -1219,8 +1227,8 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
             pieces.append((lo, hi))
             k += 1
             continue
-        last = k
-        while last + 1 < len(units) and last + 1 not in locked:
+        last = k  # a run of units asking for consecutive calls, in order
+        while last + 1 < len(units) and last + 1 not in locked and units[last + 1][0] == units[last][1]:
             last += 1
         found = None
         for m in range(last, k - 1, -1):
@@ -1231,6 +1239,10 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
                                          {x.text for x in donors}, carried[lo:units[m][3]], earlier, aliases=aliases)
             found = _find(_ordered(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
                           carried[lo:units[m][3]], slot, phrases, True, key=f"{seed.scenario}|{turn}|{a}|{b}")
+            if found is None and b - a > 1:  # several calls no donor asks for together: a sentence per call
+                found = _segments(seed, base_info, turn, g, methods[a:b], _rebased(target, a, b), world, allowed, values,
+                                  used | {x.task_id for x in donors}, rng, slot, carried[lo:units[m][3]],
+                                  segment_signature(), earlier, single_only=True, aliases=aliases)
             if found is not None and drops_request(carried[lo:units[m][3]], found[0], methods, a, b):
                 found = None
             if found is not None:
@@ -1240,7 +1252,7 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
             k += 1
             continue
         pieces.append(_sentence(found[0]))
-        donors.append(found[1])
+        donors.extend(found[1] if isinstance(found[1], list) else [found[1]])
         k = m + 1
     if not donors:
         return None

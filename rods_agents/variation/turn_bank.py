@@ -270,9 +270,11 @@ def clean_piece(piece: str) -> str:
     return piece[:1].upper() + piece[1:]
 
 
-def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[Slot, ...], n: int) -> list[int] | None:
+def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[Slot, ...], n: int,
+                   ordered: bool = True) -> list[int] | None:
     """Where the text asks for each of the ``n`` explicit calls (the lexicon cue, else a stated value), in
-    order; None when a call cannot be placed or the order is not the calls' order."""
+    order; None when a call cannot be placed or the order is not the calls' order. ``ordered=False`` places each
+    call at the first mention of its words, wherever it sits (a turn asking for its calls in another order)."""
     explicit = [c for c in info.turns[g].calls if c.explicit]
     lower, out, start = text.lower(), [], 0
     for i in range(n):
@@ -283,7 +285,7 @@ def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[S
         if not found:
             return None
         out.append(min(found))
-        start = out[-1] + 1
+        start = out[-1] + 1 if ordered else 0
     return out
 
 
