@@ -22,6 +22,7 @@ from rods_agents.stages.coherence_rewrite import build_variant, carry_plan, rewr
 from rods_agents.stages.plan_sampling import sample_variant_plan
 from rods_agents.variation.transplant import (
     _compound_cuts,
+    _units,
     drops_request,
     foreign_names,
     keeps_said,
@@ -707,3 +708,18 @@ def test_a_turn_asking_for_its_calls_out_of_their_order_gets_new_words_around_it
     info, mine = profile_task(seed).information.turns[1], information_structure(task).turns[1]
     assert [c.method for c in mine.calls if c.explicit] == [c.method for c in info.calls if c.explicit]
     assert len(mine.transformations) == len(info.transformations) == 1
+
+
+def test_a_call_whose_words_recur_in_two_sentences_is_not_placed_out_of_order():
+    # base_98 turn 0: 'I want to make sure all the car doors are locked tight. Would you be able to check the door
+    # locks and ensure they're secured if any are unlocked?' asks for the locks under the condition of its last
+    # sentence; placed at 'locked tight', the first sentence had become 'Please lock all the doors.', unconditional
+    seed = bfcl_task("multi_turn_base_98")
+    trace = trace_task(seed)
+    sources = classify_arguments(seed, trace)
+    info = information_structure(seed, trace, sources)
+    methods, slots = explicit_calls(info, 0, *turn_slots(trace, sources, 0))
+    text = seed.turns[0][0].content
+    assert methods == ("displayCarStatus", "lockDoors") and info.turns[0].conditions
+    units = _units(text, info, 0, methods, slots)
+    assert units is None or all("unlocked" in text[lo:hi] for a, b, lo, hi in units if a <= 1 < b), units

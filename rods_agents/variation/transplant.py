@@ -1021,13 +1021,17 @@ def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple
     sentences that ask for a call (and those after it up to the next call's, and for the first unit those before
     it); calls asked for in one sentence are one unit. A turn may ask for its calls in another order than they run
     ('Start the engine with the doors locked and the brake on. ... so round it and fill that in.': the fill runs
-    first), as long as each sentence asks for a run of consecutive calls. None when a call cannot be placed."""
+    first), as long as each sentence asks for a run of consecutive calls and the turn has no condition (base_98's
+    'make sure the doors are locked tight. Check the door locks and secure them if any are unlocked' asks for the
+    locks under the condition of its last sentence). None when a call cannot be placed."""
     explicit = [c.method for c in info.turns[g].calls if c.explicit]
     if tuple(explicit) != methods:
         return None
     n = len(methods)
     bounds = piece_bounds(text)
-    positions = call_positions(text, info, g, target, n) or call_positions(text, info, g, target, n, ordered=False)
+    positions = call_positions(text, info, g, target, n)
+    if positions is None and not info.turns[g].conditions:  # a condition's call is not told by where its words sit
+        positions = call_positions(text, info, g, target, n, ordered=False)
     if positions is None:
         return None
     sent = [max(i for i, b in enumerate(bounds) if b <= p) for p in positions]

@@ -274,9 +274,12 @@ def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[S
                    ordered: bool = True) -> list[int] | None:
     """Where the text asks for each of the ``n`` explicit calls (the lexicon cue, else a stated value), in
     order; None when a call cannot be placed or the order is not the calls' order. ``ordered=False`` places each
-    call at the first mention of its words, wherever it sits (a turn asking for its calls in another order)."""
+    call wherever it sits (a turn asking for its calls in another order), only where every mention of its words is
+    in one piece: 'make sure the doors are locked tight. Check the door locks and secure them if any are unlocked'
+    asks for the locks in its second sentence, under a condition, and cannot be told apart from a first-sentence ask."""
     explicit = [c for c in info.turns[g].calls if c.explicit]
     lower, out, start = text.lower(), [], 0
+    bounds = piece_bounds(text)
     for i in range(n):
         words = [explicit[i].cue] if i < len(explicit) and explicit[i].cue else []
         words += [str(json.loads(x.value)) for x in slots if x.index == i and x.source == "user"
@@ -284,6 +287,10 @@ def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[S
         found = [p for w in words if w and (p := lower.find(w.lower(), start)) >= 0]
         if not found:
             return None
+        if not ordered:
+            every = [m.start() for w in words if w for m in re.finditer(re.escape(w.lower()), lower)]
+            if len({max(k for k, b in enumerate(bounds) if b <= p) for p in every}) > 1:
+                return None
         out.append(min(found))
         start = out[-1] + 1 if ordered else 0
     return out
