@@ -260,6 +260,9 @@ def synthesize(
                                                  "the run starts.")] = None,
     llm_stages: Annotated[str, typer.Option("--llm_stages", "--llm-stages", help=STAGES_HELP)] = "plan,rewrite,patch,judge",
     max_tokens: Annotated[int, typer.Option("--max_tokens", "--max-tokens", help="Completion token cap per LLM call.")] = 4096,
+    max_llm_calls: Annotated[int, typer.Option("--max_llm_calls", "--max-llm-calls", help="Hard bound on LLM calls per "
+                                               "sample, retries included; a sample that reaches it ends rejected "
+                                               "with its reasons.")] = 12,
     request_timeout: Annotated[float, typer.Option("--request_timeout", "--request-timeout",
                                                    help="Per-request timeout of the OpenAI client, seconds.")] = 120.0,
     max_retries: Annotated[int, typer.Option("--max_retries", "--max-retries",
@@ -306,7 +309,8 @@ def synthesize(
         if set(stages) - set(LLM_STAGES):
             raise InputError(f"--llm_stages: unknown stage(s) {sorted(set(stages) - set(LLM_STAGES))}; "
                              f"choose from {','.join(LLM_STAGES)}")
-        for flag, value in (("--variants_per_seed", variants_per_seed), ("--concurrency", concurrency)):
+        for flag, value in (("--variants_per_seed", variants_per_seed), ("--concurrency", concurrency),
+                            ("--max_llm_calls", max_llm_calls)):
             if value < 1:
                 raise InputError(f"{flag} must be >= 1 (got {value})")
         try:
@@ -322,7 +326,8 @@ def synthesize(
         try:
             ctx = SynthesisContext(seed=seed, variants_per_seed=variants_per_seed, backbone=backbone,
                                    models=list(model or []), base_url=base_url, concurrency=concurrency,
-                                   llm_stages=stages, max_tokens=max_tokens, request_timeout_s=request_timeout,
+                                   llm_stages=stages, max_tokens=max_tokens, max_llm_calls_per_sample=max_llm_calls,
+                                   request_timeout_s=request_timeout,
                                    client_max_retries=max_retries, extra_body=body)
         except ContextError as exc:
             raise InputError(str(exc)) from None

@@ -47,7 +47,7 @@ def test_malformed_seed_file_names_file_and_line(tmp_path):
 
 
 @pytest.mark.parametrize(("flag", "value"), [("--num_seeds", "0"), ("--variants_per_seed", "0"),
-                                             ("--backbone", "gpt"), ("--backbone", "openai"),
+                                             ("--max_llm_calls", "0"), ("--backbone", "gpt"), ("--backbone", "openai"),
                                              ("--llm_stages", "plan,dance")])
 @pytest.mark.parametrize("spelling", ["underscore", "dashed"])
 def test_bad_flags_are_one_line_and_exit_2(tmp_path, flag, value, spelling):
@@ -60,7 +60,7 @@ def test_help_lists_the_canonical_names_and_their_aliases():
     res = runner.invoke(app, ["synthesize", "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
     assert res.exit_code == 0
     for name in ("--num_seeds", "--num-seeds", "--variants_per_seed", "--llm_stages", "--base_url", "--backbone",
-                 "--extra_body", "--max_tokens"):
+                 "--extra_body", "--max_tokens", "--max_llm_calls", "--max-llm-calls"):
         assert name in res.output, name
     assert "plan, rewrite, patch, judge" in res.output
 
