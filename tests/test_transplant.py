@@ -723,3 +723,15 @@ def test_a_call_whose_words_recur_in_two_sentences_is_not_placed_out_of_order():
     assert methods == ("displayCarStatus", "lockDoors") and info.turns[0].conditions
     units = _units(text, info, 0, methods, slots)
     assert units is None or all("unlocked" in text[lo:hi] for a, b, lo, hi in units if a <= 1 < b), units
+
+
+def test_a_dictated_message_quoting_a_result_quotes_the_variants_result():
+    # base_62's message quotes the distance ('The distance from Rivermist to Stonebrook is 750.0 km.'); a variant
+    # with other cities must quote the new pair's distance, with the same one decimal, not the seed's 750.0
+    _, task, _, _ = _variant("multi_turn_base_62", run_seed=3)
+    calls = trace_task(task).calls
+    distance = next(c for c in calls if c.name == "estimate_distance")
+    message = next(c for c in calls if c.name == "send_message").args["message"]
+    km = json.loads(distance.result)["distance"]
+    assert distance.args != {"cityA": "83214", "cityB": "74532"} and km != 750.0  # another route, another distance
+    assert f" is {km:.1f} km." in message and "750.0" not in message

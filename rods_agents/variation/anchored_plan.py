@@ -249,6 +249,67 @@ def rederive(seed: Task, seed_trace: Trace, profile: Profile, gt: list[list[str]
     return None
 
 
+_NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]*\d)")
+
+
+def _restated(token: str, value: Any) -> str | None:
+    """``value`` written as ``token`` writes its number (the same decimals); None where that would round."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    decimals = len(token.split(".")[1]) if "." in token else 0
+    if decimals == 0 and float(value) != int(value):
+        return None
+    return f"{float(value):.{decimals}f}"
+
+
+def rederive_embedded(seed: Task, seed_trace: Trace, gt: list[list[str]], config: dict) -> list[list[str]]:
+    """Numbers a dictated text quotes from an earlier result, taken from the variant's results.
+
+    base_62 asks for the distance 'in the format 'The distance from Rivermist to Stonebrook is xxx km.'', and its
+    message says 750.0 km, the seed's distance; with the cities changed, the variant's message must say the new
+    pair's distance (780.0), written with the same decimals. A number the user's words say up to that turn, or one
+    that more than one place of the earlier results holds, is left as it is (the verdict then judges the text)."""
+    draft = seed.model_copy(update={"ground_truth": gt, "initial_config": config})
+    vtrace = trace_task(draft)
+    if len(vtrace.calls) != len(seed_trace.calls):
+        return gt
+    updates: dict[tuple[int, int], dict[str, Any]] = {}
+    for pos, (rec, vrec) in enumerate(zip(seed_trace.calls, vtrace.calls, strict=True)):
+        said = " ".join(m.content for t in seed.turns[: rec.turn + 1] for m in t if m.role == "user")
+        for param, value in rec.args.items():
+            current = vrec.args.get(param)
+            if not isinstance(value, str) or not isinstance(current, str):
+                continue
+            text = current
+            for token in set(_NUMBER_IN_TEXT.findall(value)):
+                if re.search(rf"(?<![\w.]){re.escape(token)}(?![\w.]*\d)", said):
+                    continue
+                found = [(p, path) for p in range(pos) for path in
+                         (_paths(_json(seed_trace.calls[p].result), float(token)) if _json(seed_trace.calls[p].result)
+                          is not None else [])]
+                if len(found) != 1:
+                    continue
+                p, path = found[0]
+                try:
+                    new = _restated(token, _at(_json(vtrace.calls[p].result), path, False))
+                except (KeyError, IndexError, TypeError):
+                    continue
+                if new is not None and new != token:
+                    text = re.sub(rf"(?<![\w.]){re.escape(token)}(?![\w.]*\d)", new, text)
+            if text != current:
+                updates.setdefault((rec.turn, rec.index), {})[param] = text
+    if not updates:
+        return gt
+    gt = [list(calls) for calls in gt]
+    for (t, i), args in updates.items():
+        parsed = parse_call(gt[t][i])
+        spec = build_catalog().methods.get(parsed.name)
+        bound = bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs)
+        bound.update(args)
+        gt[t][i] = to_call_string(parsed.name, bound)
+    return gt
+
+
 # Scalar state the plan never names but its calls depend on: resampled in the new config; when a draw
 # breaks a precondition (not enough money or fuel) the config patch agent repairs it.
 _RESAMPLED_STATE: list[tuple[str, tuple[str, ...], Any]] = [
@@ -1253,6 +1314,7 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
         if derived is None:
             return None
         gt, derived_values = derived
+        gt = rederive_embedded(seed, trace, gt, config)
         # a renamed value the environment still prints under its old name is not the task's to rename
         back = {o for o, n in derived_values if isinstance(o, str) and o == n and o in changes["renames"]}
         if not back:
