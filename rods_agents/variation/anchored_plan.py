@@ -239,14 +239,20 @@ def rederive(seed: Task, seed_trace: Trace, profile: Profile, gt: list[list[str]
                 changed.append([old_value, new_value])
         if not updates:
             return gt, changed
-        gt = [list(calls) for calls in gt]
-        for (t, i), args in updates.items():
-            parsed = parse_call(gt[t][i])
-            spec = build_catalog().methods.get(parsed.name)
-            bound = bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs)
-            bound.update(args)
-            gt[t][i] = to_call_string(parsed.name, bound)
+        gt = with_args(gt, updates)
     return None
+
+
+def with_args(gt: list[list[str]], updates: dict[tuple[int, int], dict[str, Any]]) -> list[list[str]]:
+    """``gt`` with the arguments of call (turn, index) set as ``updates`` says, each call re-written in full."""
+    gt = [list(calls) for calls in gt]
+    for (t, i), args in updates.items():
+        parsed = parse_call(gt[t][i])
+        spec = build_catalog().methods.get(parsed.name)
+        bound = bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs)
+        bound.update(args)
+        gt[t][i] = to_call_string(parsed.name, bound)
+    return gt
 
 
 _NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]*\d)")
@@ -298,16 +304,7 @@ def rederive_embedded(seed: Task, seed_trace: Trace, gt: list[list[str]], config
                     text = re.sub(rf"(?<![\w.]){re.escape(token)}(?![\w.]*\d)", new, text)
             if text != current:
                 updates.setdefault((rec.turn, rec.index), {})[param] = text
-    if not updates:
-        return gt
-    gt = [list(calls) for calls in gt]
-    for (t, i), args in updates.items():
-        parsed = parse_call(gt[t][i])
-        spec = build_catalog().methods.get(parsed.name)
-        bound = bind_args(spec.cls if spec else None, parsed.name, parsed.args, parsed.kwargs)
-        bound.update(args)
-        gt[t][i] = to_call_string(parsed.name, bound)
-    return gt
+    return with_args(gt, updates) if updates else gt
 
 
 # Scalar state the plan never names but its calls depend on: resampled in the new config; when a draw
