@@ -492,3 +492,13 @@ def test_an_id_the_state_maps_to_a_name_the_turn_says_is_written_by_that_name():
     assert "Michael" in after and "USR006" not in after, after
     assert containment(after, _user(seed, 0), mask=True) < 0.5, after
     assert not structure_mismatches(_structure(seed), _structure(variant))
+
+
+def test_a_context_sentence_stands_on_its_own_in_a_first_turn():
+    # context sentences state an implicit call's value and may open a conversation (read 17: a first turn began
+    # 'The files I mean are in the 'templates' folder.', pointing back at nothing); none of them points back
+    from rods_agents.variation.phrasebook import contexts
+
+    back = re.compile(r"\b(I mean|I meant|as I said|mentioned|that one|those ones|the same)\b", re.I)
+    pointing = [text for texts in contexts().values() for text in texts if back.search(text)]
+    assert not pointing, pointing

@@ -163,7 +163,7 @@ def contexts() -> dict[str, tuple[str, ...]]:
     """Hidden-value key -> sentences that state values of calls a turn leaves implicit, from the files'
     ``"context"`` tables. The key joins the hidden slots' ``method.param`` in call order with '+'
     (``get_zipcode_based_on_city.city+get_zipcode_based_on_city.city``); ``{v1}``, ``{v2}``... are their
-    values. 'The files I mean are in the {v1} folder.' states where an implicit ``cd`` goes without asking for it."""
+    values. 'The files I'm working with are in the {v1} folder.' states where an implicit ``cd`` goes without asking for it."""
     return _merged("context")
 
 
