@@ -735,3 +735,21 @@ def test_a_dictated_message_quoting_a_result_quotes_the_variants_result():
     km = json.loads(distance.result)["distance"]
     assert distance.args != {"cityA": "83214", "cityB": "74532"} and km != 750.0  # another route, another distance
     assert f" is {km:.1f} km." in message and "750.0" not in message
+
+
+def test_quoted_numbers_are_restated_once_each_and_never_rounded():
+    from rods_agents.variation.anchored_plan import _restated, rederive_embedded
+
+    assert _restated("750.0", 780.0) == "780.0" and _restated("750", 780.0) == "780"
+    assert _restated("750.0", 780.46) is None  # '780.5' would quote a distance the tool never returned
+    assert _restated("750", float("inf")) is None
+    # two quoted distances whose new values chain (750 -> 780 and 780 -> 980): each is rewritten once, in one pass
+    seed = bfcl_task("multi_turn_base_62")
+    message = "send_message(receiver_id='USR002', message='A to B is 750.0 km, B to C is 780.0 km.')"
+    gt = [["estimate_distance(cityA='83214', cityB='74532')", "estimate_distance(cityA='94016', cityB='62947')",
+           message], *seed.ground_truth[1:]]
+    seed = seed.model_copy(update={"ground_truth": gt})
+    variant_gt = [["estimate_distance(cityA='94016', cityB='62947')", "estimate_distance(cityA='94016', cityB='83214')",
+                   message], *gt[1:]]
+    out = rederive_embedded(seed, trace_task(seed), variant_gt, seed.initial_config)
+    assert "A to B is 780.0 km, B to C is 980.0 km." in out[0][2], out[0][2]

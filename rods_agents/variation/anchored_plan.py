@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 from functools import lru_cache
 from typing import Any
@@ -260,11 +261,11 @@ _NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]*\d)")
 
 def _restated(token: str, value: Any) -> str | None:
     """``value`` written as ``token`` writes its number (the same decimals); None where that would round."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
         return None
     decimals = len(token.split(".")[1]) if "." in token else 0
-    if decimals == 0 and float(value) != int(value):
-        return None
+    if round(float(value), decimals) != float(value):
+        return None  # 780.46 written as '780.5' would quote a distance the tool never returned
     return f"{float(value):.{decimals}f}"
 
 
@@ -286,8 +287,8 @@ def rederive_embedded(seed: Task, seed_trace: Trace, gt: list[list[str]], config
             current = vrec.args.get(param)
             if not isinstance(value, str) or not isinstance(current, str):
                 continue
-            text = current
-            for token in set(_NUMBER_IN_TEXT.findall(value)):
+            news: dict[str, str] = {}
+            for token in sorted(set(_NUMBER_IN_TEXT.findall(value))):
                 if re.search(rf"(?<![\w.]){re.escape(token)}(?![\w.]*\d)", said):
                     continue
                 found = [(p, path) for p in range(pos) for path in
@@ -301,7 +302,10 @@ def rederive_embedded(seed: Task, seed_trace: Trace, gt: list[list[str]], config
                 except (KeyError, IndexError, TypeError):
                     continue
                 if new is not None and new != token:
-                    text = re.sub(rf"(?<![\w.]){re.escape(token)}(?![\w.]*\d)", new, text)
+                    news[token] = new
+            # one pass: a new value equal to another quoted number ('750.0 -> 780.0' beside '780.0 -> 810.0') is
+            # never rewritten a second time
+            text = _NUMBER_IN_TEXT.sub(lambda m, news=news: news.get(m.group(0), m.group(0)), current)
             if text != current:
                 updates.setdefault((rec.turn, rec.index), {})[param] = text
     return with_args(gt, updates) if updates else gt

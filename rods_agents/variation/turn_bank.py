@@ -275,8 +275,8 @@ def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[S
     """Where the text asks for each of the ``n`` explicit calls (the lexicon cue, else a stated value), in
     order; None when a call cannot be placed or the order is not the calls' order. ``ordered=False`` places each
     call wherever it sits (a turn asking for its calls in another order), only where every mention of its words is
-    in one piece: 'make sure the doors are locked tight. Check the door locks and secure them if any are unlocked'
-    asks for the locks in its second sentence, under a condition, and cannot be told apart from a first-sentence ask."""
+    in one piece ('fill' in 'an unfilled tank so round it and fill that in' is one sentence). It cannot tell which
+    sentence a condition governs: callers use it only for turns without one (:func:`rods_agents.variation.transplant._units`)."""
     explicit = [c for c in info.turns[g].calls if c.explicit]
     lower, out, start = text.lower(), [], 0
     bounds = piece_bounds(text)
