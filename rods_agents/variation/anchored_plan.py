@@ -269,45 +269,59 @@ def _restated(token: str, value: Any) -> str | None:
     return f"{float(value):.{decimals}f}"
 
 
+def _quoted_results(seed: Task, seed_trace: Trace) -> dict[tuple[int, str], dict[str, tuple[int, tuple]]]:
+    """(call position, parameter) -> {number token: (producer position, JSON path)} for the numbers a seed's string
+    argument quotes from exactly one place of an earlier result, and the user's words up to that turn do not say."""
+    results = [_json(r.result) for r in seed_trace.calls]
+    out: dict[tuple[int, str], dict[str, tuple[int, tuple]]] = {}
+    for pos, rec in enumerate(seed_trace.calls):
+        said = set(_NUMBER_IN_TEXT.findall(" ".join(m.content for t in seed.turns[: rec.turn + 1] for m in t
+                                                    if m.role == "user")))
+        for param, value in rec.args.items():
+            if not isinstance(value, str):
+                continue
+            for token in sorted(set(_NUMBER_IN_TEXT.findall(value)) - said):
+                found = [(p, path) for p in range(pos) if results[p] is not None
+                         for path in _paths(results[p], float(token))]
+                if len(found) == 1:
+                    out.setdefault((pos, param), {})[token] = found[0]
+    return out
+
+
 def rederive_embedded(seed: Task, seed_trace: Trace, gt: list[list[str]], config: dict) -> list[list[str]]:
     """Numbers a dictated text quotes from an earlier result, taken from the variant's results.
 
     base_62 asks for the distance 'in the format 'The distance from Rivermist to Stonebrook is xxx km.'', and its
     message says 750.0 km, the seed's distance; with the cities changed, the variant's message must say the new
     pair's distance (780.0), written with the same decimals. A number the user's words say up to that turn, or one
-    that more than one place of the earlier results holds, is left as it is (the verdict then judges the text)."""
-    draft = seed.model_copy(update={"ground_truth": gt, "initial_config": config})
-    vtrace = trace_task(draft)
+    that more than one place of the earlier results holds, is left as it is (the verdict then judges the text). The
+    variant runs only when the seed quotes such a number (most seeds do not)."""
+    quoted = _quoted_results(seed, seed_trace)
+    if not quoted:
+        return gt
+    vtrace = trace_task(seed.model_copy(update={"ground_truth": gt, "initial_config": config}))
     if len(vtrace.calls) != len(seed_trace.calls):
         return gt
+    results = [_json(r.result) for r in vtrace.calls]
     updates: dict[tuple[int, int], dict[str, Any]] = {}
-    for pos, (rec, vrec) in enumerate(zip(seed_trace.calls, vtrace.calls, strict=True)):
-        said = " ".join(m.content for t in seed.turns[: rec.turn + 1] for m in t if m.role == "user")
-        for param, value in rec.args.items():
-            current = vrec.args.get(param)
-            if not isinstance(value, str) or not isinstance(current, str):
+    for (pos, param), tokens in quoted.items():
+        current = vtrace.calls[pos].args.get(param)
+        if not isinstance(current, str):
+            continue
+        news: dict[str, str] = {}
+        for token, (p, path) in tokens.items():
+            try:
+                new = _restated(token, _at(results[p], path, False))
+            except (KeyError, IndexError, TypeError):
                 continue
-            news: dict[str, str] = {}
-            for token in sorted(set(_NUMBER_IN_TEXT.findall(value))):
-                if re.search(rf"(?<![\w.]){re.escape(token)}(?![\w.]*\d)", said):
-                    continue
-                found = [(p, path) for p in range(pos) for path in
-                         (_paths(_json(seed_trace.calls[p].result), float(token)) if _json(seed_trace.calls[p].result)
-                          is not None else [])]
-                if len(found) != 1:
-                    continue
-                p, path = found[0]
-                try:
-                    new = _restated(token, _at(_json(vtrace.calls[p].result), path, False))
-                except (KeyError, IndexError, TypeError):
-                    continue
-                if new is not None and new != token:
-                    news[token] = new
-            # one pass: a new value equal to another quoted number ('750.0 -> 780.0' beside '780.0 -> 810.0') is
-            # never rewritten a second time
-            text = _NUMBER_IN_TEXT.sub(lambda m, news=news: news.get(m.group(0), m.group(0)), current)
-            if text != current:
-                updates.setdefault((rec.turn, rec.index), {})[param] = text
+            if new is not None and new != token:
+                news[token] = new
+        # one pass: a new value equal to another quoted number ('750.0 -> 780.0' beside '780.0 -> 810.0') is
+        # never rewritten a second time
+        text = _NUMBER_IN_TEXT.sub(lambda m, news=news: news.get(m.group(0), m.group(0)), current)
+        if text != current:
+            rec = vtrace.calls[pos]
+            updates.setdefault((rec.turn, rec.index), {})[param] = text
     return with_args(gt, updates) if updates else gt
 
 

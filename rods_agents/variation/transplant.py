@@ -95,6 +95,7 @@ from rods_agents.variation.turn_bank import (
     donors_for,
     explicit_calls,
     piece_bounds,
+    piece_of,
     portable_signature,
     segment_signature,
     turn_slots,
@@ -1034,7 +1035,7 @@ def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple
         positions = call_positions(text, info, g, target, n, ordered=False)
     if positions is None:
         return None
-    sent = [max(i for i, b in enumerate(bounds) if b <= p) for p in positions]
+    sent = [piece_of(bounds, p) for p in positions]
     runs: dict[int, list[int]] = {}
     for i, s_i in enumerate(sent):
         runs.setdefault(s_i, []).append(i)
@@ -1241,8 +1242,9 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
                     if d.task_id not in used and d.text not in {x.text for x in donors}]
             phrases = _phrasebook_donors(seed, turn, a, methods[a:b], _rebased(target, a, b), segment_signature(), used,
                                          {x.text for x in donors}, carried[lo:units[m][3]], earlier, aliases=aliases)
-            found = _find(_ordered(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
-                          carried[lo:units[m][3]], slot, phrases, True, key=f"{seed.scenario}|{turn}|{a}|{b}")
+            one = _find(_ordered(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
+                        carried[lo:units[m][3]], slot, phrases, True, key=f"{seed.scenario}|{turn}|{a}|{b}")
+            found = None if one is None else (one[0], [one[1]])  # (words, their donors)
             if found is None and b - a > 1:  # several calls no donor asks for together: a sentence per call
                 found = _segments(seed, base_info, turn, g, methods[a:b], _rebased(target, a, b), world, allowed, values,
                                   used | {x.task_id for x in donors}, rng, slot, carried[lo:units[m][3]],
@@ -1256,7 +1258,7 @@ def _mixed(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ..
             k += 1
             continue
         pieces.append(_sentence(found[0]))
-        donors.extend(found[1] if isinstance(found[1], list) else [found[1]])
+        donors.extend(found[1])
         k = m + 1
     if not donors:
         return None

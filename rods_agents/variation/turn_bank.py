@@ -24,6 +24,7 @@ supplying turn is not banked (the withheld value's placement is the category's m
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections import defaultdict
@@ -264,6 +265,11 @@ def piece_bounds(text: str) -> list[int]:
     return [0] + sorted(set(ends))
 
 
+def piece_of(bounds: list[int], position: int) -> int:
+    """The index of the piece (:func:`piece_bounds`) that holds character ``position``."""
+    return bisect.bisect_right(bounds, position) - 1
+
+
 def clean_piece(piece: str) -> str:
     """A piece cut at a clause as a sentence of its own: no hand-over words at its ends, a capital first letter."""
     piece = _TRAIL.sub("", _LEAD.sub("", piece.strip()))
@@ -279,7 +285,7 @@ def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[S
     sentence a condition governs: callers use it only for turns without one (:func:`rods_agents.variation.transplant._units`)."""
     explicit = [c for c in info.turns[g].calls if c.explicit]
     lower, out, start = text.lower(), [], 0
-    bounds = piece_bounds(text)
+    bounds = piece_bounds(text) if not ordered else []
     for i in range(n):
         words = [explicit[i].cue] if i < len(explicit) and explicit[i].cue else []
         words += [str(json.loads(x.value)) for x in slots if x.index == i and x.source == "user"
@@ -289,7 +295,7 @@ def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[S
             return None
         if not ordered:
             every = [m.start() for w in words if w for m in re.finditer(re.escape(w.lower()), lower)]
-            if len({max(k for k, b in enumerate(bounds) if b <= p) for p in every}) > 1:
+            if len({piece_of(bounds, p) for p in every}) > 1:
                 return None
         out.append(min(found))
         start = out[-1] + 1 if ordered else 0
@@ -309,7 +315,7 @@ def partial_donors(task: Task, t: int, text: str, methods: tuple[str, ...], slot
     if positions is None:
         return []
     bounds = piece_bounds(text)
-    sentence_of = [max(i for i, b in enumerate(bounds) if b <= p) for p in positions]
+    sentence_of = [piece_of(bounds, p) for p in positions]
     out = []
     for a in range(len(methods)):
         for b in range(a + 1, len(methods) + 1):
