@@ -283,6 +283,12 @@ def test_a_sentence_giving_a_value_the_new_words_lack_stays_beside_them():
     # a number no call takes is a budget or a threshold whose check lives in the words the new sentence dropped
     budget = "Check the fare and make sure I can afford it. My max spending limit is 7000."
     assert with_specifics("What's the fare?", budget, ("get_flight_cost",), "get_flight_cost(travel_class='first')") is None
+    # one that bounds nothing is context: it follows the new words as it is (base_189's CVV no call takes)
+    cvv = "Check the fare for me. The cardholder's name matches mine, and I can give the CVV when needed, which is 456."
+    assert with_specifics("What's the fare?", cvv, ("get_flight_cost",), "get_flight_cost(travel_class='first')") == (
+        "What's the fare? The cardholder's name matches mine, and I can give the CVV when needed, which is 456.")
+    assert with_specifics("What's the fare?", "Check the fare. I have 300 dollars at most.", ("get_flight_cost",),
+                          "get_flight_cost(travel_class='first')") is None
     # a sentence restating a value the new words already say belongs to their request: it would be said twice
     ticket = "Generate a ticket titled 'Urgent Change'? Details write 'I must cancel.', priority be level 4."
     calls = "create_ticket(priority=4,title='Urgent Change',description='I must cancel.')"

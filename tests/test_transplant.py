@@ -610,6 +610,10 @@ def test_an_option_no_turn_words_stays_unworded():
     span = "I would like to secure travel insurance with a fee of $350 linked to booking b1, paid with card '7062'."
     assert unworded_options(("purchase_insurance",), list(slots), span, "") == {"insurance_type"}
     assert unworded_options(("purchase_insurance",), list(slots), span, "Make it comprehensive.") == frozenset()
+    # miss_func_197: 'insurance ... which should comprehensively cover the journey' says the type; a sentence for the
+    # purchase without it ('Buy travel insurance ...') left the assistant to guess 'comprehensive'
+    covers = "Procure travel insurance worth $350 which should comprehensively cover the journey."
+    assert unworded_options(("purchase_insurance",), list(slots), covers, "") == frozenset()
     sig = json.dumps({"conditions": 0, "references": [], "transformations": []})
     texts = [d.text for d in phrase_donors("purchase_insurance", slots, sig, frozenset({"insurance_type"}))]
     assert texts and not any("comprehensive" in t for t in texts)

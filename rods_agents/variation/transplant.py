@@ -625,14 +625,27 @@ def keeps_specifics(text: str, span: str) -> bool:
             and all(t.lower() in lower for t in _SPECIFIC.findall(span)))
 
 
+_LIMIT = re.compile(r"\b(?:limit\w*|budget\w*|max(?:imum)?|min(?:imum)?|at (?:most|least)|no (?:more|less|fewer) than|"
+                    r"exceed\w*|afford\w*|cap|caps|capped|under|below|above|over|(?:less|more|fewer) than|within|"
+                    r"threshold|enough)\b", re.I)
+
+
+def untaken_limit(sentence: str, untaken: set[float]) -> bool:
+    """``sentence`` holds a number no call takes (``untaken``) that reads as a bound: 'My max spending limit is
+    7000' is a budget whose check lives in the words around it (read 7), which new words for the request drop. A
+    number that bounds nothing ('I can provide the CVV when needed, which is 456', 'We start off on December 24,
+    2026') is context: the sentence follows the new words as it is, and the task asks for the same."""
+    return bool(untaken) and (_LIMIT.search(sentence) is not None
+                              or any(p.search(sentence) for p in lexicon().conditions))
+
+
 def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, world: set[str] | None = None
                    ) -> str | None:
     """``text``, followed where it must be by the sentences of ``span`` that hold a number, a quoted value, a hashtag
     or a handle ``text`` lacks and ask for none of ``methods`` ("Your user id is 'USR001'." after the message it
-    sends: the value an implicit login takes). None when such a sentence also asks for a call (it would ask twice)
-    or holds a number no call of the task takes or a quoted value neither a call nor the state (``world``) holds
-    (``values``: the ground truth's text): 'My max spending limit is 7000' is a budget whose check lives in the
-    words around it, which the new sentence dropped (read 7)."""
+    sends: the value an implicit login takes). None when such a sentence also asks for a call (it would ask twice),
+    holds a number no call of the task takes that reads as a bound (:func:`untaken_limit`), or a quoted value neither
+    a call nor the state (``world``) holds (``values``: the ground truth's text)."""
     if keeps_specifics(text, span):
         return text
     bounds = [0, *(m.end() for m in SENTENCE_END.finditer(span))]
@@ -647,8 +660,8 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
         if any(len(q) >= 3 and q in said for q in quoted):
             return None  # it restates what the new words say: part of their request, said twice ("..., description
             # 'Y.' Details write 'Y.', priority be level 4.", read of 2026-12-03)
-        if not (_numbers(x) - _numbers(text)) <= taken or any(q and q not in lower and q not in (world or ())
-                                                              for q in quoted):
+        if (untaken_limit(x, _numbers(x) - _numbers(text) - taken)
+                or any(q and q not in lower and q not in (world or ()) for q in quoted)):
             return None
     out = f"{_sentence(text)} {' '.join(_sentence(x) for x in missing)}"
     return out if keeps_specifics(out, span) else None
