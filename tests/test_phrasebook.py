@@ -508,3 +508,28 @@ def test_a_context_sentence_stands_on_its_own_in_a_first_turn():
     back = re.compile(r"\b(I mean|I meant|as I said|mentioned|that one|those ones|the same)\b", re.I)
     pointing = [text for texts in contexts().values() for text in texts if back.search(text)]
     assert not pointing, pointing
+
+
+def test_a_value_built_by_a_named_recipe_is_asked_for_only_by_words_for_that_recipe():
+    """'Fill the fuel tank to completely full.' (multi_turn_base_71) leaves the amount to the assistant: read the
+    level, subtract it from the capacity. A sentence marked ``composes`` for that recipe ('I'd like a full tank.')
+    leaves it the same work; no other fits such a value, and it fits no other value (a fill of 30 that leaves 40)."""
+    from rods_agents.analysis.faithfulness import fill_not_full
+    from rods_agents.variation.turn_bank import recipe_of
+
+    assert recipe_of("fillFuelTank", "fuelAmount", '{"fuelLevel": 50.0}') == "fill_to_capacity"
+    assert recipe_of("fillFuelTank", "fuelAmount", '{"fuelLevel": 40.0}') == ""
+    assert recipe_of("fillFuelTank", "fuelAmount", '{"error": "Cannot fill gas above the tank capacity."}') == ""
+    full = parse_phrasing("VehicleControlAPI", "fillFuelTank", 0,
+                          {"text": "I'd like a full tank.", "composes": {"fuelAmount": "fill_to_capacity"}})
+    plain = parse_phrasing("VehicleControlAPI", "fillFuelTank", 1, "Please refuel the car.")
+    built = (Slot(0, "fuelAmount", "45.0", "composed", False, "", "fill_to_capacity"),)
+    partial = (Slot(0, "fuelAmount", "30.0", "composed", False, ""),)
+    assert render(full, built) == "I'd like a full tank." and render(plain, built) is None
+    assert render(full, partial) is None
+    with pytest.raises(ValueError, match="composes"):
+        parse_phrasing("VehicleControlAPI", "fillFuelTank", 2, {"text": "Add {fuelAmount} gallons.",
+                                                                "composes": {"fuelAmount": "fill_to_capacity"}})
+    seed, variant = _rewritten("multi_turn_miss_func_71")  # turn 3: 'Fill the fuel tank to completely full.'
+    assert _user(variant, 3) != _user(seed, 3) and not fill_not_full(variant, seed)
+    assert not structure_mismatches(_structure(seed), _structure(variant))

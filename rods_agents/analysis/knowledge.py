@@ -39,6 +39,7 @@ BFCL_TABLES = {
     "skill_classes": "bfcl/skill_classes.json",
     "choice_words": "bfcl/choice_words.json",
     "dictated": "bfcl/offline_dictated.json",
+    "value_recipes": "bfcl/value_recipes.json",
 }
 """Table name -> BFCL's data file (under ``prompts/``)."""
 
@@ -137,6 +138,12 @@ def value_phrases() -> dict[str, Any]:
 
 def skill_classes() -> dict[str, Any]:
     return table("skill_classes")
+
+
+def value_recipes() -> dict[str, Any]:
+    """``method.param`` -> {recipe: what the call's result shows when the value was built that way} (BFCL's only;
+    a user class has none, and its composed values keep their sentences)."""
+    return table("value_recipes")
 
 
 def symbol_lookups() -> frozenset[str]:

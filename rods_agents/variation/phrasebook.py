@@ -35,7 +35,11 @@ A phrasing asks for exactly one call and states exactly what the seed's turn sta
 - ``"from": {"param": ["method", ...]}`` marks a phrasing that points at a value read from the result of one of
   those methods ('Cancel the booking I just made.' for ``cancel_booking.booking_id`` from ``book_flight``). Such
   a phrasing fits only a call whose value that result singles out
-  (:func:`rods_agents.variation.turn_bank.singled_producer`): one booking made, not a booking history.
+  (:func:`rods_agents.variation.turn_bank.singled_producer`): one booking made, not a booking history;
+- ``"composes": {"param": "recipe"}`` marks a phrasing that asks for a value the assistant builds by a named recipe
+  (``prompts/bfcl/value_recipes.json``: 'Fill the tank all the way up.' for a ``fuelAmount`` that leaves the tank at
+  its capacity): it fits only a call whose value was built by that recipe
+  (:func:`rods_agents.variation.turn_bank.recipe_of`), and such a value is asked for by no other phrasing.
 
 A phrasing fits a call when its placeholders and ``when`` keys are exactly the call's stated values and
 options, every ``when`` value is the call's, and its ``from`` keys are exactly the values the call reads from
@@ -96,6 +100,7 @@ class Phrasing:
     pick: str = ""  # the parameter whose placeholder takes the seed's words for a picked value
     withholds: str = ""  # the parameter a miss_param turn leaves out, which the words mark as missing
     describes: tuple[tuple[str, str], ...] = ()  # (param, the free text its words describe for the assistant to compose)
+    composes: tuple[tuple[str, str], ...] = ()  # (param, the named recipe its words ask the assistant to build it by)
 
     @property
     def params(self) -> frozenset[str]:
@@ -109,11 +114,15 @@ def _option_key(value: Any) -> str:
 def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phrasing:
     """A phrasebook entry as a :class:`Phrasing` (ValueError naming the file's method on a bad entry)."""
     if isinstance(entry, str):
-        text, when, origin, pick, withholds, describes = entry, {}, {}, "", "", {}
+        text, when, origin, pick, withholds, describes, composes = entry, {}, {}, "", "", {}, {}
     elif isinstance(entry, dict) and isinstance(entry.get("text"), str):
         text, when, origin = entry["text"], dict(entry.get("when") or {}), dict(entry.get("from") or {})
         pick, withholds = entry.get("pick") or "", entry.get("withholds") or ""
-        describes = entry.get("describes") or {}
+        describes, composes = entry.get("describes") or {}, entry.get("composes") or {}
+        if not isinstance(composes, dict) or not all(isinstance(v, str) and v and "{" + k not in text
+                                                     for k, v in composes.items()):
+            raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'composes' maps a parameter the text does not write "
+                             "to a recipe of prompts/bfcl/value_recipes.json")
         if not isinstance(describes, dict) or not all(isinstance(v, str) and v.strip() and "{" + k not in text
                                                       for k, v in describes.items()):
             raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'describes' maps a parameter the text does not write "
@@ -124,7 +133,7 @@ def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phra
             raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'withholds' names a parameter the text leaves out")
     else:
         raise ValueError(f"phrasebook {cls}.{method}[{index}]: a phrasing is a string or "
-                         "{'text', 'when', 'from', 'pick', 'withholds', 'describes'}")
+                         "{'text', 'when', 'from', 'pick', 'withholds', 'describes', 'composes'}")
     results = []
     for param, methods in sorted(origin.items()):
         methods = [methods] if isinstance(methods, str) else methods
@@ -140,7 +149,8 @@ def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phra
                 raise ValueError(f"phrasebook {cls}.{method}[{index}]: bad option list in {m.group(0)!r}")
             choices.append((m.group(1), tuple((k.strip(), v) for k, v in pairs)))
     return Phrasing(cls, method, index, text, tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in when.items())),
-                    frozenset(fields), tuple(choices), tuple(results), pick, withholds, tuple(sorted(describes.items())))
+                    frozenset(fields), tuple(choices), tuple(results), pick, withholds, tuple(sorted(describes.items())),
+                    tuple(sorted(composes.items())))
 
 
 @lru_cache(maxsize=1)
@@ -330,6 +340,8 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
     own = own_slots(slots, phrasing.method)
     if own is None:
         return None
+    if dict(phrasing.composes) != {p: x.recipe for p, x in own.items() if x.recipe}:
+        return None  # a value built by a named recipe is asked for only by words for that recipe, and only those fit it
     held = {p for p, x in own.items() if x.source == "withheld"}
     if phrasing.withholds and phrasing.withholds not in held:
         return None  # its words mark a value missing that this call has

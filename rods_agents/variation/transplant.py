@@ -847,7 +847,7 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     # to that turn, as a value it said as it is would be
     looked_up = {x.param for x in own if x.source == "state" and not x.producer
                  and x.param not in named and all(named_by_lookup(v, earlier) for v in _scalars(json.loads(x.value)))}
-    if len(methods) > 2 or any(x.source in PICKED and not x.producer
+    if len(methods) > 2 or any(x.source in PICKED and not x.producer and not x.recipe
                                 and x.param not in named and x.param not in picks and x.param not in looked_up
                                 for x in own):
         return []  # a value read from the state or one of several results: the seed's words say which one
@@ -911,7 +911,8 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
     if parsed.get("conditions"):
         return None
     whole_only = signature is not None  # a withholding turn: one donor withholding the same value
-    delicate = bool(parsed.get("references") or parsed.get("transformations"))
+    delicate = bool(parsed.get("references") or (parsed.get("transformations") and not by_recipe(seed_info, g, methods,
+                                                                                                 target)))
     untied: dict[str, str] | None = None  # a pick the structure tied to no call (stray_picks)
     if not delicate and not whole_only and (stray := stray_cues(carried, methods, len(methods) == 1 and any(
             x.producer for x in target))) and picks_something(target):
@@ -939,6 +940,15 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         # withheld call's as :func:`withholds_plainly` allows; the re-measure checks the same value is still withheld
         built = call_by_call()
     return built
+
+
+def by_recipe(info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:
+    """Every transformation of the turn builds a value by a named recipe (:func:`rods_agents.variation.turn_bank.recipe_of`): 'fuel up
+    the car entirely' fills the tank to its capacity, and a phrasebook sentence marked ``composes`` for that recipe
+    ('Top the tank off for me.') asks for the same reading and the same sum in its own words, so the turn may be
+    re-worded like any other (the re-measure still checks the transformation stays)."""
+    built = {(methods[x.index], x.param) for x in target if 0 <= x.index < len(methods) and x.recipe}
+    return bool(built) and all((t.method, t.param) in built for t in info.turns[g].transformations)
 
 
 def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:

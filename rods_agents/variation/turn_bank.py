@@ -51,6 +51,9 @@ class Slot:
     producer: str = ""
     """For a value read from a result: the method whose result singles it out (:func:`singled_producer`), so a
     sentence may point at it as that call's outcome ('the order I just placed'); "" otherwise."""
+    recipe: str = ""
+    """For a composed value: the named way it is built (:func:`recipe_of`), which a sentence may ask for in its own
+    words ('Fill the tank all the way up.'); "" otherwise."""
 
 
 @dataclass(frozen=True)
@@ -176,9 +179,27 @@ def turn_slots(trace: Trace, sources: list[ArgSource], turn: int) -> tuple[tuple
             a = src.get((r.index, param))
             producer = singled_producer(trace, a.producer, value, position[id(r)]) if a is not None and a.source == "call" \
                 else ""
+            recipe = recipe_of(r.name, param, r.result) if a is not None and a.source == "composed" else ""
             slots.append(Slot(r.index, param, json.dumps(value, sort_keys=True), a.source if a else "flag", flag,
-                              producer))
+                              producer, recipe))
     return tuple(r.name for r in recs), tuple(slots)
+
+
+def recipe_of(method: str, param: str, result: str) -> str:
+    """The named recipe (``prompts/bfcl/value_recipes.json``) a composed argument was built by, told by its call's
+    result: a fill whose tank then holds its capacity filled it up, whatever the amount ('fill it completely', 'top
+    it up to end with 50 gallons'); "" when none is named or the result shows none."""
+    recipes = knowledge.value_recipes().get(f"{method}.{param}") or {}
+    if not recipes:
+        return ""
+    try:
+        data = json.loads(result)
+    except (TypeError, ValueError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    return next((name for name, rule in sorted(recipes.items())
+                 if all(data.get(k) == v for k, v in (rule.get("result") or {}).items())), "")
 
 
 def _keyed(obj: Any, out: dict[str, list[Any]], in_list: bool = False) -> None:
