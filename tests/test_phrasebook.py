@@ -533,3 +533,13 @@ def test_a_value_built_by_a_named_recipe_is_asked_for_only_by_words_for_that_rec
     seed, variant = _rewritten("multi_turn_miss_func_71")  # turn 3: 'Fill the fuel tank to completely full.'
     assert _user(variant, 3) != _user(seed, 3) and not fill_not_full(variant, seed)
     assert not structure_mismatches(_structure(seed), _structure(variant))
+
+
+def test_a_date_the_turn_writes_in_words_leaves_it_open_to_new_words():
+    """long_context_199 books 'on the morning of April 15th 2026': the date written in words counts as a value the
+    assistant builds, which kept the whole turn in the seed's words. A phrasebook sentence writes it in words too
+    ('on April 15th, 2026'), so the turn is re-worded and its structure (that transformation included) stays."""
+    seed, variant = _rewritten("multi_turn_long_context_199")
+    assert _user(variant, 0) != _user(seed, 0) and containment(_user(variant, 0), _user(seed, 0)) < 0.5
+    assert "April 15th, 2026" in _user(variant, 0) and "2026-04-15" not in _user(variant, 0)
+    assert not structure_mismatches(_structure(seed), _structure(variant))

@@ -912,7 +912,7 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         return None
     whole_only = signature is not None  # a withholding turn: one donor withholding the same value
     delicate = bool(parsed.get("references") or (parsed.get("transformations") and not by_recipe(seed_info, g, methods,
-                                                                                                 target)))
+                                                                                                 target, carried)))
     untied: dict[str, str] | None = None  # a pick the structure tied to no call (stray_picks)
     if not delicate and not whole_only and (stray := stray_cues(carried, methods, len(methods) == 1 and any(
             x.producer for x in target))) and picks_something(target):
@@ -942,12 +942,15 @@ def _assemble(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
     return built
 
 
-def by_recipe(info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:
-    """Every transformation of the turn builds a value by a named recipe (:func:`rods_agents.variation.turn_bank.recipe_of`): 'fuel up
-    the car entirely' fills the tank to its capacity, and a phrasebook sentence marked ``composes`` for that recipe
-    ('Top the tank off for me.') asks for the same reading and the same sum in its own words, so the turn may be
-    re-worded like any other (the re-measure still checks the transformation stays)."""
-    built = {(methods[x.index], x.param) for x in target if 0 <= x.index < len(methods) and x.recipe}
+def by_recipe(info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], span: str = "") -> bool:
+    """Every transformation of the turn builds a value a phrasebook sentence words the same way: by a named recipe
+    (:func:`rods_agents.variation.turn_bank.recipe_of`: 'fuel up the car entirely' fills the tank to its capacity,
+    and a sentence marked ``composes`` for it, 'Top the tank off for me.', asks for the same reading and the same
+    sum), or a date ``span`` writes in words, which the sentence writes in words too (:func:`named_as`: 'on
+    August 15, 2026' -> 'on August 15th, 2026'). So the turn may be re-worded like any other; the re-measure still
+    checks the transformation stays."""
+    built = {(methods[x.index], x.param) for x in target if 0 <= x.index < len(methods) and (
+        x.recipe or (_ISO.match(json.loads(x.value) if x.value.startswith('"') else "") and named_as(json.loads(x.value), span)))}
     return bool(built) and all((t.method, t.param) in built for t in info.turns[g].transformations)
 
 
