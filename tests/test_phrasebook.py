@@ -543,3 +543,27 @@ def test_a_date_the_turn_writes_in_words_leaves_it_open_to_new_words():
     assert _user(variant, 0) != _user(seed, 0) and containment(_user(variant, 0), _user(seed, 0)) < 0.5
     assert "April 15th, 2026" in _user(variant, 0) and "2026-04-15" not in _user(variant, 0)
     assert not structure_mismatches(_structure(seed), _structure(variant))
+
+
+def test_a_phrasing_naming_its_parameter_as_the_tool_does_is_a_problem():
+    """Read 18: 'Tail report.csv for me, with lines set to 15.' is the tool's wording, not a user's."""
+    from rods_agents.variation.phrasebook import lint
+
+    leak = parse_phrasing("GorillaFileSystem", "tail", 0, "Tail '{file_name}' for me, with lines set to {lines}.")
+    plain = parse_phrasing("GorillaFileSystem", "tail", 1, "Tail '{file_name}' for me, just the last {lines} lines.")
+    assert any("names its parameter 'lines'" in why for why in lint(leak))
+    assert lint(plain) == []
+
+
+def test_a_piece_cut_for_one_call_that_asks_for_another_is_no_donor():
+    """base_106's 'Could you get its present stock performance for me and proceed with purchasing 100 shares ...' was
+    cut as the order's sentence, and worded base_142's turn that only places an order (read 18: it asks for a lookup
+    the ground truth never makes)."""
+    from rods_agents.variation.turn_bank import asks_other_work, turn_bank
+
+    piece = "Could you get its present stock performance for me and proceed with purchasing 100 shares?"
+    assert asks_other_work(piece, ("get_stock_info", "place_order"), ("place_order",))
+    assert not asks_other_work("Proceed with purchasing 100 shares.", ("get_stock_info", "place_order"), ("place_order",))
+    assert not asks_other_work("In the documents folder, sort notes.txt.", ("cd", "sort"), ("sort",))  # a hidden value
+    orders = [d.text for d in turn_bank().get(("place_order",), ())]
+    assert orders and not any("stock performance" in t for t in orders)

@@ -463,7 +463,8 @@ stock listed in my watchlist'), with no cue of its own."""
 def lint(phrasing: Phrasing) -> list[str]:
     """Why a phrasing would change a turn's structure: no cue of its method in the lexicon (the call would
     read as left to the assistant), or words the structure reads as a condition, reference or
-    transformation (a segment has none of them)."""
+    transformation (a segment has none of them); or why it reads as no user writes: a parameter named as the
+    tool names it ('with lines set to 15')."""
     lex = lexicon()
     # a pick's placeholder takes a long noun phrase ending in its head ('the first stock listed in my watchlist'): the
     # method's cue must be found around a phrase that long, and may be its head ('the most recent order ID')
@@ -480,6 +481,9 @@ def lint(phrasing: Phrasing) -> list[str]:
     for kind, pats in lex.references.items():
         if any(p.search(text) for p in pats):
             out.append(f"reads as a reference ({kind})")
+    for name in phrasing.fields:  # 'with lines set to 15' is the tool's words, not a user's (read 18)
+        if re.search(rf"\b{re.escape(name.replace('_', ' '))}\s+(?:set to|=|:)", phrasing.text, re.I):
+            out.append(f"names its parameter {name!r} as the tool does")
     return out
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from envs.task import Task
 from rods_agents.analysis import knowledge
-from rods_agents.analysis.information_structure import InformationStructure, information_structure
+from rods_agents.analysis.information_structure import InformationStructure, information_structure, lexicon
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import ArgSource, classify_arguments, is_flag
 
@@ -347,6 +347,8 @@ def partial_donors(task: Task, t: int, text: str, methods: tuple[str, ...], slot
             lo = 0 if a == 0 else bounds[sentence_of[a]]
             hi = bounds[sentence_of[b]] if b < len(methods) else len(text)
             part = clean_piece(text[lo:hi])
+            if asks_other_work(part, methods, methods[a:b]):
+                continue  # 'Could you get its present stock performance ... and proceed with purchasing 40 shares'
             run = tuple(replace(x, index=x.index - a) for x in slots if 0 <= a <= x.index < b)
             out.append(Donor(task.id, knowledge.donor_key(task), t, part, methods[a:b], run, segment_signature(), entities,
                              cue_key(info, g)))
@@ -358,6 +360,19 @@ def _states_implicit_values(info: InformationStructure, turn: int, slots: tuple[
     implicit ``cd('research')``): re-instantiated elsewhere, that value would point at the donor's world."""
     implicit = {c.index for c in info.turns[turn].calls if not c.explicit}
     return any(x.index in implicit and x.source == "user" and not x.flag for x in slots)
+
+
+def asks_other_work(text: str, all_methods: tuple[str, ...], explicit: tuple[str, ...]) -> bool:
+    """The words ask for a call of ``all_methods`` outside ``explicit`` (a navigation or a login aside): a piece of a
+    turn cut for one call that asks for another too ('Could you get its present stock performance for me and proceed
+    with purchasing 40 shares', cut for the order alone). Re-used for a turn that only places the order, the words
+    ask for a lookup its ground truth never makes (read 18, base_142). A folder or a login the words name is a
+    hidden value a donor carries as such (:func:`explicit_calls`)."""
+    from rods_agents.analysis.skills import call_kind
+
+    lex = lexicon().methods
+    return any(call_kind(m) not in ("navigation", "authentication") and any(p.search(text) for p in lex.get(m, ((),))[0])
+               for m in set(all_methods) - set(explicit))
 
 
 def _user_text(task: Task, turn: int) -> str:
