@@ -567,3 +567,43 @@ def test_a_piece_cut_for_one_call_that_asks_for_another_is_no_donor():
     assert not asks_other_work("In the documents folder, sort notes.txt.", ("cd", "sort"), ("sort",))  # a hidden value
     orders = [d.text for d in turn_bank().get(("place_order",), ())]
     assert orders and not any("stock performance" in t for t in orders)
+
+
+def test_a_recipe_is_matched_by_donors_too_and_names_its_result(monkeypatch):
+    """A review of the recipe change: a human turn building another amount ('I think 40 gallons in total') is no donor
+    for a fill to capacity, and a recipe rule that names no result matches nothing (it would tag every value)."""
+    from rods_agents.analysis import knowledge
+    from rods_agents.variation.transplant import value_map
+    from rods_agents.variation.turn_bank import Donor, recipe_of
+
+    full = (Slot(0, "fuelAmount", "45.0", "composed", False, "", "fill_to_capacity"),)
+    other = Donor("multi_turn_base_66", 66, 1, "I think 40 gallons in total should do. Can you handle the gas top-up?",
+                  ("fillFuelTank",), (Slot(0, "fuelAmount", "30.0", "composed", False, ""),), "{}", frozenset())
+    assert value_map(other, full) is None
+    assert value_map(other, (Slot(0, "fuelAmount", "35.0", "composed", False, ""),)) is not None
+    monkeypatch.setattr(knowledge, "value_recipes", lambda: {"fillFuelTank.fuelAmount": {"fill_to_capacity": {}}})
+    assert recipe_of("fillFuelTank", "fuelAmount", '{"fuelLevel": 12.0}') == ""
+
+
+def test_only_a_number_that_reads_as_context_follows_new_words_unbound():
+    """The review's bound wordings all refuse; a code named as such, a date and a year pass."""
+    from rods_agents.analysis.value_sources import _numbers
+    from rods_agents.variation.transplant import untaken_limit
+
+    bounds = ["I can spend up to 300 dollars.", "By promising I mean the price is larger than 300.",
+              "The most I will pay is 500.", "Keep it to 500 or less.", "My ceiling is 600.", "My max spending limit is 7000."]
+    context = ["I can provide the CVV when needed, which is 456.", "We start off on December 24, 2026.",
+               "My card number is 4660-1228-1278-3401.", "I was born in 1985."]
+    assert all(untaken_limit(x, _numbers(x)) for x in bounds)
+    assert not any(untaken_limit(x, _numbers(x)) for x in context)
+
+
+def test_the_parameter_lint_reads_camel_case_and_equals_signs():
+    from rods_agents.variation.phrasebook import lint
+
+    for text in ("Refuel with fuel amount set to {fuelAmount}.", "Tail '{file_name}', lines = {lines}."):
+        method = "fillFuelTank" if "fuel" in text else "tail"
+        cls = "VehicleControlAPI" if "fuel" in text else "GorillaFileSystem"
+        assert any("names its parameter" in why for why in lint(parse_phrasing(cls, method, 0, text))), text
+    assert not any("names its parameter" in why for why in lint(parse_phrasing(
+        "TravelAPI", "cancel_booking", 0, "Please cancel booking {booking_id}. Access token: {access_token}.")))

@@ -73,6 +73,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from prompts import PROMPTS_DIR
+from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import lexicon
 from rods_agents.variation.turn_bank import Donor, Slot
 
@@ -121,8 +122,8 @@ def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phra
         describes, composes = entry.get("describes") or {}, entry.get("composes") or {}
         if not isinstance(composes, dict) or not all(isinstance(v, str) and v and "{" + k not in text
                                                      for k, v in composes.items()):
-            raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'composes' maps a parameter the text does not write "
-                             "to a recipe of prompts/bfcl/value_recipes.json")
+            raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'composes' maps a parameter the text leaves to the "
+                             "assistant (no {param} for it) to a recipe name of prompts/bfcl/value_recipes.json")
         if not isinstance(describes, dict) or not all(isinstance(v, str) and v.strip() and "{" + k not in text
                                                       for k, v in describes.items()):
             raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'describes' maps a parameter the text does not write "
@@ -303,7 +304,7 @@ def own_slots(slots: tuple[Slot, ...], method: str) -> dict[str, Slot] | None:
     own: dict[str, Slot] = {}
     for s in run_slots(slots, method):
         first = own.setdefault(s.param, s)
-        if (first.value, first.source, first.producer) != (s.value, s.source, s.producer):
+        if (first.value, first.source, first.producer, first.recipe) != (s.value, s.source, s.producer, s.recipe):
             return None
     return own
 
@@ -435,6 +436,10 @@ def check() -> list[str]:
                 problems.append(f"{p.cls}.{method}[{p.index}]: no parameter {name!r} ({p.text!r})")
             for name in {m for _, ms in p.results for m in ms} - catalog.keys():
                 problems.append(f"{p.cls}.{method}[{p.index}]: 'from' names {name!r}, not a method of the catalog")
+            for name, recipe in p.composes:  # a typo would leave the phrasing fitting nothing, silently
+                if name not in params or recipe not in (knowledge.value_recipes().get(f"{method}.{name}") or {}):
+                    problems.append(f"{p.cls}.{method}[{p.index}]: 'composes' names {name}={recipe!r}, not a recipe of "
+                                    "prompts/bfcl/value_recipes.json")
             problems += [f"{p.cls}.{method}[{p.index}]: {why} ({p.text!r})" for why in lint(p)]
     for method, fs in frames().items():
         params = params_of(method) or set()
@@ -482,7 +487,8 @@ def lint(phrasing: Phrasing) -> list[str]:
         if any(p.search(text) for p in pats):
             out.append(f"reads as a reference ({kind})")
     for name in phrasing.fields:  # 'with lines set to 15' is the tool's words, not a user's (read 18)
-        if re.search(rf"\b{re.escape(name.replace('_', ' '))}\s+(?:set to|=|:)", phrasing.text, re.I):
+        words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).replace("_", " ")
+        if re.search(rf"\b{re.escape(words)}(?:\s*=|\s+set to)", phrasing.text, re.I):
             out.append(f"names its parameter {name!r} as the tool does")
     return out
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -240,6 +241,8 @@ def value_map(donor: Donor, target: tuple[Slot, ...]) -> tuple[dict[str, str], d
             continue
         if ds.source != ts.source and not {ds.source, ts.source} <= _UNSAID:
             return None
+        if ds.recipe != ts.recipe:
+            return None  # 'I think 40 gallons in total' builds another amount than 'fill it completely' (a review)
         if ds.source != "user":
             continue
         pairs = _pairs(dv, tv)
@@ -625,18 +628,26 @@ def keeps_specifics(text: str, span: str) -> bool:
             and all(t.lower() in lower for t in _SPECIFIC.findall(span)))
 
 
-_LIMIT = re.compile(r"\b(?:limit\w*|budget\w*|max(?:imum)?|min(?:imum)?|at (?:most|least)|no (?:more|less|fewer) than|"
-                    r"exceed\w*|afford\w*|cap|caps|capped|under|below|above|over|(?:less|more|fewer) than|within|"
-                    r"threshold|enough)\b", re.I)
+_CONTEXT_LEAD = re.compile(r"\b(?:cvv|cvc|pin|code|id|number|no\.?|#|card|phone|zip|passport|account|year|born|birthday|"
+                           r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)\W{0,3}(?:\w+\W{1,3}){0,4}$", re.I)
 
 
 def untaken_limit(sentence: str, untaken: set[float]) -> bool:
-    """``sentence`` holds a number no call takes (``untaken``) that reads as a bound: 'My max spending limit is
-    7000' is a budget whose check lives in the words around it (read 7), which new words for the request drop. A
-    number that bounds nothing ('I can provide the CVV when needed, which is 456', 'We start off on December 24,
-    2026') is context: the sentence follows the new words as it is, and the task asks for the same."""
-    return bool(untaken) and (_LIMIT.search(sentence) is not None
-                              or any(p.search(sentence) for p in lexicon().conditions))
+    """``sentence`` holds a number no call takes (``untaken``) that may bound the task: 'My max spending limit is
+    7000' is a budget whose check lives in the words around it (read 7), which new words for the request drop. Only
+    a number that reads as context passes: a year, a day of a month, or a code, id or number named as such ('I can
+    provide the CVV when needed, which is 456', 'We start off on December 24, 2026'); the sentence then follows the
+    new words as it is, and the task asks for the same. Any other ('up to 300 dollars', 'larger than 300') refuses."""
+    for n in untaken:
+        if float(n).is_integer() and 1900 <= n <= 2100:
+            continue  # a year
+        spots = [m for m in _NUMBER_TEXT.finditer(sentence) if float(m.group(0).replace(",", "")) == abs(n)]
+        if not spots or not all(_CONTEXT_LEAD.search(sentence[:m.start()]) for m in spots):
+            return True
+    return False
+
+
+_NUMBER_TEXT = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
 
 def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, world: set[str] | None = None
@@ -947,11 +958,13 @@ def by_recipe(info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, .
     (:func:`rods_agents.variation.turn_bank.recipe_of`: 'fuel up the car entirely' fills the tank to its capacity,
     and a sentence marked ``composes`` for it, 'Top the tank off for me.', asks for the same reading and the same
     sum), or a date ``span`` writes in words, which the sentence writes in words too (:func:`named_as`: 'on
-    August 15, 2026' -> 'on August 15th, 2026'). So the turn may be re-worded like any other; the re-measure still
-    checks the transformation stays."""
-    built = {(methods[x.index], x.param) for x in target if 0 <= x.index < len(methods) and (
-        x.recipe or (_ISO.match(json.loads(x.value) if x.value.startswith('"') else "") and named_as(json.loads(x.value), span)))}
-    return bool(built) and all((t.method, t.param) in built for t in info.turns[g].transformations)
+    August 15, 2026' -> 'on August 15th, 2026'), one such value per transformation of the same call and parameter.
+    So the turn may be re-worded like any other; the re-measure checks the turn still counts as many transformations
+    of each kind, and the sentence's fit (``composes``, the date's words) checks which value they build."""
+    built = Counter((methods[x.index], x.param) for x in target if 0 <= x.index < len(methods) and (
+        x.recipe or (_ISO.match(json.loads(x.value) if x.value.startswith('"') else "") and named_as(json.loads(x.value), span))))
+    wanted = Counter((t.method, t.param) for t in info.turns[g].transformations)
+    return bool(wanted) and all(built[k] >= n for k, n in wanted.items())
 
 
 def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:

@@ -199,7 +199,7 @@ def recipe_of(method: str, param: str, result: str) -> str:
     if not isinstance(data, dict):
         return ""
     return next((name for name, rule in sorted(recipes.items())
-                 if all(data.get(k) == v for k, v in (rule.get("result") or {}).items())), "")
+                 if rule.get("result") and all(data.get(k) == v for k, v in rule["result"].items())), "")
 
 
 def _keyed(obj: Any, out: dict[str, list[Any]], in_list: bool = False) -> None:
@@ -372,7 +372,7 @@ def asks_other_work(text: str, all_methods: tuple[str, ...], explicit: tuple[str
 
     lex = lexicon().methods
     return any(call_kind(m) not in ("navigation", "authentication") and any(p.search(text) for p in lex.get(m, ((),))[0])
-               for m in set(all_methods) - set(explicit))
+               for m in set(all_methods) - set(explicit))  # a method also inside the piece is its own call's words
 
 
 def _user_text(task: Task, turn: int) -> str:
