@@ -165,3 +165,17 @@ def test_a_stock_picked_from_a_sector_list_by_its_place_stays():
     for v in range(4):
         plan = anchored_plan(seed, profile, trace, random.Random(v), 0, slot=sibling_slot(seed.category, v))
         assert "MSFT" not in plan["swaps"] and "MSFT" not in plan["renames"], plan["swaps"]
+
+
+def test_a_stock_added_to_the_watchlist_never_becomes_one_already_on_it():
+    """Read 18 (long_context_105): 'add AAPL, GOOG and MSFT to my watchlist' became AAPL -> NVDA where the list already
+    held NVDA, so one add changed nothing. Over many draws, every stock a plan adds is still off the seed's list."""
+    seed = _train()["multi_turn_long_context_105"]
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    watched = set(seed.initial_config["TradingBot"]["watch_list"])
+    added = set()
+    for v in range(16):
+        plan = anchored_plan(seed, profile, trace, random.Random(v), 0, slot=sibling_slot(seed.category, v % 2))
+        added |= {c.kwargs.get("stock") or c.args[0] for c in _calls(plan["ground_truth"], "add_to_watchlist")}
+    assert added and not added & watched, added
