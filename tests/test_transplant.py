@@ -757,3 +757,28 @@ def test_quoted_numbers_are_restated_once_each_and_never_rounded():
                    message], *gt[1:]]
     out = rederive_embedded(seed, trace_task(seed), variant_gt, seed.initial_config)
     assert "A to B is 780.0 km, B to C is 980.0 km." in out[0][2], out[0][2]
+
+
+def test_a_sentence_naming_the_implicit_lookups_values_gets_no_context_sentence():
+    """Read 18: 'There's a trip from Sunset Valley to Shadowridge on my mind. How far is it from Sunset Valley to
+    Shadowridge?' named both cities twice. A sentence that names the cities of the implicit zip-code lookups itself
+    needs no context sentence before it; the re-measure still finds them stated."""
+    from rods_agents.variation.transplant import says_all
+
+    cities = (Slot(-1, "get_zipcode_based_on_city.city", '"Sunset Valley"', "user", False, ""),
+              Slot(-2, "get_zipcode_based_on_city.city", '"Shadowridge"', "user", False, ""))
+    assert says_all(cities, "How far is it from Sunset Valley to Shadowridge?")
+    assert not says_all(cities, "How far is it from here to Shadowridge?")
+    for v in range(2):
+        seed, variant, _, _ = _variant("multi_turn_miss_func_67", v, run_seed=3)
+        first = " ".join(m.content for m in variant.turns[0] if m.role == "user")
+        for city in {"Sunset Valley", "Shadowridge", "Maplecrest", "Silverpine", "San Francisco"}:
+            assert first.count(city) <= 1, first
+
+
+def test_a_value_inside_a_file_name_is_not_said_as_a_folder():
+    from rods_agents.variation.transplant import says_all
+
+    folder = (Slot(-1, "cd.folder", '"research"', "user", False, ""),)
+    assert not says_all(folder, "Please back up 'research_notes.txt' somewhere.")
+    assert says_all(folder, "The file is in the research folder.")

@@ -492,6 +492,18 @@ def says_no_more(text: str, target: tuple[Slot, ...], span: str) -> bool:
     return True
 
 
+def says_all(slots: tuple[Slot, ...], text: str) -> bool:
+    """Every value of ``slots`` is written in ``text`` as a word of its own (a number in any form): 'research' inside
+    'research_notes.txt' names no folder, so the context sentence 'In research directory, ...' stays."""
+    nums = _numbers(text)
+
+    def said(v: Any) -> bool:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return float(v) in nums
+        return isinstance(v, str) and re.search(rf"(?<![\w.\-]){re.escape(v)}(?![\w\-]|\.\w)", text, re.I) is not None
+    return all(said(v) for x in slots for v in _scalars(json.loads(x.value)))
+
+
 def _said_as_is(value: Any, text: str, nums: set[float]) -> bool:
     """``value`` is written in ``text`` as it is: a code in its own case as a word ('Zeta Corp' does not say ZETA,
     'Los Angeles' does not say LAX), a string in any case, a number in any form. A sentence that writes the ticker
@@ -877,11 +889,14 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks,
                                     marked_only=marked, describing=describing)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
-    if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them
+    if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them, unless the
+        # sentence itself names them ('How far is it from Sunset Valley to Shadowridge?' after 'There's a trip from
+        # Sunset Valley to Shadowridge on my mind.' named both cities twice, read 18)
         ctx = context_sentences(hidden)
         pick = random.Random(f"{seed.scenario}|{turn}|context").randrange(len(ctx)) if ctx else 0
-        out = [Donor(d.task_id, d.scenario, d.turn, f"{ctx[(pick + k) % len(ctx)]} {_sentence(d.text)}", d.methods,
-                     target, d.signature, d.entities, d.cues) for k, d in enumerate(out)] if ctx else []
+        out = [replace(d, slots=target) if says_all(hidden, d.text) else
+               Donor(d.task_id, d.scenario, d.turn, f"{ctx[(pick + k) % len(ctx)]} {_sentence(d.text)}", d.methods,
+                     target, d.signature, d.entities, d.cues) for k, d in enumerate(out) if ctx or says_all(hidden, d.text)]
     elif any(x.index < 0 for x in target):  # values of implicit calls the turn leaves to an earlier one: nothing to say
         out = [replace(d, slots=target) for d in out]
     random.Random(f"{seed.scenario}|{turn}|{start}|phrasebook").shuffle(out)
@@ -1027,7 +1042,7 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         if text is None:
             return None
     hidden = _hidden_said(target, carried)
-    if hidden and len(parts) > 1:  # the values of implicit calls no segment carries: a context sentence states them
+    if hidden and len(parts) > 1 and not says_all(hidden, text):  # the values of implicit calls no segment carries
         ctx = [c for c in context_sentences(hidden) if says_no_more(c, hidden, carried)]
         if not ctx:
             return None
