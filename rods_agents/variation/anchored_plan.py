@@ -881,9 +881,9 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
     a stock where the text names it in neither form, or where a dictated text quotes it. Next to a sector lookup
     the sector lists are the environment's and fixed: a stock one of them names becomes another stock of exactly
     the same sectors ('MSFT' -> 'NVDA' after the Technology list), so the list the assistant reads still holds it;
-    next to a price filter, whose answer depends on every price, it stays. A stock off the watchlist stays off it
-    and one on it stays on it: adding a stock the list already holds changes nothing (read 18: AAPL -> NVDA where the
-    list held NVDA), and a stock read from the list must be there."""
+    next to a price filter, whose answer depends on every price, it stays. Never a stock the watchlist already holds:
+    the old stock's entries are renamed with it, so adding the new one would change nothing (read 18: AAPL -> NVDA
+    where the list held NVDA) and a list holding both would name it twice."""
     stocks = d.seed.initial_config.get("TradingBot", {}).get("stocks")
     if not isinstance(stocks, dict):
         return
@@ -911,7 +911,7 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
             # environment's, so a new stock would not be where the words point
         choices = sorted(k for k in stocks if k in companies and k not in used and k not in swaps.values()
                          and k not in fixed and sectors.get(k, frozenset()) == sectors.get(symbol, frozenset())
-                         and (k in watched) == (symbol in watched)
+                         and k not in watched
                          and _similar_price(stocks, symbol, k)
                          and not Substitution({k: "\0", companies[k]: "\0"}, derived_forms=False).found(text))
         if not choices:
