@@ -882,8 +882,8 @@ def _stock_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
     the sector lists are the environment's and fixed: a stock one of them names becomes another stock of exactly
     the same sectors ('MSFT' -> 'NVDA' after the Technology list), so the list the assistant reads still holds it;
     next to a price filter, whose answer depends on every price, it stays. Never a stock the watchlist already holds:
-    the old stock's entries are renamed with it, so adding the new one would change nothing (read 18: AAPL -> NVDA
-    where the list held NVDA) and a list holding both would name it twice."""
+    adding it would change nothing (read 18: AAPL -> NVDA where the list held NVDA), and a task reading the list
+    would find it there before the task put it there."""
     stocks = d.seed.initial_config.get("TradingBot", {}).get("stocks")
     if not isinstance(stocks, dict):
         return
