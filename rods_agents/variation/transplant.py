@@ -640,6 +640,7 @@ def keeps_specifics(text: str, span: str) -> bool:
             and all(t.lower() in lower for t in _SPECIFIC.findall(span)))
 
 
+_NUMBER_TEXT = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")  # where a number stands in a sentence, as written
 _CONTEXT_LEAD = re.compile(r"\b(?:cvv|cvc|pin|code|id|number|no\.?|#|card|phone|zip|passport|account|year|born|birthday|"
                            r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)\W{0,3}(?:\w+\W{1,3}){0,4}$", re.I)
 
@@ -657,9 +658,6 @@ def untaken_limit(sentence: str, untaken: set[float]) -> bool:
         if not spots or not all(_CONTEXT_LEAD.search(sentence[:m.start()]) for m in spots):
             return True
     return False
-
-
-_NUMBER_TEXT = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
 
 def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, world: set[str] | None = None
@@ -894,9 +892,13 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
         # Sunset Valley to Shadowridge on my mind.' named both cities twice, read 18)
         ctx = context_sentences(hidden)
         pick = random.Random(f"{seed.scenario}|{turn}|context").randrange(len(ctx)) if ctx else 0
-        out = [replace(d, slots=target) if says_all(hidden, d.text) else
-               Donor(d.task_id, d.scenario, d.turn, f"{ctx[(pick + k) % len(ctx)]} {_sentence(d.text)}", d.methods,
-                     target, d.signature, d.entities, d.cues) for k, d in enumerate(out) if ctx or says_all(hidden, d.text)]
+        worded = []
+        for k, d in enumerate(out):
+            if says_all(hidden, d.text):
+                worded.append(replace(d, slots=target))
+            elif ctx:
+                worded.append(replace(d, text=f"{ctx[(pick + k) % len(ctx)]} {_sentence(d.text)}", slots=target))
+        out = worded
     elif any(x.index < 0 for x in target):  # values of implicit calls the turn leaves to an earlier one: nothing to say
         out = [replace(d, slots=target) for d in out]
     random.Random(f"{seed.scenario}|{turn}|{start}|phrasebook").shuffle(out)
@@ -976,8 +978,12 @@ def by_recipe(info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, .
     August 15, 2026' -> 'on August 15th, 2026'), one such value per transformation of the same call and parameter.
     So the turn may be re-worded like any other; the re-measure checks the turn still counts as many transformations
     of each kind, and the sentence's fit (``composes``, the date's words) checks which value they build."""
-    built = Counter((methods[x.index], x.param) for x in target if 0 <= x.index < len(methods) and (
-        x.recipe or (_ISO.match(json.loads(x.value) if x.value.startswith('"') else "") and named_as(json.loads(x.value), span))))
+    def worded_alike(x: Slot) -> bool:
+        value = json.loads(x.value)
+        return bool(x.recipe) or (isinstance(value, str) and _ISO.match(value) is not None
+                                  and named_as(value, span) is not None)
+
+    built = Counter((methods[x.index], x.param) for x in target if 0 <= x.index < len(methods) and worded_alike(x))
     wanted = Counter((t.method, t.param) for t in info.turns[g].transformations)
     return bool(wanted) and all(built[k] >= n for k, n in wanted.items())
 

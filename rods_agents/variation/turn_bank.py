@@ -35,6 +35,7 @@ from typing import Any
 from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import InformationStructure, information_structure, lexicon
+from rods_agents.analysis.skills import call_kind
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import ArgSource, classify_arguments, is_flag
 
@@ -368,8 +369,6 @@ def asks_other_work(text: str, all_methods: tuple[str, ...], explicit: tuple[str
     with purchasing 40 shares', cut for the order alone). Re-used for a turn that only places the order, the words
     ask for a lookup its ground truth never makes (read 18, base_142). A folder or a login the words name is a
     hidden value a donor carries as such (:func:`explicit_calls`)."""
-    from rods_agents.analysis.skills import call_kind
-
     lex = lexicon().methods
     return any(call_kind(m) not in ("navigation", "authentication") and any(p.search(text) for p in lex.get(m, ((),))[0])
                for m in set(all_methods) - set(explicit))  # a method also inside the piece is its own call's words
