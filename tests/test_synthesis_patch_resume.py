@@ -47,7 +47,7 @@ def test_errors_are_classified(text, kind):
 
 def _cli(out: Path, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "rods_cli.synthesize", "--seeds", "train", "--num-seeds", "20",
+    return subprocess.Popen([sys.executable, "-m", "rods_cli.synthesize", "--seeds", "train", "--num-seeds", "10",
                              "--variants-per-seed", "2", "--out", str(out), *extra], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -70,12 +70,12 @@ def test_killed_run_resumes_without_duplicates_or_losses(tmp_path):
     proc.wait()
     before = _ids(out / "accepted.jsonl")
     finished = json.loads((out / "report.json").read_text())["run"]["finished"]
-    assert before and finished < 40
+    assert before and finished < 20
     assert _cli(out, "--resume").wait(timeout=300) == 0
     after = _ids(out / "accepted.jsonl")
     assert len(after) == len(set(after))
     assert set(before) <= set(after)
-    assert json.loads((out / "report.json").read_text())["run"]["finished"] == 40
+    assert json.loads((out / "report.json").read_text())["run"]["finished"] == 20
     # and the resumed run equals an uninterrupted one
     fresh = tmp_path / "fresh"
     assert _cli(fresh).wait(timeout=300) == 0
