@@ -135,7 +135,7 @@ def test_double_check_is_no_transformation_but_doubling_is():
 
 
 def test_a_sentence_never_repeats_a_value_the_seeds_turn_left_to_an_earlier_turn():
-    from rods_agents.variation.transplant import says_no_more
+    from rods_agents.variation.saying import says_no_more
 
     slots = (_slot("card_id", "card_7"), _slot("access_token", "abc123"), _slot("travel_class", "first", "flag", True))
     full = parse_phrasing("TravelAPI", "book_flight", 0, "Book it in {travel_class} class with card {card_id}, token {access_token}.")
@@ -158,7 +158,7 @@ def test_an_option_the_seed_says_in_its_own_words_is_never_left_out():
 
 
 def test_a_value_is_left_out_only_where_an_earlier_turn_says_it_as_it_is():
-    from rods_agents.variation.transplant import _phrasebook_donors
+    from rods_agents.variation.donor_search import phrasebook_donors
 
     seed = bfcl_task("multi_turn_base_173")
     slots = (_slot("card_id", "card_7"), _slot("access_token", "abc123"), _slot("travel_date", "2026-11-15"),
@@ -166,15 +166,15 @@ def test_a_value_is_left_out_only_where_an_earlier_turn_says_it_as_it_is():
              _slot("travel_class", "first", "flag", True))
     span = "Let's go ahead and book the flight as we discussed, with card card_7."
     told = "I'd fly from LAX to JFK in first class on 2026-11-15. My access token is abc123."
-    short = _phrasebook_donors(seed, 2, 0, ("book_flight",), slots, segment_signature(), set(), set(), span, told)
+    short = phrasebook_donors(seed, 2, 0, ("book_flight",), slots, segment_signature(), set(), set(), span, told)
     assert short and all("abc123" not in d.text and "card_7" in d.text for d in short)
     # never said as it is before: the seed's turn must say it in words no lookup finds, so it is not left out
-    untold = _phrasebook_donors(seed, 2, 0, ("book_flight",), slots, segment_signature(), set(), set(), span, "")
+    untold = phrasebook_donors(seed, 2, 0, ("book_flight",), slots, segment_signature(), set(), set(), span, "")
     assert all("abc123" in d.text for d in untold)
 
 
 def test_a_phrasebook_sentence_keeps_the_numbers_tags_and_quotes_of_the_words_it_replaces():
-    from rods_agents.variation.transplant import keeps_specifics
+    from rods_agents.variation.saying import keeps_specifics
 
     assert not keeps_specifics("Let's get some gas in the car.", "Fill it so the tank ends with 50 gallons.")
     assert not keeps_specifics("Post it, please.", "Post it and tag #BusinessOnTheMove.")
@@ -186,7 +186,8 @@ def test_a_phrasebook_sentence_keeps_the_numbers_tags_and_quotes_of_the_words_it
 
 
 def test_a_sentence_never_writes_the_ticker_for_a_company_or_words_for_a_result_the_seed_picks():
-    from rods_agents.variation.transplant import _phrasebook_donors, says_no_more
+    from rods_agents.variation.donor_search import phrasebook_donors
+    from rods_agents.variation.saying import says_no_more
 
     slots = (_slot("stock", "ZETA"),)
     assert not says_no_more("Add ZETA to my watchlist.", slots, "Add Zeta Corp's stock to my watchlist.")
@@ -194,7 +195,7 @@ def test_a_sentence_never_writes_the_ticker_for_a_company_or_words_for_a_result_
     # the stock comes from a listed result: the seed's words say which one; no generic sentence replaces them
     seed = bfcl_task("multi_turn_base_173")
     picked = (_slot("stock", "ZETA", "call"),)
-    assert _phrasebook_donors(seed, 0, 0, ("add_to_watchlist",), picked, segment_signature(), set(), set(),
+    assert phrasebook_donors(seed, 0, 0, ("add_to_watchlist",), picked, segment_signature(), set(), set(),
                               "Add the first stock on the list to my watchlist.") == []
 
 
@@ -242,7 +243,8 @@ def test_a_phrasing_points_at_a_result_only_for_a_call_that_reads_that_result():
 
 
 def test_a_code_the_seeds_turn_names_by_its_city_company_or_date_words_is_written_the_same_way():
-    from rods_agents.variation.transplant import _phrasebook_donors, named_as, says_no_more
+    from rods_agents.variation.donor_search import phrasebook_donors
+    from rods_agents.variation.saying import named_as, says_no_more
 
     assert named_as("LAX", "a seat from New York to Los Angeles") == "Los Angeles"
     assert named_as("JFK", "fly out of NYC tomorrow") == "NYC"
@@ -256,7 +258,7 @@ def test_a_code_the_seeds_turn_names_by_its_city_company_or_date_words_is_writte
     slots = (_slot("travel_from", "JFK", "state"), _slot("travel_to", "LAX", "state"),
              _slot("travel_date", "2026-10-15"), _slot("travel_class", "first", "flag", True))
     span = "I need a first-class seat from New York to Los Angeles for this upcoming Thursday October 15th 2026."
-    donors = _phrasebook_donors(seed, 1, 0, ("get_flight_cost",), slots, segment_signature(), set(), set(), span)
+    donors = phrasebook_donors(seed, 1, 0, ("get_flight_cost",), slots, segment_signature(), set(), set(), span)
     assert donors
     for d in donors:
         assert "New York" in d.text and "Los Angeles" in d.text and "October 15th, 2026" in d.text, d.text
@@ -272,7 +274,7 @@ def test_a_code_the_seeds_turn_names_by_its_city_company_or_date_words_is_writte
 
 
 def test_a_sentence_giving_a_value_the_new_words_lack_stays_beside_them():
-    from rods_agents.variation.transplant import with_specifics
+    from rods_agents.variation.saying import with_specifics
 
     span = "Could you kindly dispatch the message 'Hi there' to my colleague USR003? Your user id is 'USR001'."
     calls = "message_login(user_id='USR001') send_message(receiver_id='USR003',message='Hi there')"
@@ -300,7 +302,7 @@ def test_a_sentence_giving_a_value_the_new_words_lack_stays_beside_them():
 
 
 def test_words_picking_a_value_by_recency_give_way_to_a_sentence_pointing_at_the_one_result_that_holds_it():
-    from rods_agents.variation.transplant import cue_spans
+    from rods_agents.variation.cues import cue_spans
 
     assert cue_spans("Would you mind canceling the flight reservation I just made?")
     assert cue_spans("Would you mind canceling the flight reservation I just made?", singled=True) == []
@@ -314,7 +316,7 @@ def test_words_picking_a_value_by_recency_give_way_to_a_sentence_pointing_at_the
 
 
 def test_a_human_turn_never_brings_a_pick_the_words_it_replaces_lack():
-    from rods_agents.variation.transplant import brings_cues
+    from rods_agents.variation.cues import brings_cues
 
     seed_words = "Please cd into project folder and find Kelly's test report somewhere in the directory and read it."
     assert brings_cues("For clarity, output the complete content of the first file you find on the terminal.", seed_words)
@@ -363,7 +365,7 @@ def test_a_folder_an_earlier_turn_names_for_an_implicit_cd_is_not_said_again():
 
 
 def test_words_that_ask_for_the_turns_own_call_are_no_stray_cue():
-    from rods_agents.variation.transplant import stray_cues
+    from rods_agents.variation.cues import stray_cues
 
     mean = "I now need to compute the average amount spent in my last purchases, which are 45.99 and 78.25."
     assert stray_cues(mean, ("mean",)) == []  # 'average' asks for the mean
@@ -375,7 +377,7 @@ def test_words_that_ask_for_the_turns_own_call_are_no_stray_cue():
 
 
 def test_a_miss_param_turn_withholding_its_one_calls_value_gets_a_sentence_without_it():
-    from rods_agents.variation.transplant import _describes_withheld
+    from rods_agents.variation.donor_search import _describes_withheld
 
     price = (Slot(0, "symbol", json.dumps("OMEG"), "user", False), Slot(0, "price", json.dumps(25.5), "withheld", False))
     assert _describes_withheld("Could you purchase 150 shares of OMEG at market price?", price)
@@ -391,7 +393,7 @@ def test_a_miss_param_turn_withholding_its_one_calls_value_gets_a_sentence_witho
 
 
 def test_the_seeds_words_for_a_pick_are_the_noun_phrase_around_its_cue():
-    from rods_agents.variation.transplant import pick_phrase
+    from rods_agents.variation.cues import pick_phrase
 
     report = "I need a detailed report on the first stock listed in my watchlist. This includes its price."
     assert pick_phrase("the first stock", report) == "the first stock listed in my watchlist"
@@ -466,7 +468,7 @@ def test_two_calls_that_share_the_values_said_once_are_asked_for_in_one_framed_r
 
 
 def test_an_id_looked_up_by_a_name_the_turn_says_is_written_by_that_name():
-    from rods_agents.variation.transplant import lookup_names
+    from rods_agents.variation.donor_search import lookup_names
 
     seed = bfcl_task("multi_turn_base_41")  # turn 0 looks Bob up for the message; turn 1: 'After Bob has received ...'
     aliases = lookup_names(trace_task(seed))
@@ -480,7 +482,7 @@ def test_an_id_looked_up_by_a_name_the_turn_says_is_written_by_that_name():
 
 
 def test_an_idiom_is_no_cue_and_a_quoted_value_ends_its_sentence_once():
-    from rods_agents.variation.transplant import stray_cues
+    from rods_agents.variation.cues import stray_cues
 
     assert not stray_cues("It would mean a lot if you could add Omega Industries to my watchlist.", ("add_to_watchlist",))
     assert stray_cues("Add the mean of those numbers to my watchlist.", ("add_to_watchlist",))
@@ -489,7 +491,7 @@ def test_an_idiom_is_no_cue_and_a_quoted_value_ends_its_sentence_once():
 
 
 def test_an_id_the_state_maps_to_a_name_the_turn_says_is_written_by_that_name():
-    from rods_agents.variation.transplant import lookup_names
+    from rods_agents.variation.donor_search import lookup_names
 
     seed = bfcl_task("multi_turn_base_91")  # 'update Michael ... with message ...': MessageAPI's user_map has Michael
     assert lookup_names(trace_task(seed), seed.initial_config)["USR006"] == "Michael"
@@ -573,7 +575,7 @@ def test_a_recipe_is_matched_by_donors_too_and_names_its_result(monkeypatch):
     """A review of the recipe change: a human turn building another amount ('I think 40 gallons in total') is no donor
     for a fill to capacity, and a recipe rule that names no result matches nothing (it would tag every value)."""
     from rods_agents.analysis import knowledge
-    from rods_agents.variation.transplant import value_map
+    from rods_agents.variation.donor_fit import value_map
     from rods_agents.variation.turn_bank import Donor, recipe_of
 
     full = (Slot(0, "fuelAmount", "45.0", "composed", False, "", "fill_to_capacity"),)
@@ -588,7 +590,7 @@ def test_a_recipe_is_matched_by_donors_too_and_names_its_result(monkeypatch):
 def test_only_a_number_that_reads_as_context_follows_new_words_unbound():
     """The review's bound wordings all refuse; a code named as such, a date and a year pass."""
     from rods_agents.analysis.value_sources import _numbers
-    from rods_agents.variation.transplant import untaken_limit
+    from rods_agents.variation.saying import untaken_limit
 
     bounds = ["I can spend up to 300 dollars.", "By promising I mean the price is larger than 300.",
               "The most I will pay is 500.", "Keep it to 500 or less.", "My ceiling is 600.", "My max spending limit is 7000."]

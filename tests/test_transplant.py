@@ -20,15 +20,9 @@ from rods_agents.analysis.value_sources import airport_cities, classify_argument
 from rods_agents.run.runtime import rng_for
 from rods_agents.stages.coherence_rewrite import build_variant, carry_plan, rewrite_plan
 from rods_agents.stages.plan_sampling import sample_variant_plan
-from rods_agents.variation.transplant import (
-    _compound_cuts,
-    _units,
-    drops_request,
-    foreign_names,
-    keeps_said,
-    premise_free,
-    reinstantiate,
-)
+from rods_agents.variation.assembly import _compound_cuts, _units, drops_request
+from rods_agents.variation.donor_fit import reinstantiate
+from rods_agents.variation.saying import foreign_names, keeps_said, premise_free
 from rods_agents.variation.turn_bank import (
     Donor,
     Slot,
@@ -300,7 +294,7 @@ def test_a_copy_under_a_new_name_is_never_worded_as_a_copy_and_a_move_of_the_ori
 
 
 def test_a_human_turn_naming_work_the_variant_never_does_is_never_kept():
-    from rods_agents.variation.transplant import names_other_work
+    from rods_agents.variation.cues import names_other_work
 
     travel = {"travelapi", "ticketapi"}
     assert names_other_work("I need the invoice that details my recently acquired flight and insurance.", travel,
@@ -323,7 +317,7 @@ def test_a_folder_the_text_also_names_in_the_singular_keeps_its_name():
 def test_a_donor_naming_a_pair_against_its_own_calls_order_is_never_used():
     """Read 9, base_63: 'a trip from Silverpine to Oakendale' came from a human turn whose zip-code lookups ran the
     other way; re-instantiated slot by slot, the variant's text named its pair against its ground truth."""
-    from rods_agents.variation.transplant import said_out_of_order
+    from rods_agents.variation.cues import said_out_of_order
 
     def donor(text: str) -> Donor:
         return Donor("multi_turn_base_0", 0, 0, text, ("estimate_distance",),
@@ -338,7 +332,7 @@ def test_a_donor_naming_a_pair_against_its_own_calls_order_is_never_used():
 
 def test_a_human_turn_picking_a_line_by_its_place_never_words_a_whole_file_call():
     """Read 9, base_0: 'sort the inaugural line of the report' (a BFCL train turn) worded a sort of a whole file."""
-    from rods_agents.variation.transplant import brings_cues
+    from rods_agents.variation.cues import brings_cues
 
     assert brings_cues("Methodically sort the inaugural line of 'grant_proposal.pdf'.", "Sort 'report.pdf' for me.")
     assert brings_cues("Sort the first line of 'a.txt'.", "Sort 'a.txt', please.")
@@ -349,7 +343,7 @@ def test_a_human_turn_picking_a_line_by_its_place_never_words_a_whole_file_call(
 def test_recency_words_for_the_one_order_so_far_are_no_pick_but_a_place_in_a_list_is():
     """'that last order I made' where one order exists (the value is singled out by its result) says what 'Cancel
     this order' says; base_126's cancel turn kept its seed's words in all 8 samples for it."""
-    from rods_agents.variation.transplant import cue_spans
+    from rods_agents.variation.cues import cue_spans
 
     turn = "I might need to pull the plug on that last order I made. Can you nix it for me?"
     assert cue_spans(turn) and not cue_spans(turn, singled=True)
@@ -361,7 +355,9 @@ def test_a_value_an_implicit_call_shares_with_the_asked_call_needs_no_sentence_o
     """'snag 100 shares of XYZ at the market price' states the symbol of the implicit price lookup by stating the
     order's: a sentence for the order says it (base_126 turn 1 had no phrasebook sentence for want of one)."""
     from rods_agents.analysis.information_structure import information_structure
-    from rods_agents.variation.transplant import _phrasebook_donors, _rebased, asked_turn, portable_signature
+    from rods_agents.variation.assembly import _rebased
+    from rods_agents.variation.donor_search import phrasebook_donors
+    from rods_agents.variation.turn_bank import asked_turn, portable_signature
 
     seed = bfcl_task("multi_turn_base_126")
     trace = trace_task(seed)
@@ -369,7 +365,7 @@ def test_a_value_an_implicit_call_shares_with_the_asked_call_needs_no_sentence_o
     g = asked_turn(seed, 1)
     methods, target = explicit_calls(info, g, *turn_slots(trace, classify_arguments(seed, trace), g))
     assert methods == ("place_order",) and any(x.index < 0 and x.param == "get_stock_info.symbol" for x in target)
-    donors = _phrasebook_donors(seed, 1, 0, methods, _rebased(target, 0, 1, True), portable_signature(info, g),
+    donors = phrasebook_donors(seed, 1, 0, methods, _rebased(target, 0, 1, True), portable_signature(info, g),
                                 set(), set(), seed.turns[1][0].content)
     assert donors and all("XYZ" in d.text for d in donors)
 
@@ -403,7 +399,9 @@ def test_a_route_an_earlier_turn_named_for_its_lookup_is_left_to_that_turn():
     card and token' (turn 2): the booking's airports are read from the state by the earlier turn's words, and a new
     sentence for the booking leaves them there, as the seed's does (it kept its seed's words in all 8 samples)."""
     from rods_agents.analysis.information_structure import information_structure
-    from rods_agents.variation.transplant import _phrasebook_donors, _rebased, asked_turn, portable_signature
+    from rods_agents.variation.assembly import _rebased
+    from rods_agents.variation.donor_search import phrasebook_donors
+    from rods_agents.variation.turn_bank import asked_turn, portable_signature
 
     seed = bfcl_task("multi_turn_base_181")
     trace = trace_task(seed)
@@ -412,7 +410,7 @@ def test_a_route_an_earlier_turn_named_for_its_lookup_is_left_to_that_turn():
     methods, target = explicit_calls(info, g, *turn_slots(trace, classify_arguments(seed, trace), g))
     assert {x.param for x in target if x.source == "state"} >= {"travel_from", "travel_to"}
     earlier = " ".join(m.content for t in seed.turns[:2] for m in t)
-    donors = _phrasebook_donors(seed, 2, 0, methods, _rebased(target, 0, 1, True), portable_signature(info, g),
+    donors = phrasebook_donors(seed, 2, 0, methods, _rebased(target, 0, 1, True), portable_signature(info, g),
                                 set(), set(), seed.turns[2][0].content, earlier)
     assert donors and not any(code in d.text for d in donors for code in ("JFK", "LAX", "New York", "Los Angeles"))
 
@@ -420,7 +418,7 @@ def test_a_route_an_earlier_turn_named_for_its_lookup_is_left_to_that_turn():
 def test_consecutive_sentences_of_a_turn_open_differently_where_the_phrasebook_allows():
     """Read 10: 'Could you set the parking brake? Could you fire up the car?' (base_71 turn 3 read 'Could you make sure
     all the doors are locked? Could you fire up the car?' in every sample; base_86 opens with the same four calls)."""
-    from rods_agents.variation.transplant import _opener
+    from rods_agents.variation.donor_search import _opener
 
     for v in range(2):
         seed, variant, _, _ = _variant("multi_turn_base_86", v)
@@ -432,7 +430,7 @@ def test_consecutive_sentences_of_a_turn_open_differently_where_the_phrasebook_a
 
 def test_a_human_turn_naming_the_tech_sector_is_kept_only_where_the_task_looks_a_sector_up():
     """'Earlier today, I moved ahead with an order for tech stocks.' worded the order check of a Ford order."""
-    from rods_agents.variation.transplant import names_other_work
+    from rods_agents.variation.cues import names_other_work
 
     trading = {"tradingbot"}
     text = "Earlier today, I moved ahead with an order for tech stocks. Could you check my latest order?"
@@ -443,7 +441,7 @@ def test_a_human_turn_naming_the_tech_sector_is_kept_only_where_the_task_looks_a
 def test_a_human_turn_claiming_work_done_in_its_own_story_never_words_a_value_no_result_singles_out():
     """Read 11: 'retrieve the details of the last service ticket you submitted' (base_60, where the assistant had
     filed one) worded a trading task's lookup of a ticket the user lodged before the conversation."""
-    from rods_agents.variation.transplant import brings_cues
+    from rods_agents.variation.cues import brings_cues
 
     donor = "Could you please retrieve the details of the last service ticket you submitted?"
     assert brings_cues(donor, "Would you track down the ticket I lodged about trading system queries?")
@@ -455,7 +453,7 @@ def test_the_words_of_a_call_or_of_dictated_content_are_no_stray_cue():
     is content to write ('Just made a move...'), and 'that first-class flight', a named file 'that we just created'
     and 'the one with id card_4206' pick nothing: such turns kept their seed's words in every sample (base_1,
     base_14, base_109, base_181, base_192, base_16, base_173)."""
-    from rods_agents.variation.transplant import cue_spans, stray_cues
+    from rods_agents.variation.cues import cue_spans, stray_cues
 
     assert not stray_cues("Finally, show the last 20 lines the file.", ("tail",))
     assert stray_cues("Show me the last 5 lines of the first file you find.", ("tail",))  # a place among files: a pick
@@ -496,7 +494,7 @@ def test_a_pick_the_structure_tied_to_no_call_is_carried_as_a_pick_of_the_calls_
     """'annul the latest order I put in' where several results hold orders: the structure ties the recency words
     to no call, yet they say which order. A sentence for the cancel takes them as its order ('Please cancel the
     latest order.'); two unstated values, or cue words outside one noun phrase, keep the seed's words."""
-    from rods_agents.variation.transplant import stray_cues, stray_picks
+    from rods_agents.variation.cues import stray_cues, stray_picks
 
     span = "Would you be so kind to annul the latest order I put in, since it's still pending?"
     order = Slot(0, "order_id", "12446", "call", False, "")
@@ -529,7 +527,7 @@ def test_a_traced_call_keeps_the_arguments_it_was_made_with():
 
 
 def test_a_hashtag_at_the_end_of_a_sentence_is_kept_without_its_full_stop():
-    from rods_agents.variation.transplant import keeps_specifics
+    from rods_agents.variation.saying import keeps_specifics
 
     span = "Post 'Off we go!', mentioning @TravelBuddy and using the hashtag #RoadAhead."
     assert keeps_specifics("Tweet 'Off we go!' with #RoadAhead, mentioning @TravelBuddy.", span)
@@ -540,7 +538,7 @@ def test_words_of_recency_in_a_turn_that_reads_no_result_are_the_donors_story():
     """'I need to make sure I've got enough cash for that order.' funded an account after the variant's order was
     cancelled (my read of session 6): where the turn reads no value from a result, 'that order' points at nothing of
     the variant, so such a human turn is no donor; where it does, the words are left to the value sources."""
-    from rods_agents.variation.transplant import brings_cues
+    from rods_agents.variation.cues import brings_cues
 
     donor = "I need to make sure I've got enough cash for that order. Could you please top up my trading account with $5,500?"
     seed = "Could you arrange a deposit of 5000 USD into my trading account for potential ventures ahead?"
@@ -551,7 +549,7 @@ def test_words_of_recency_in_a_turn_that_reads_no_result_are_the_donors_story():
 def test_siblings_short_of_fitting_donors_share_a_donor_with_other_siblings_in_each_turn():
     """With fewer fitting donors than siblings, ``slot % fits`` sent slots 1 and 5 to one donor in every such turn (their
     texts ended as near-copies); a permutation per turn spreads the shared picks over other pairs."""
-    from rods_agents.variation.transplant import PICK, sibling_rank
+    from rods_agents.variation.donor_search import PICK, sibling_rank
 
     keys = [f"152|{t}|0|1" for t in range(12)]
     assert all(sorted(sibling_rank(s, k) for s in range(PICK)) == list(range(PICK)) for k in keys)  # 8 fits: all differ
@@ -561,17 +559,17 @@ def test_siblings_short_of_fitting_donors_share_a_donor_with_other_siblings_in_e
 
 
 def test_a_sentence_ending_in_a_quote_gets_no_second_full_stop():
-    from rods_agents.variation.transplant import _sentence
+    from rods_agents.variation.saying import as_sentence
 
-    assert _sentence('Tell them "Unexpected charge found."') == 'Tell them "Unexpected charge found."'
-    assert _sentence("Send it to support") == "Send it to support."
+    assert as_sentence('Tell them "Unexpected charge found."') == 'Tell them "Unexpected charge found."'
+    assert as_sentence("Send it to support") == "Send it to support."
 
 
 def test_filter_words_in_a_turn_whose_every_value_is_stated_pick_nothing():
     """'an inventory of files that are visible and hidden' (ls -a) reads as a filter cue, yet every argument of
     the turn is a flag or stated: there is no value for the words to single out, so a sentence for the same call
     may replace them. A turn with a value read from a result or the state keeps its cue words for that value."""
-    from rods_agents.variation.transplant import picks_something
+    from rods_agents.variation.cues import picks_something
 
     assert not picks_something((Slot(0, "a", "true", "flag", True, ""),))
     assert not picks_something((Slot(0, "name", '"test"', "user", False, ""),))
@@ -587,7 +585,8 @@ def test_filter_words_in_a_turn_whose_every_value_is_stated_pick_nothing():
 def test_a_withheld_text_is_supplied_in_quotes():
     """A miss_param answer that supplies dictated words (a comment 'Another successful task completed today!')
     writes them in quotes: "One more job done today!, please." reads as the user's exclamation, not the comment."""
-    from rods_agents.variation.transplant import _supply_texts, dictated
+    from rods_agents.variation.saying import dictated
+    from rods_agents.variation.transplant import _supply_texts
 
     assert dictated("Another successful task completed today!") and dictated("Done!")
     assert not dictated("Los Angeles") and not dictated("notes.txt") and not dictated(5)
@@ -602,8 +601,8 @@ def test_a_withheld_text_is_supplied_in_quotes():
 def test_an_option_no_turn_words_stays_unworded():
     """'secure travel insurance with a fee of $350' leaves the insurance type (comprehensive) to the assistant: a
     sentence for the purchase leaves it unsaid too, where one naming 'comprehensive' would decide it for them."""
+    from rods_agents.variation.donor_search import unworded_options
     from rods_agents.variation.phrasebook import phrase_donors
-    from rods_agents.variation.transplant import unworded_options
 
     slots = (Slot(0, "booking_id", '"b1"', "user", False, ""), Slot(0, "insurance_type", '"comprehensive"', "flag", True, ""),
              Slot(0, "insurance_cost", "350.0", "user", False, ""), Slot(0, "card_id", '"7062"', "user", False, ""))
@@ -627,8 +626,8 @@ def test_an_optional_or_defaultable_value_a_turn_withholds_is_missed_in_words():
     ...' would be posted as it is, nothing asked, so only a phrasing marked ``withholds`` ('Post ... with the right
     hashtags.') words that turn. A required value (cp's destination) left out makes the ask by itself; a fuel amount
     is required but filled in unasked ('Please refuel the car.' fills it up), so it too must be missed in words."""
+    from rods_agents.variation.donor_search import withholds_plainly
     from rods_agents.variation.phrasebook import phrase_donors
-    from rods_agents.variation.transplant import withholds_plainly
 
     tags = (Slot(0, "content", '"x"', "user", False, ""), Slot(0, "tags", '["#a"]', "withheld", False, ""))
     assert not withholds_plainly(("post_tweet",), tags)
@@ -666,7 +665,7 @@ def test_a_story_sentence_the_rest_points_back_at_is_never_trimmed():
 def test_a_call_with_a_twin_is_named_by_its_source_exactly_where_the_seed_names_it():
     """get_outside_temperature_from_google and ..._from_weather_com do the same thing: 'Could you get the outdoor
     temperature from Google?' for a turn asking 'What's the temp outside?' settles which one (read 14: easier)."""
-    from rods_agents.variation.transplant import source_as_said
+    from rods_agents.variation.saying import source_as_said
 
     google = ("get_outside_temperature_from_google",)
     assert not source_as_said("Could you get the outdoor temperature from Google?", google, "What's the temp outside?")
@@ -680,7 +679,7 @@ def test_a_call_with_a_twin_is_named_by_its_source_exactly_where_the_seed_names_
 def test_a_human_turn_naming_another_option_of_a_choice_never_words_the_call():
     """base_42's 'how many characters of text remain' (wc mode 'c') worded base_16's count of lines (mode 'l') in a
     fresh run: the one-letter option is no word the value map could carry, so the choice words decide."""
-    from rods_agents.variation.transplant import names_other_option
+    from rods_agents.variation.saying import names_other_option
 
     lines = (Slot(0, "file_name", '"a.txt"', "user", False, ""), Slot(0, "mode", '"l"', "user", False, ""))
     assert names_other_option("Ascertain for me how many characters of text remain in 'a.txt'.", ("wc",), lines)
@@ -691,7 +690,7 @@ def test_a_human_turn_naming_another_option_of_a_choice_never_words_the_call():
 def test_a_call_asked_for_only_by_its_value_is_not_named_in_new_words():
     """base_185: 'My travel funds should not exceed $2000' asks for set_budget_limit without naming it; the phrasebook's
     'Please cap my travel spending at $1500' named it (read 15: easier). Such a call keeps being asked by its value."""
-    from rods_agents.variation.transplant import asked_as_said
+    from rods_agents.variation.saying import asked_as_said
 
     span = "My travel funds should not exceed $2000, and I'll use my designated access code, 12345-67890."
     assert not asked_as_said("Please cap my travel spending at $1500 using access token 1.", ("set_budget_limit",), span)
@@ -763,7 +762,7 @@ def test_a_sentence_naming_the_implicit_lookups_values_gets_no_context_sentence(
     """Read 18: 'There's a trip from Sunset Valley to Shadowridge on my mind. How far is it from Sunset Valley to
     Shadowridge?' named both cities twice. A sentence that names the cities of the implicit zip-code lookups itself
     needs no context sentence before it; the re-measure still finds them stated."""
-    from rods_agents.variation.transplant import says_all
+    from rods_agents.variation.saying import says_all
 
     cities = (Slot(-1, "get_zipcode_based_on_city.city", '"Sunset Valley"', "user", False, ""),
               Slot(-2, "get_zipcode_based_on_city.city", '"Shadowridge"', "user", False, ""))
@@ -777,7 +776,7 @@ def test_a_sentence_naming_the_implicit_lookups_values_gets_no_context_sentence(
 
 
 def test_a_value_inside_a_file_name_is_not_said_as_a_folder():
-    from rods_agents.variation.transplant import says_all
+    from rods_agents.variation.saying import says_all
 
     folder = (Slot(-1, "cd.folder", '"research"', "user", False, ""),)
     assert not says_all(folder, "Please back up 'research_notes.txt' somewhere.")

@@ -972,7 +972,7 @@ def _route_swap(d: _Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[s
         return bool(hits) and stated_src
 
     from rods_agents.analysis.value_sources import CITY_ALIASES
-    from rods_agents.variation.transplant import _AIRPORT_NAMES
+    from rods_agents.variation.donor_fit import _AIRPORT_NAMES
 
     # an airport the text also calls by its own name ('John F. Kennedy') or an alias ('LA') keeps it: the name
     # would not follow the new code

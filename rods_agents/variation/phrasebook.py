@@ -16,17 +16,17 @@ A phrasing asks for exactly one call and states exactly what the seed's turn sta
 - a value the assistant reads from a result or the state, or a miss_param turn withholds, has no placeholder
   (the phrasing asks for the call without it, as the seed's turn does); except a code the seed's turn names by
   other words, which ``{param}`` writes in those words (the city for an airport, the company for a ticker, a date
-  in words: :func:`rods_agents.variation.transplant.named_as`), so the lookup stays the assistant's;
+  in words: :func:`rods_agents.variation.saying.named_as`), so the lookup stays the assistant's;
 - ``"pick": "param"`` marks a phrasing whose ``{param}`` stands where a noun phrase goes ('Pull up the numbers
   for {symbol}.'), for a value the seed's turn picks by its place in a list or by recency: the seed's own words for
   the pick ('the first stock listed in my watchlist', 'the most recent order ID') are written there
-  (:func:`rods_agents.variation.transplant.pick_phrase`), so the new sentence leaves the same pick to the
+  (:func:`rods_agents.variation.cues.pick_phrase`), so the new sentence leaves the same pick to the
   assistant. Only such phrasings fit a picked value, and they fit nothing else;
 - ``"withholds": "param"`` marks a phrasing for a miss_param turn that leaves ``param`` out and says so ('Post
   {content} with the right hashtag.' for the tweet's tags): a value the call can go without (an optional tag, a
   default line count) or one a person fills in unasked (a fuel amount: 'fill it up') must be missed in words, so
   only such phrasings word a turn withholding it
-  (:func:`rods_agents.variation.transplant.withholds_plainly`); a plain phrasing without a required value asks
+  (:func:`rods_agents.variation.donor_search.withholds_plainly`); a plain phrasing without a required value asks
   for the call all the same ('Please copy notes.txt.': copy where?);
 - ``"describes": {"param": "text"}`` marks a phrasing that describes a free text of its own for the assistant to
   compose ('I don't eat meat, so I need a vegetarian meal on board.' for the message 'Request for a vegetarian meal

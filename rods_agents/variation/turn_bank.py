@@ -304,7 +304,7 @@ def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[S
     order; None when a call cannot be placed or the order is not the calls' order. ``ordered=False`` places each
     call wherever it sits (a turn asking for its calls in another order), only where every mention of its words is
     in one piece ('fill' in 'an unfilled tank so round it and fill that in' is one sentence). It cannot tell which
-    sentence a condition governs: callers use it only for turns without one (:func:`rods_agents.variation.transplant._units`)."""
+    sentence a condition governs: callers use it only for turns without one (:func:`rods_agents.variation.assembly._units`)."""
     explicit = [c for c in info.turns[g].calls if c.explicit]
     lower, out, start = text.lower(), [], 0
     bounds = piece_bounds(text) if not ordered else []

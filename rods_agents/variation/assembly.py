@@ -1,0 +1,348 @@
+"""One wording of a seed turn from donors: whole, call by call, in segments, or unit by unit around kept cues.
+
+:func:`assemble_turn` tries a phrasebook sentence or one-call human piece per call, then one donor for the whole
+turn, then consecutive segments (:func:`_segments`); a turn with a condition, or one no donor words whole, is re-worded
+unit by unit (:func:`mixed_turn`), keeping the sentences that hold its condition, reference or transformation cue.
+:func:`by_recipe` says when a transformation is worded alike by a named recipe or a date in words.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+from envs.task import Task
+from rods_agents.analysis import knowledge
+from rods_agents.analysis.information_structure import lexicon
+from rods_agents.variation.cues import cue_spans, picks_something, stray_cues, stray_picks, turn_picks
+from rods_agents.variation.donor_search import find_wording, hidden_said, ordered_donors, phrasebook_donors
+from rods_agents.variation.phrasebook import context_sentences
+from rods_agents.variation.saying import (
+    ISO_DATE,
+    as_sentence,
+    named_as,
+    says_all,
+    says_no_more,
+    scalars_of,
+    with_specifics,
+)
+from rods_agents.variation.turn_bank import (
+    Donor,
+    Slot,
+    call_positions,
+    clean_piece,
+    cue_key,
+    donors_for,
+    piece_bounds,
+    piece_of,
+    portable_signature,
+    segment_signature,
+)
+
+MAX_SEGMENTS = 4  # donor turns joined into one turn at most
+
+
+def _rebased(target: tuple[Slot, ...], start: int, stop: int, whole: bool = False) -> tuple[Slot, ...]:
+    """The slots of calls ``start:stop``, re-indexed from 0; the hidden slots of implicit calls
+    (:func:`rods_agents.variation.turn_bank.explicit_calls`) only for the ``whole`` turn."""
+    return tuple(replace(x, index=x.index - start) if x.index >= 0 else x for x in target
+                 if (start <= x.index < stop) or (whole and x.index < 0))
+
+
+_HAND_OVER = ("", "", "", "After that, ", "Then ", "Next, ", "Also, ", "Once that's done, ")
+
+
+def _joined(parts: list[tuple[str, Donor]], key: str) -> str:
+    """A turn's segments as one text; a phrasebook sentence after the first is handed over with a connective
+    now and then ('After that, ...'), one choice per sample and segment."""
+    out = []
+    leads = list(_HAND_OVER)
+    random.Random(key).shuffle(leads)  # one order per turn: no 'Next, ... Next, ...'
+    for i, (text, d) in enumerate(parts):
+        text = as_sentence(text)
+        if i and d.scenario == "phrasebook":
+            lead = leads[i % len(leads)]
+            if lead and not text.startswith(("I ", "I'")):
+                text = lead + text[:1].lower() + text[1:]
+        out.append(text)
+    return " ".join(out)
+
+
+def assemble_turn(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str],
+              allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None = None, carried: str = "",
+              signature: str | None = None, earlier: str = "", aliases: dict[str, str] | None = None
+              ) -> tuple[str, list[Donor]] | None:
+    """One wording of a turn: call by call first (a phrasebook sentence or a one-call piece of a human turn for
+    each call: no other task's story comes along), else the whole turn from one donor where one fits, else the
+    calls in consecutive segments (at most ``MAX_SEGMENTS``), each from a donor asking for just those calls the
+    same way (longest segment first). A turn with a reference or a transformation takes only donors with
+    the same cue words; a turn with a condition is never re-worded whole (None; :func:`mixed_turn` keeps its
+    cue sentence and re-words the rest)."""
+    sig = signature or portable_signature(seed_info, g)
+    parsed = json.loads(sig)
+    if parsed.get("conditions"):
+        return None
+    whole_only = signature is not None  # a withholding turn: one donor withholding the same value
+    delicate = bool(parsed.get("references") or (parsed.get("transformations") and not by_recipe(seed_info, g, methods,
+                                                                                                 target, carried)))
+    untied: dict[str, str] | None = None  # a pick the structure tied to no call (stray_picks)
+    if not delicate and not whole_only and (stray := stray_cues(carried, methods, len(methods) == 1 and any(
+            x.producer for x in target))) and picks_something(target):
+        untied = stray_picks(carried, stray, methods, target)
+        if not untied:
+            return None  # cue words the structure did not tie to a call: mixed_turn keeps their sentences
+    if (delicate or untied) and not whole_only and (picks := untied or turn_picks(seed_info, g, carried, methods)):
+        whole = _rebased(target, 0, 1, True)
+        phrases = phrasebook_donors(seed, turn, 0, methods, whole, sig, used, set(), carried, earlier, picks, aliases)
+        found = find_wording([], whole, world, allowed, values, carried, slot, phrases, True, key=f"{seed.scenario}|{turn}|0")
+        if found is not None:
+            return as_sentence(found[0]), [found[1]]
+    if untied:
+        return None  # a sentence without the pick would leave the value to no words
+    def call_by_call() -> tuple[str, list[Donor]] | None:  # one sentence per call: no other task's story
+        return _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried,
+                         sig, earlier, single_only=True, aliases=aliases)
+
+    if len(methods) > 1 and not (delicate or whole_only) and (built := call_by_call()) is not None:
+        return built  # sentence by sentence first
+    built = _segments(seed, seed_info, turn, g, methods, target, world, allowed, values, used, rng, slot, carried, sig,
+                      earlier, whole_only=whole_only, delicate=delicate, aliases=aliases)
+    if built is None and whole_only and len(methods) > 1 and not delicate:
+        # a withholding turn of several calls no other turn words whole: a phrasebook sentence per call, the
+        # withheld call's as :func:`withholds_plainly` allows; the re-measure checks the same value is still withheld
+        built = call_by_call()
+    return built
+
+
+def by_recipe(info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], span: str = "") -> bool:
+    """Every transformation of the turn builds a value a phrasebook sentence words the same way: by a named recipe
+    (:func:`rods_agents.variation.turn_bank.recipe_of`: 'fuel up the car entirely' fills the tank to its capacity,
+    and a sentence marked ``composes`` for it, 'Top the tank off for me.', asks for the same reading and the same
+    sum), or a date ``span`` writes in words, which the sentence writes in words too (:func:`named_as`: 'on
+    August 15, 2026' -> 'on August 15th, 2026'), one such value per transformation of the same call and parameter.
+    So the turn may be re-worded like any other; the re-measure checks the turn still counts as many transformations
+    of each kind, and the sentence's fit (``composes``, the date's words) checks which value they build."""
+    def worded_alike(x: Slot) -> bool:
+        value = json.loads(x.value)
+        return bool(x.recipe) or (isinstance(value, str) and ISO_DATE.match(value) is not None
+                                  and named_as(value, span) is not None)
+
+    built = Counter((methods[x.index], x.param) for x in target if 0 <= x.index < len(methods) and worded_alike(x))
+    wanted = Counter((t.method, t.param) for t in info.turns[g].transformations)
+    return bool(wanted) and all(built[k] >= n for k, n in wanted.items())
+
+
+def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...],
+              world: set[str], allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None, carried: str,
+              sig: str, earlier: str, single_only: bool = False, whole_only: bool = False, delicate: bool = False,
+              aliases: dict[str, str] | None = None) -> tuple[str, list[Donor]] | None:
+    """The calls in consecutive segments, longest first (``single_only``: one call per segment, so each sentence
+    comes from the phrasebook or a one-call piece of a human turn), with a context sentence for hidden values."""
+    parts: list[tuple[str, Donor]] = []
+    start, n = 0, len(methods)
+    joined = _compound_cuts(carried, seed_info, g, methods, target)
+    while start < n:
+        for stop in range(n, start, -1):
+            if (delicate or whole_only) and (start, stop) != (0, n):
+                continue
+            if stop in joined:
+                continue  # one request for two calls on one thing ('copy it under the name X'): never cut
+            if single_only and stop - start > 1:
+                continue
+            seg_sig = sig if (start, stop) == (0, n) else segment_signature()
+            picked = {d.text for _, d in parts}  # one turn never repeats a donor's words ('..., to Rivermist. ..., to Stonebrook.')
+            pool = [] if single_only else [  # the sentence-by-sentence pass: the phrasebook only, no other story
+                d for d in donors_for(methods[start:stop], seg_sig, knowledge.donor_key(seed),
+                                      cue_key(seed_info, g) if delicate and not whole_only else None)
+                if d.task_id not in used and d.text not in picked]
+            pool = ordered_donors(pool, seed, turn, start, stop, rng, slot)
+            seg_target = _rebased(target, start, stop, (start, stop) == (0, n))
+            # a miss_param turn withholding a value of its one call: a sentence for that call without the value
+            # (the re-measure checks the same parameter is still the one withheld)
+            phrases = [] if delicate or (whole_only and n > 1) else phrasebook_donors(
+                seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked, carried, earlier,
+                aliases=aliases)
+            found = find_wording(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n) or n == 1,
+                          distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only),
+                          whole_span=(start, stop) == (0, n), after=parts[-1][0] if parts else "",
+                          key=f"{seed.scenario}|{turn}|{start}|{stop}")
+            if found is not None:
+                parts.append(found)
+                start = stop
+                break
+        else:
+            return None
+        if len(parts) > MAX_SEGMENTS:
+            return None
+    text = _joined(parts, f"{seed.scenario}|{turn}|{slot}")
+    if len(parts) > 1 and any(d.scenario == "phrasebook" for _, d in parts):
+        text = with_specifics(text, carried, methods, values, world)  # a number or quoted value no segment says
+        if text is None:
+            return None
+    hidden = hidden_said(target, carried)
+    if hidden and len(parts) > 1 and not says_all(hidden, text):  # the values of implicit calls no segment carries
+        ctx = [c for c in context_sentences(hidden) if says_no_more(c, hidden, carried)]
+        if not ctx:
+            return None
+        text = f"{ctx[random.Random(f'{seed.scenario}|{turn}|{slot}|context').randrange(len(ctx))]} {text}"
+    return text, [d for _, d in parts]
+
+
+def _compound_cuts(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...]) -> set[int]:
+    """Call indices ``i`` where a turn's wording must not be cut between calls ``i - 1`` and ``i``: both take a
+    value the seed's turn says once. "Secure 'TeamNotes.txt': copy it to the archive under the name
+    IdeasArchive.txt" is a copy, a cd and a rename of that copy; worded call by call ('Copy TeamNotes.txt over to
+    Archived. Move TeamNotes.txt over to IdeasArchive.txt.') it reads as renaming the original, and it spells
+    out the steps the seed left to the assistant (read 5)."""
+    stated: dict[int, set[str]] = {}
+    for x in target:
+        if x.index >= 0 and x.source == "user":
+            stated.setdefault(x.index, set()).update(str(v) for v in scalars_of(json.loads(x.value)) if isinstance(v, str))
+    low = text.lower()
+    # a call that makes the thing it names (mkdir, touch) may be asked for on its own: 'Create a folder called
+    # research. Move hiring_plan.pdf into research.' says what 'move it to a new directory research' says
+    return {i for i in range(1, len(methods)) if methods[i - 1] not in _MAKES
+            and any(low.count(v.lower()) == 1 for v in stated.get(i - 1, set()) & stated.get(i, set()))}
+
+
+_MAKES = frozenset({"mkdir", "touch"})
+
+
+def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...]
+           ) -> list[tuple[int, int, int, int]] | None:
+    """The carried turn cut into units of (first call, stop call, start char, end char), in the text's order: the
+    sentences that ask for a call (and those after it up to the next call's, and for the first unit those before
+    it); calls asked for in one sentence are one unit. A turn may ask for its calls in another order than they run
+    ('Start the engine with the doors locked and the brake on. ... so round it and fill that in.': the fill runs
+    first), as long as each sentence asks for a run of consecutive calls and the turn has no condition (base_98's
+    'make sure the doors are locked tight. Check the door locks and secure them if any are unlocked' asks for the
+    locks under the condition of its last sentence). None when a call cannot be placed."""
+    explicit = [c.method for c in info.turns[g].calls if c.explicit]
+    if tuple(explicit) != methods:
+        return None
+    n = len(methods)
+    bounds = piece_bounds(text)
+    positions = call_positions(text, info, g, target, n)
+    if positions is None and not info.turns[g].conditions:  # a condition's call is not told by where its words sit
+        positions = call_positions(text, info, g, target, n, ordered=False)
+    if positions is None:
+        return None
+    sent = [piece_of(bounds, p) for p in positions]
+    runs: dict[int, list[int]] = {}
+    for i, s_i in enumerate(sent):
+        runs.setdefault(s_i, []).append(i)
+    if any(calls != list(range(calls[0], calls[-1] + 1)) for calls in runs.values()):
+        return None  # one sentence asks for calls that others interleave: no unit is one run of calls
+    order = sorted(runs)
+    units = []
+    for k, s_i in enumerate(order):
+        lo = 0 if k == 0 else bounds[s_i]
+        hi = bounds[order[k + 1]] if k + 1 < len(order) else len(text)
+        units.append((runs[s_i][0], runs[s_i][-1] + 1, lo, hi))
+    return units
+
+
+def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]) -> set[int] | None:
+    """The units whose words hold a condition, a reference or a transformation cue: they keep the seed's
+    wording (the cue decides the ground truth). None when a cue cannot be found in the text."""
+    s = info.turns[g]
+    lower = text.lower()
+    out: set[int] = set()
+    explicit = [c.method for c in s.calls if c.explicit]
+    for x in [*s.references, *s.transformations]:
+        if x.cue.strip():
+            continue
+        # no cue found: the words that say how the value is built sit with its call; keep that call's unit
+        at = [i for i, m in enumerate(explicit) if m == x.method]
+        if len(at) != 1:
+            return None
+        out.update(k for k, (a, b, _, _) in enumerate(units) if a <= at[0] < b)
+    for cue in [c.cue for c in s.conditions] + [r.cue for r in s.references if r.cue.strip()] + [
+            x.cue for x in s.transformations if x.cue.strip()]:
+        at = lower.find(cue.lower().strip()) if cue.strip() else -1
+        if at < 0:
+            return None
+        end = at + len(cue.strip())
+        out.update(k for k, (_, _, lo, hi) in enumerate(units) if lo < end and at < hi)
+    for at, end in cue_spans(text):  # cue words the structure did not tie to a call stay too
+        out.update(k for k, (_, _, lo, hi) in enumerate(units) if lo < end and at < hi)
+    return out
+
+
+def drops_request(span: str, words: str, methods: tuple[str, ...], a: int, b: int) -> bool:
+    """True when ``span``, replaced by ``words`` that ask for ``methods[a:b]``, holds lexicon words of another call
+    of the turn that ``words`` lacks: the replacement would drop a request ('fill the tank with 40 more liters'
+    asks for the fill as well as the liters-to-gallons conversion whose value it states; re-worded as the
+    conversion alone, nobody asks for the fill, though 'Round the fill amount' later keeps the fill explicit)."""
+    lex = lexicon().methods
+    others = {methods[i] for i in range(len(methods)) if not a <= i < b} - set(methods[a:b])
+    return any(p.search(span) and not p.search(words) for name in others for p in lex.get(name, ((), None))[0])
+
+
+def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...],
+           world: set[str], allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None,
+           carried: str, earlier: str = "", aliases: dict[str, str] | None = None) -> tuple[str, list[Donor]] | None:
+    """A turn no donor words whole, re-worded unit by unit (:func:`_units`): each run of units without a cue
+    from a donor asking for just those calls the same way (longest run first), the units with a condition,
+    reference or transformation cue, and those no donor fits, in the carried wording. So a conditioned or
+    referencing turn keeps its cue sentence ('Should any tire fall below 40 PSI, ...') and gets new words for
+    the rest, and a turn with one call no donor asks for keeps only that call's sentence."""
+    units = _units(carried, base_info, g, methods, target)
+    if units is None or len(units) < 2:
+        return None
+    locked = _locked(carried, base_info, g, units)
+    if locked is None or len(locked) == len(units):
+        return None
+    pieces: list[tuple[int, int] | str] = []  # a carried span, or a donor's words
+    donors: list[Donor] = []
+    k = 0
+    while k < len(units):
+        a, _, lo, hi = units[k]
+        if k in locked:
+            pieces.append((lo, hi))
+            k += 1
+            continue
+        last = k  # a run of units asking for consecutive calls, in order
+        while last + 1 < len(units) and last + 1 not in locked and units[last + 1][0] == units[last][1]:
+            last += 1
+        found = None
+        for m in range(last, k - 1, -1):
+            b = units[m][1]
+            pool = [d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
+                    if d.task_id not in used and d.text not in {x.text for x in donors}]
+            phrases = phrasebook_donors(seed, turn, a, methods[a:b], _rebased(target, a, b), segment_signature(), used,
+                                         {x.text for x in donors}, carried[lo:units[m][3]], earlier, aliases=aliases)
+            one = find_wording(ordered_donors(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
+                        carried[lo:units[m][3]], slot, phrases, True, key=f"{seed.scenario}|{turn}|{a}|{b}")
+            found = None if one is None else (one[0], [one[1]])  # (words, their donors)
+            if found is None and b - a > 1:  # several calls no donor asks for together: a sentence per call
+                found = _segments(seed, base_info, turn, g, methods[a:b], _rebased(target, a, b), world, allowed, values,
+                                  used | {x.task_id for x in donors}, rng, slot, carried[lo:units[m][3]],
+                                  segment_signature(), earlier, single_only=True, aliases=aliases)
+            if found is not None and drops_request(carried[lo:units[m][3]], found[0], methods, a, b):
+                found = None
+            if found is not None:
+                break
+        if found is None:
+            pieces.append((lo, hi))
+            k += 1
+            continue
+        pieces.append(as_sentence(found[0]))
+        donors.extend(found[1])
+        k = m + 1
+    if not donors:
+        return None
+    merged: list[tuple[int, int] | str] = []
+    for p in pieces:  # carried spans side by side stay one span (a condition cut at ', then' stays whole)
+        if isinstance(p, tuple) and merged and isinstance(merged[-1], tuple) and merged[-1][1] == p[0]:
+            merged[-1] = (merged[-1][0], p[1])
+        else:
+            merged.append(p)
+    pieces = [p if isinstance(p, str) else as_sentence(clean_piece(carried[p[0]:p[1]])) for p in merged]
+    return " ".join(p for p in pieces if p), donors
+
+
+__all__ = ["MAX_SEGMENTS", "assemble_turn", "by_recipe", "drops_request", "mixed_turn"]

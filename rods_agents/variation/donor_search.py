@@ -1,0 +1,261 @@
+"""Donors for a run of calls: human pieces and phrasebook sentences that fit, and the one a sibling takes.
+
+:func:`collect_fits` re-instantiates each candidate (:mod:`rods_agents.variation.donor_fit`) and keeps those whose
+words pass every check of :mod:`rods_agents.variation.saying` and :mod:`rods_agents.variation.cues`;
+:func:`find_wording` picks one by the sample's sibling slot, so the eight samples of a scenario (four categories x two
+variants) take different words. :func:`phrasebook_donors` turns the phrasebook's sentences for the calls into donors
+(with their picks, aliases and hidden values).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import replace
+from typing import Any
+
+from envs.task import Task
+from rods_agents.analysis import knowledge
+from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.faithfulness import choice_words
+from rods_agents.analysis.tracing import Trace
+from rods_agents.analysis.value_sources import _dates, _numbers, named_by_lookup
+from rods_agents.variation.cues import PICKED, brings_cues, names_other_work, said_out_of_order
+from rods_agents.variation.donor_fit import reinstantiate, value_map
+from rods_agents.variation.phrasebook import STATED, context_sentences, phrase_donors
+from rods_agents.variation.saying import (
+    as_sentence,
+    asked_as_said,
+    companies_of,
+    foreign_names,
+    keeps_said,
+    named_as,
+    names_other_option,
+    premise_free,
+    says_all,
+    says_no_more,
+    says_value,
+    scalars_of,
+    source_as_said,
+    with_specifics,
+    word_in,
+    word_set,
+)
+from rods_agents.variation.turn_bank import Donor, Slot
+
+MAX_TRIES = 16  # donors tried per segment (siblings pick among the fitting ones)
+PICK = 8  # fitting donors a sibling slot picks among (the 8 samples of a scenario: 4 categories x 2 variants)
+
+
+def ordered_donors(pool: list[Donor], seed: Task, turn: int, start: int, stop: int, rng: Any, slot: int | None) -> list[Donor]:
+    """The donors in the order they are tried: shuffled (for a sibling slot, one order per scenario and turn,
+    :func:`find_wording` then picks among the fitting ones by the slot, so siblings take other donors); an opening
+    turn's donors from opening turns first."""
+    pool = list(pool)
+    if slot is None:
+        rng.shuffle(pool)
+    else:
+        pool.sort(key=lambda d: (d.task_id, d.turn, d.text))
+        random.Random(f"{seed.scenario}|{turn}|{start}|{stop}").shuffle(pool)
+    # an introduction ("I'm planning a trip ...") reads oddly mid-conversation and a follow-up ("that file") at the start
+    pool.sort(key=lambda d: (d.turn == 0) != (turn == 0))
+    return pool
+
+
+def collect_fits(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[Slot, ...], world: set[str],
+             allowed: set[float], values: str, span: str, want: int, whole_span: bool = True) -> None:
+    """Append to ``fits`` the donors that re-instantiate on ``target`` and say exactly what ``span`` says, until
+    ``want`` fit; at most ``MAX_TRIES`` human donors asking for the calls the same way are tried. ``whole_span``:
+    the donor words all of ``span``, so a phrasebook sentence must keep its numbers and quoted values (one call's
+    sentence of several is held to that only once they are joined: :func:`rods_agents.variation.assembly._segments`)."""
+    tries = 0
+    names: set[str] | None = None  # what a human donor's capitalised words may name: built once, on first need
+    for d in donors:
+        if len(fits) >= want or tries >= MAX_TRIES:
+            return
+        if value_map(d, target) is None or said_out_of_order(d):
+            continue
+        tries += d.scenario != "phrasebook"
+        if d.scenario != "phrasebook" and (not premise_free(d.text) or any(x.source == "state" for x in d.slots)):
+            continue  # a premise of its own story, or a value it names its own way ('Alice' for the id to look up)
+        text = reinstantiate(d, target, world, allowed, values)
+        if text is not None and d.scenario != "phrasebook":
+            names = names if names is not None else world | word_set(span) | companies_of(world)
+            if (foreign_names(text, names) or brings_cues(text, span, any(x.producer for x in target),
+                                                          any(x.source == "call" for x in target))
+                    or names_other_work(text, world, values)):
+                continue  # a person or a thing of the donor's own story, or its own pick ('the first file you find')
+        if d.scenario == "phrasebook" and whole_span and text is not None:
+            text = with_specifics(text, span, d.methods, values, world)
+        if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
+                and source_as_said(text, d.methods, span) and asked_as_said(text, d.methods, span)
+                and not names_other_option(text, d.methods, target)):
+            fits.append((text, d))
+
+
+def sibling_rank(slot: int, key: str) -> int:
+    """A sibling's rank among a turn's fitting donors: its slot through one permutation of the ``PICK`` slots per
+    scenario and turn (``key``). Why not the slot itself: with fewer fits than siblings, ``slot % fits`` sends the
+    same siblings to the same donor in every such turn (slots 1 and 5 share every turn with 1, 2 or 4 fits), so
+    their texts end up near-copies (issue 13: 29 of 35 sibling rejections over 120 seeds); a permutation per turn
+    spreads the collisions over other pairs in each turn."""
+    order = list(range(PICK))
+    random.Random(f"{key}|siblings").shuffle(order)
+    return order[slot % PICK] + PICK * (slot // PICK)
+
+
+def find_wording(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
+          span: str, slot: int | None = None, phrases: list[Donor] | None = None, phrases_first: bool = False,
+          distinct: bool = False, whole_span: bool = True, after: str = "", key: str = "") -> tuple[str, Donor] | None:
+    """A donor of ``pool`` that re-instantiates on ``target`` and states what ``span`` states: the first one, or
+    for a sibling ``slot`` the slot's pick among the first ``PICK`` that fit (siblings of one scenario share
+    their turns' pools, and the first fitting donor of a rotated pool is often the same one). At most
+    ``MAX_TRIES`` donors that ask for the calls the same way are tried (the others are skipped at no cost).
+    ``after``: the sentence this one follows in its turn; one opening as it does is taken only when no other fits
+    ('Could you set the parking brake? Could you fire up the car?', read 10). ``key``: the scenario and turn, whose
+    permutation of the sibling slots orders the pick (:func:`sibling_rank`)."""
+    fits: list[tuple[str, Donor]] = []
+    rank = None if slot is None else sibling_rank(slot, key)
+    first, then = (list(phrases or []), pool) if phrases_first else (pool, list(phrases or []))
+    for source in (first, then):  # a piece of a turn takes the phrasebook first: a human piece brings its story
+        collect_fits(source, fits, target, world, allowed, values, span, PICK if slot is not None or after else 1,
+                 whole_span)
+    if not fits or (distinct and rank is not None and rank >= len(fits)):
+        return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words
+    if after:
+        fits = [f for f in fits if _opener(f[0]) != _opener(after)] or fits
+    return fits[0] if rank is None else fits[rank % len(fits)]
+
+
+def _opener(text: str) -> str:
+    """How a request opens, for variety between a turn's sentences: its first two words ('could you', 'please go')."""
+    return " ".join(re.findall(r"[a-z']+", text.lower())[:2])
+
+
+def hidden_said(target: tuple[Slot, ...], span: str) -> tuple[Slot, ...]:
+    """The hidden slots (values of implicit calls) that ``span`` states: a context sentence must state them too. One it
+    leaves to an earlier turn ('search the file' inside the folder named a turn before) needs none, and one would
+    make the turn easier; the re-measure checks the value is still obtainable as in the seed."""
+    dates, nums = _dates(span), _numbers(span)
+    return tuple(x for x in target if x.index < 0 and any(says_value(v, span, dates, nums) for v in scalars_of(json.loads(x.value))))
+
+
+def _describes_withheld(text: str, target: tuple[Slot, ...]) -> bool:
+    """A sentence for a miss_param turn that names what the withheld value is about ('at market price' for the
+    price the next turn supplies): it answers the question the assistant must ask, wrongly. Any word of the
+    withheld parameter's name counts (conservative: 'the ticket' for a withheld ticket id too)."""
+    words = {w for x in target if x.source == "withheld" for w in x.param.lower().split("_") if len(w) >= 3}
+    return any(re.search(rf"\b{re.escape(w)}", text, re.I) for w in words)
+
+
+def _alias(value: Any, span: str, aliases: dict[str, str] | None) -> str | None:
+    """The name ``span`` gives a looked-up value by (:func:`lookup_names`), or None."""
+    name = (aliases or {}).get(value) if isinstance(value, str) else None
+    return name if name and word_in(name, span) else None
+
+
+def lookup_names(trace: Trace, config: dict[str, Any] | None = None) -> dict[str, str]:
+    """Value -> the name the ground truth looked it up by: one-argument lookups (``get_user_id(user='Bob')`` gives
+    USR002) whose result is one string, and the state's name maps (MessageAPI's ``user_map``: Michael -> USR006). A
+    turn naming Bob for the id read from that result or the state ('delete what you sent Bob', 'update Michael')
+    writes Bob where the id goes, so finding the id stays the assistant's."""
+    kinds = set(knowledge.skill_classes().get("kinds", {}).get("lookup", ()))
+    out: dict[str, str] = {}
+    for state in (config or {}).values():
+        for key, table in (state.items() if isinstance(state, dict) else ()):
+            if key.endswith("_map") and isinstance(table, dict):
+                out.update({v: k for k, v in table.items() if isinstance(k, str) and isinstance(v, str)})
+    for rec in trace.calls:
+        if rec.name not in kinds or rec.error or len(rec.args) != 1:
+            continue
+        (name,) = rec.args.values()
+        try:
+            result = json.loads(rec.result)
+        except (TypeError, ValueError):
+            continue
+        values = list(result.values()) if isinstance(result, dict) else []
+        if isinstance(name, str) and len(values) == 1 and isinstance(values[0], str):
+            out.setdefault(values[0], name)
+    return out
+
+
+def unworded_options(methods: tuple[str, ...], own: list[Slot], span: str, earlier: str) -> frozenset[str]:
+    """The documented options (``prompts/bfcl/choice_words.json``) of a turn's calls that neither its words nor an
+    earlier turn's say: 'secure travel insurance with a fee of $350' leaves the insurance type to the assistant, and
+    a sentence naming 'comprehensive' would decide it for them. A sentence for the call leaves them unsaid too."""
+    table = choice_words()
+    out = set()
+    for x in own:
+        words = table.get(f"{methods[x.index]}.{x.param}") if x.source == "flag" else None
+        option = json.loads(x.value) if words else None
+        if words and str(option) in words and not any(p.search(f"{earlier} {span}") for p in words[str(option)]):
+            out.add(x.param)
+    return frozenset(out)
+
+
+def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
+                      used: set[str], picked: set[str], span: str = "", earlier: str = "",
+                      picks: dict[str, str] | None = None, aliases: dict[str, str] | None = None,
+                      describing: bool = False) -> list[Donor]:
+    """The phrasebook's donors for a one-call segment, or two calls a frame asks for in one request
+    (:mod:`rods_agents.variation.phrasebook`), in one order per scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out.
+    ``describing``: the phrasings describing a free text of their own (:func:`rods_agents.variation.transplant._adopted`)."""
+    picks = picks or {}
+    own = [x for x in target if 0 <= x.index < len(methods)]  # the run's calls, no hidden slots
+    named = {x.param: words for x in own if x.param not in picks
+             and (words := named_as(json.loads(x.value), span) or _alias(json.loads(x.value), span, aliases))}
+    # a code an earlier turn named for its lookup ('the nearest airport to Rivermist', then 'book that flight'): left
+    # to that turn, as a value it said as it is would be
+    looked_up = {x.param for x in own if x.source == "state" and not x.producer
+                 and x.param not in named and all(named_by_lookup(v, earlier) for v in scalars_of(json.loads(x.value)))}
+    if len(methods) > 2 or any(x.source in PICKED and not x.producer and not x.recipe
+                                and x.param not in named and x.param not in picks and x.param not in looked_up
+                                for x in own):
+        return []  # a value read from the state or one of several results: the seed's words say which one
+    # a value of an implicit call that the call itself takes too ('snag 100 shares of XYZ' states the symbol of the
+    # implicit price lookup as well as the order's): the sentence writing the order's symbol says it
+    stated = {x.value for x in own if x.source in STATED}
+    hidden = tuple(x for x in hidden_said(target, span) if x.value not in stated)
+    # a value the replaced words leave out may be left out only where an earlier turn says it as it is: a value the
+    # seed's turn says in words no lookup finds ('high-priority', 'end with 50 gallons', 'in pounds sterling') stays
+    # said, and an option is never left out
+    dates, nums, e_dates, e_nums = _dates(span), _numbers(span), _dates(earlier), _numbers(earlier)
+    unsaid = frozenset(x.param for x in own if x.source in STATED and all(
+        not says_value(v, span, dates, nums) and says_value(v, earlier, e_dates, e_nums) for v in scalars_of(json.loads(x.value))))
+    unsaid |= looked_up | unworded_options(methods, own, span, earlier)
+    marked = not withholds_plainly(methods, own)  # a withheld value the words must say is missing
+    out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks,
+                                    marked_only=marked, describing=describing)
+           if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
+    if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them, unless the
+        # sentence itself names them ('How far is it from Sunset Valley to Shadowridge?' after 'There's a trip from
+        # Sunset Valley to Shadowridge on my mind.' named both cities twice, read 18)
+        ctx = context_sentences(hidden)
+        pick = random.Random(f"{seed.scenario}|{turn}|context").randrange(len(ctx)) if ctx else 0
+        worded = []
+        for k, d in enumerate(out):
+            if says_all(hidden, d.text):
+                worded.append(replace(d, slots=target))
+            elif ctx:
+                worded.append(replace(d, text=f"{ctx[(pick + k) % len(ctx)]} {as_sentence(d.text)}", slots=target))
+        out = worded
+    elif any(x.index < 0 for x in target):  # values of implicit calls the turn leaves to an earlier one: nothing to say
+        out = [replace(d, slots=target) for d in out]
+    random.Random(f"{seed.scenario}|{turn}|{start}|phrasebook").shuffle(out)
+    return out
+
+
+def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:
+    """Every value the turn withholds is a required parameter of its call that a person would not fill in unasked:
+    a sentence for the call without it leaves the assistant no way to make the call but to ask ('Please make a
+    copy of notes.txt.': copy where?). An optional one (a tweet's tags or mentions, tail's line count) and one with
+    an obvious default (``prompts/bfcl/skill_classes.json`` ``withheld_in_words``: a fuel amount, 'fill it up') must
+    be missed in words ('with the tag we discussed'): 'Go ahead and tweet ...' is posted as it is, nothing asked."""
+    catalog = build_catalog()
+    in_words = set(knowledge.skill_classes().get("withheld_in_words", ()))
+    held = [(methods[x.index], x.param) for x in target if x.source == "withheld" and 0 <= x.index < len(methods)]
+    return all(m in catalog.methods and p in catalog.spec(m).required and f"{m}.{p}" not in in_words for m, p in held)
+
+
+__all__ = ["MAX_TRIES", "PICK", "collect_fits", "find_wording", "hidden_said", "lookup_names", "ordered_donors", "phrasebook_donors", "sibling_rank", "unworded_options", "withholds_plainly"]

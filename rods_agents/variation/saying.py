@@ -1,0 +1,324 @@
+"""What a sentence says of a task's values: the checks a donor's words must pass to stand for the variant's calls.
+
+A donor sentence (a piece of another train turn, or a phrasebook sentence) is re-instantiated on the variant's values
+(:mod:`rods_agents.variation.donor_fit`); these checks say whether the result still says every value the seed turn says
+(:func:`keeps_said`), says nothing more (:func:`says_no_more`: a value the seed leaves to the assistant stays unsaid),
+names a date or a code the same way (:func:`named_as`), carries the seed's specifics (:func:`keeps_specifics`,
+:func:`with_specifics`), and brings no premise or name of another task's story (:func:`premise_free`,
+:func:`foreign_names`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from rods_agents.analysis import knowledge
+from rods_agents.analysis.faithfulness import choice_words, says
+from rods_agents.analysis.information_structure import _QUOTED, lexicon
+from rods_agents.analysis.value_sources import (
+    CITY_ALIASES,
+    _dates,
+    _numbers,
+    airport_cities,
+    stated_as_date,
+    ticker_companies,
+)
+from rods_agents.variation.turn_bank import SENTENCE_END, Slot
+
+# A human turn opened by a premise of its own conversation ('With the liters in mind, ...', 'Now that the tank is
+# full, ...', 'Finally, ...') or a persona ('I am Alice', 'As a high-ranking official, ...') carries its story into
+# the variant, where the premise is false: the independent reads found such leftovers in over half of 30 pairs.
+_PREMISE = re.compile(
+    r"(?:^|(?<=[.?!]\s))(?:with|given|now that|since|after|once|having|following|finally|lastly|furthermore|moreover|"
+    r"additionally|speaking of|in light of|on top of|as|considering|upon|building on|in addition|subsequently|"
+    r"meanwhile|besides|then|next|also|oh)\b"
+    r"|\b(?:i am|i'm|my name is|this is)\s+(?-i:[A-Z][a-z]+)\b"
+    r"|\b(?:you|you'd|you've|your)\b(?=[^.?!]*\b(?:prefer|itinerary|adventure|journey|escape)\b)",
+    re.IGNORECASE)
+
+
+_CALENDAR = frozenset("january february march april may june july august september october november december monday "
+                      "tuesday wednesday thursday friday saturday sunday".split())
+
+
+def foreign_names(text: str, world: set[str]) -> list[str]:
+    """Capitalised words inside a sentence (not its first word) that name nothing of the variant's world (its
+    state, its calls, the words of its own turns): a human turn's 'the stock with Amazon' or 'my friend Maria'
+    carried into a task about another company or person. Month and day names, 'I' and codes in capitals pass."""
+    out = []
+    for sentence in re.split(r"(?<=[.?!])\s+", text):
+        for word in re.findall(r"[A-Za-z][\w'-]*", sentence)[1:]:
+            low = word.lower().removesuffix("'s")
+            if (word[0].isupper() and any(c.islower() for c in word[1:]) and low not in _CALENDAR
+                    and not low.startswith("i'") and not any(low in s for s in world)):
+                out.append(word)
+    return out
+
+
+def word_set(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[A-Za-z][\w'-]*", text)}
+
+
+def companies_of(world: set[str]) -> set[str]:
+    """The company names of the tickers in ``world`` ('quasar ltd.' for 'quas'): how a user names a stock."""
+    return {v.lower() for k, v in ticker_companies().items() if k.lower() in world}
+
+
+def premise_free(text: str) -> bool:
+    """True when a human turn's words presuppose nothing of their own conversation: no sentence opens on a
+    premise or a hand-over ('Given this apprehension, ...', 'Finally, ...'), no persona is introduced, no
+    second-person story is told. Only such turns are donors: the phrasebook words the rest."""
+    return _PREMISE.search(text.strip()) is None
+
+
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December"]
+ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _date_words(year: int, month: int, day: int) -> list[str]:
+    m, mon = _MONTHS[month - 1], _MONTHS[month - 1][:3]
+    d, o = str(day), _ordinal(day)
+    return [f"{m} {o}, {year}", f"{m} {d}, {year}", f"{m} {o} {year}", f"{m} {d} {year}", f"{o} of {m}, {year}",
+            f"{o} of {m} {year}", f"{d} {m} {year}", f"{o} of {m}", f"{m} {o}", f"{m} {d}", f"{mon} {o}",
+            f"{mon} {d}", f"{mon}. {d}"]
+
+
+def date_forms(old: str, new: str, text: str) -> list[tuple[str, str]]:
+    """(old form, new form) of an ISO date the donor writes in words ('December 15th, 2026'), the forms
+    found in ``text`` only, longest first."""
+    mo, mn = ISO_DATE.match(old), ISO_DATE.match(new)
+    if not mo or not mn:
+        return []
+    olds = _date_words(*(int(x) for x in mo.groups()))
+    news = _date_words(*(int(x) for x in mn.groups()))
+    return [(o, n) for o, n in zip(olds, news, strict=True) if re.search(rf"(?<!\w){re.escape(o)}(?!\w)", text, re.I)]
+
+
+CODE_PATTERN = re.compile(r"[A-Z]{2,5}")
+
+
+def word_in(word: str, text: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", text) is not None
+
+
+def as_sentence(text: str) -> str:
+    """``text`` ending as a sentence does: a full stop added unless it ends in one, inside a closing quote too
+    ('tell them: "Unexpected charge found."', never '..."."')."""
+    text = text.strip()
+    return text if text[-1:] in ".?!" or (text[-1:] in "\"'" and text[-2:-1] in ".?!") else text + "."
+
+
+def scalars_of(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def says_value(value: Any, text: str, dates: set[str], nums: set[float]) -> bool:
+    """``value`` is written in ``text``: as itself (any case), an ISO date in words, a number in any form, an
+    airport code by its city's name."""
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int | float):
+        return float(value) in nums
+    if not isinstance(value, str) or len(value) < 3:
+        return False
+    if value.lower() in text.lower() or stated_as_date(value, dates):
+        return True
+    city = airport_cities().get(value)
+    return bool(city) and any(word_in(c, text) for c in (city, *CITY_ALIASES.get(city, ())))
+
+
+def keeps_said(text: str, target: tuple[Slot, ...], span: str) -> bool:
+    """Every value of ``target`` that the replaced words (``span``) write, ``text`` writes too: a donor that
+    leaves a value to an earlier turn of its own conversation ('book the flight' after a turn naming it)
+    would leave the variant's value unsaid, which the re-measure then rejects (a wasted try)."""
+    span_dates, dates, span_nums, nums = _dates(span), _dates(text), _numbers(span), _numbers(text)
+    for x in target:
+        if x.flag or x.source == "withheld":
+            continue
+        for v in scalars_of(json.loads(x.value)):
+            if says_value(v, span, span_dates, span_nums) and not says_value(v, text, dates, nums):
+                return False
+    return True
+
+
+def says_no_more(text: str, target: tuple[Slot, ...], span: str) -> bool:
+    """Every value of ``target`` that ``text`` writes, the replaced words (``span``) write too, options included:
+    a sentence that repeats the token, the route or the class the seed's turn left to an earlier turn ('book it
+    as we discussed'), or names the option the seed described ('the climate settings' for 'the AC temperature'),
+    makes the turn easier (issue 13's independent reads: 12 and 9 of 30); so does the ticker for the company
+    the seed names or the ISO date for its words (:func:`said_as_is`)."""
+    dates, span_dates, span_nums, nums = _dates(text), _dates(span), _numbers(span), _numbers(text)
+    for x in target:
+        if x.source == "withheld":
+            continue
+        for v in scalars_of(json.loads(x.value)):
+            if isinstance(v, bool) or not says_value(v, text, dates, nums):
+                continue
+            if not says_value(v, span, span_dates, span_nums) or (said_as_is(v, text, nums)
+                                                             and not said_as_is(v, span, span_nums)):
+                return False  # the same form only: a city for the city, never the code for the city
+    return True
+
+
+def says_all(slots: tuple[Slot, ...], text: str) -> bool:
+    """Every value of ``slots`` is written in ``text`` as a word of its own (a number in any form): 'research' inside
+    'research_notes.txt' names no folder, so the context sentence 'In research directory, ...' stays."""
+    nums = _numbers(text)
+
+    def said(v: Any) -> bool:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return float(v) in nums
+        return isinstance(v, str) and re.search(rf"(?<![\w.\-]){re.escape(v)}(?![\w\-]|\.\w)", text, re.I) is not None
+    return all(said(v) for x in slots for v in scalars_of(json.loads(x.value)))
+
+
+def said_as_is(value: Any, text: str, nums: set[float]) -> bool:
+    """``value`` is written in ``text`` as it is: a code in its own case as a word ('Zeta Corp' does not say ZETA,
+    'Los Angeles' does not say LAX), a string in any case, a number in any form. A sentence that writes the ticker
+    for a company the seed names, the code for its city or the ISO date for its words hands the assistant a step."""
+    if isinstance(value, int | float):
+        return float(value) in nums
+    if not isinstance(value, str):
+        return False
+    if CODE_PATTERN.fullmatch(value):
+        return word_in(value, text)
+    return value.lower() in text.lower()
+
+
+def named_as(value: Any, span: str) -> str | None:
+    """The words ``span`` names a code by where it does not write the code itself: the airport's city ('Los
+    Angeles' or 'LA' for LAX), the ticker's company ('Zeta Corp' for ZETA). A sentence written for the turn
+    names the value the same way, so the lookup the seed leaves to the assistant stays left to it. A date the turn
+    writes in words is written in words too ('October 15th, 2026'; without the year where the turn leaves it out)."""
+    if not isinstance(value, str) or said_as_is(value, span, set()):
+        return None
+    if date := ISO_DATE.match(value):
+        found = [old for old, _ in date_forms(value, value, span)]
+        year, month, day = (int(x) for x in date.groups())
+        forms = _date_words(year, month, day)
+        return None if not found else forms[0] if any(str(year) in f for f in found) else forms[8]
+    if not CODE_PATTERN.fullmatch(value):
+        return None
+    city = airport_cities().get(value)
+    for form in (*CITY_ALIASES.get(city, ()), city) if city else ():
+        if word_in(form, span):
+            return form
+    company = ticker_companies().get(value)
+    if company and re.search(rf"\b{re.escape(company)}", span, re.I):
+        return company
+    return None
+
+
+_SPECIFIC = re.compile(r"[#@]\w+(?:\.\w+)*")  # a dot inside (@user.name), never the full stop after
+
+
+def keeps_specifics(text: str, span: str) -> bool:
+    """Every number, quoted value, hashtag and handle of the replaced words (``span``) is in ``text`` too: 'end with
+    50 gallons' decides a fill of 40 even where 50 is no argument, and '#BusinessOnTheMove' may be said without
+    quotes. (A phrasebook sentence writes only its call's values; a human turn is re-instantiated whole.)"""
+    if not _numbers(span) <= _numbers(text):
+        return False
+    lower = text.lower()
+    quoted = [m.group(0)[1:-1].strip().strip(",.;:").strip().lower() for m in _QUOTED.finditer(span)]
+    # a quoted list ('#Journey, #SmoothRide, #Grateful') is kept when each of its items is
+    return (all(q in lower or ("," in q and all(x.strip() in lower for x in q.split(",") if x.strip()))
+                for q in quoted if q)
+            and all(t.lower() in lower for t in _SPECIFIC.findall(span)))
+
+
+_NUMBER_TEXT = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")  # where a number stands in a sentence, as written
+_CONTEXT_LEAD = re.compile(r"\b(?:cvv|cvc|pin|code|id|number|no\.?|#|card|phone|zip|passport|account|year|born|birthday|"
+                           r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)\W{0,3}(?:\w+\W{1,3}){0,4}$", re.I)
+
+
+def untaken_limit(sentence: str, untaken: set[float]) -> bool:
+    """``sentence`` holds a number no call takes (``untaken``) that may bound the task: 'My max spending limit is
+    7000' is a budget whose check lives in the words around it (read 7), which new words for the request drop. Only
+    a number that reads as context passes: a year, a day of a month, or a code, id or number named as such ('I can
+    provide the CVV when needed, which is 456', 'We start off on December 24, 2026'); the sentence then follows the
+    new words as it is, and the task asks for the same. Any other ('up to 300 dollars', 'larger than 300') refuses."""
+    for n in untaken:
+        if float(n).is_integer() and 1900 <= n <= 2100:
+            continue  # a year
+        spots = [m for m in _NUMBER_TEXT.finditer(sentence) if float(m.group(0).replace(",", "")) == abs(n)]
+        if not spots or not all(_CONTEXT_LEAD.search(sentence[:m.start()]) for m in spots):
+            return True
+    return False
+
+
+def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, world: set[str] | None = None
+                   ) -> str | None:
+    """``text``, followed where it must be by the sentences of ``span`` that hold a number, a quoted value, a hashtag
+    or a handle ``text`` lacks and ask for none of ``methods`` ("Your user id is 'USR001'." after the message it
+    sends: the value an implicit login takes). None when such a sentence also asks for a call (it would ask twice),
+    holds a number no call of the task takes that reads as a bound (:func:`untaken_limit`), or a quoted value neither
+    a call nor the state (``world``) holds (``values``: the ground truth's text)."""
+    if keeps_specifics(text, span):
+        return text
+    bounds = [0, *(m.end() for m in SENTENCE_END.finditer(span))]
+    sentences = [span[a:b].strip() for a, b in zip(bounds, [*bounds[1:], len(span)], strict=True)]
+    missing = [x for x in sentences if x and not keeps_specifics(text, x)]
+    cues = [p for name in methods for p in lexicon().methods.get(name, ((), None))[0]]
+    if not missing or any(p.search(x) for x in missing for p in cues):
+        return None
+    lower, taken, said = values.lower(), _numbers(values), text.lower()
+    for x in missing:
+        quoted = [m.group(0)[1:-1].strip().lower() for m in _QUOTED.finditer(x)]
+        if any(len(q) >= 3 and q in said for q in quoted):
+            return None  # it restates what the new words say: part of their request, said twice ("..., description
+            # 'Y.' Details write 'Y.', priority be level 4.", read of 2026-12-03)
+        if (untaken_limit(x, _numbers(x) - _numbers(text) - taken)
+                or any(q and q not in lower and q not in (world or ()) for q in quoted)):
+            return None
+    out = f"{as_sentence(text)} {' '.join(as_sentence(x) for x in missing)}"
+    return out if keeps_specifics(out, span) else None
+
+
+def asked_as_said(text: str, methods: tuple[str, ...], span: str) -> bool:
+    """A call the seed's turn asks for only by stating its value ('My travel funds should not exceed $2000' for
+    ``set_budget_limit``: no word of the lexicon names it) is asked for the same way in ``text``: 'Please cap my
+    travel spending at $1500' names what the assistant had to infer (read 15, base_185). For the methods of
+    ``skill_classes.json`` ``asked_by_value``."""
+    lex, by_value = lexicon().methods, set(knowledge.skill_classes().get("asked_by_value", ()))
+    return all(any(p.search(text) for p in lex[m][0]) <= any(p.search(span) for p in lex[m][0])
+               for m in methods if m in lex and m in by_value)
+
+
+def names_other_option(text: str, methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:
+    """``text`` says another option of a documented choice (``choice_words.json``) and not the call's own: a human
+    turn asking 'how many characters of text remain' (its wc counted characters) for a count of lines, which the
+    value map cannot see when the option is a one-letter value its words never write (read of 2026-12-03). The
+    faithfulness check :func:`rods_agents.analysis.faithfulness.old_choice_words` holds the seed's words to the same."""
+    table = choice_words()
+    for x in target:
+        words = table.get(f"{methods[x.index]}.{x.param}") if 0 <= x.index < len(methods) else None
+        own = str(json.loads(x.value)) if words else ""
+        if words and own in words and not says(words[own], text) and any(
+                says(pats, text) for option, pats in words.items() if option != own):
+            return True
+    return False
+
+
+def source_as_said(text: str, methods: tuple[str, ...], span: str) -> bool:
+    """``text`` names the source of a call that has a twin ('from Google' for ``get_outside_temperature_from_google``,
+    ``skill_classes.json`` ``source_words``) exactly where ``span`` does: naming it where the seed's turn asks for 'the
+    temp outside' settles Google vs weather.com for the assistant (read 14); leaving it out where the turn names it
+    leaves the assistant a choice the seed did not."""
+    words = [w for m in methods for w in knowledge.skill_classes().get("source_words", {}).get(m, ())]
+    return all((w in text.lower()) == (w in span.lower()) for w in words)
+
+
+def dictated(value: Any) -> bool:
+    """A value that is text to be written as it is (a comment, a message, a title of three words or more, or one
+    ending in a punctuation mark), not a name or a number a sentence can say bare."""
+    return isinstance(value, str) and (len(value.split()) >= 3 or value.rstrip()[-1:] in tuple("!?.,"))
+
+
+__all__ = ["CODE_PATTERN", "ISO_DATE", "as_sentence", "asked_as_said", "companies_of", "date_forms", "dictated", "foreign_names", "keeps_said", "keeps_specifics", "named_as", "names_other_option", "premise_free", "said_as_is", "says_all", "says_no_more", "says_value", "scalars_of", "source_as_said", "untaken_limit", "with_specifics", "word_in", "word_set"]
