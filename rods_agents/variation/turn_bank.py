@@ -370,7 +370,7 @@ def asks_other_work(text: str, all_methods: tuple[str, ...], explicit: tuple[str
     ask for a lookup its ground truth never makes (read 18, base_142). A folder or a login the words name is a
     hidden value a donor carries as such (:func:`explicit_calls`)."""
     lex = lexicon().methods
-    return any(call_kind(m) not in ("navigation", "authentication") and any(p.search(text) for p in lex.get(m, ((),))[0])
+    return any(call_kind(m) not in ("navigation", "authentication") and any(p.search(text) for p in lex.get(m, ([], True))[0])
                for m in set(all_methods) - set(explicit))  # a method also inside the piece is its own call's words
 
 
