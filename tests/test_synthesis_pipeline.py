@@ -252,6 +252,17 @@ def test_contamination_threshold_sits_above_the_natural_train_test_baseline():
         assert "contamination" not in reasons
 
 
+def test_the_baseline_scores_every_train_task_as_the_pairwise_nearest_does():
+    from rods_agents.analysis.contamination import Fingerprint, nearest, nearest_scores, test_index, text_print
+
+    index = test_index()
+    train = [text_print(t) for t in load_split("train")[::8]]
+    # edge cases of similarity: no calls (call overlap counts 1.0), no words on either side (text counts 1.0)
+    train += [Fingerprint("no_calls", train[0].text, frozenset()), Fingerprint("empty", frozenset(), frozenset())]
+    index = (*index, Fingerprint("empty_test", frozenset(), frozenset({"cd(folder='x')"})))
+    assert nearest_scores(train, index) == [nearest(fp, index)[0] for fp in train]
+
+
 def test_runs_are_deterministic_given_the_seed():
     seeds = select_seeds("train", 2, seed=3)
     a = synthesize(seeds, {"seed": 7, "variants_per_seed": 1})
