@@ -52,6 +52,21 @@ def test_dictated_message_gets_a_text_of_its_own():
     assert all(p["renames"].get(old) == n for p, n in zip(plans, news, strict=True))  # the text follows
 
 
+def test_the_eight_samples_of_a_scenario_send_eight_texts():
+    # scenario 51: every category dictates 'I am on my way to your place.' and nothing else can change beyond ids
+    # and digits, so with three texts in the pool five of the eight samples were near-copies of the first three
+    # (the same calls once digits are masked: the dedupe's sibling rejection)
+    sent = []
+    for category in ("base", "miss_func", "miss_param", "long_context"):
+        seed = _train()[f"multi_turn_{category}_51"]
+        trace = trace_task(seed)
+        profile = profile_task(seed, trace)
+        for v in range(2):
+            plan = anchored_plan(seed, profile, trace, random.Random(v), 0, slot=sibling_slot(category, v))
+            sent.append(_calls(plan["ground_truth"], "send_message")[0].kwargs["message"])
+    assert len(set(sent)) == 8, sent
+
+
 def test_tweet_hashtags_follow_the_pool():
     seed, plans = _plans("multi_turn_base_68")
     tags = knowledge.dictated()["hashtags"]
