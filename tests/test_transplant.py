@@ -351,6 +351,21 @@ def test_recency_words_for_the_one_order_so_far_are_no_pick_but_a_place_in_a_lis
     assert cue_spans("Show me the last stock in my watchlist.", singled=True)
 
 
+def test_the_total_shares_of_an_order_is_a_field_not_a_sum_so_its_sentence_takes_new_words():
+    """base_134 asks for an order's details, 'the total shares purchased' among them, then cancels it under a
+    condition. 'total' read as a sum locked the details sentence beside the conditioned one, so the turn kept its
+    seed's words in all eight samples and scenario 134 got no variant."""
+    from rods_agents.variation.cues import cue_spans
+
+    assert not cue_spans("I'd appreciate the details: which stock was involved and the total shares purchased.")
+    assert not cue_spans("Tell me the total number of shares involved.")
+    assert cue_spans("What is the total of the two prices?")  # a sum stays a transformation cue
+    seed, variant, _, donors = _variant("multi_turn_base_134")
+    assert any(d["turn"] == 1 for d in donors)  # the details sentence is new words; the condition's sentence stays
+    said = next(m.content for m in variant.turns[1] if m.role == "user")
+    assert "if it hasn't yet gone through" in said and "total shares purchased" not in said
+
+
 def test_a_value_an_implicit_call_shares_with_the_asked_call_needs_no_sentence_of_its_own():
     """'snag 100 shares of XYZ at the market price' states the symbol of the implicit price lookup by stating the
     order's: a sentence for the order says it (base_126 turn 1 had no phrasebook sentence for want of one)."""
