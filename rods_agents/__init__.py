@@ -7,8 +7,10 @@
 - ``llm``: the LLM backbone: ``client`` (ChatOpenAI, preflight, transport errors), ``schemas``
   (strict answer schemas), ``prompting`` (prompt rendering), ``backbone`` (the structured calls),
   ``accounting`` (calls and tokens per stage).
-- ``variation``: the offline variation algorithms: ``plan`` (the :class:`Plan` model),
-  ``anchored_plan``, ``seed_anchor``, ``value_kinds``, ``config_rules`` (the patch rule table).
+- ``variation``: the offline variation algorithms: ``plan`` (the :class:`Plan` model); the offline plan,
+  ``anchored_plan``, drawn by ``draw``, ``entity_swaps``, ``method_swap``, ``changes``, ``state_resample``,
+  ``rederive`` and ``plan_checks``; ``seed_anchor`` (the plan carried into the seed's words), ``value_kinds``;
+  the re-wording of turns (``transplant`` and the modules it names); ``config_rules`` (the patch rule table).
 - ``analysis``: read-only analysis of a task: ``catalog``, ``tracing``, ``value_sources``,
   ``obtainability``, ``information_structure``, ``profile``, ``execution`` (error kinds, outcome
   flips), ``variant_quality``, ``contamination``.

@@ -15,7 +15,8 @@ from envs.task import bfcl_task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
-from rods_agents.variation.anchored_plan import _masked, _parsed, _sectors_of, anchored_plan, sibling_slot
+from rods_agents.variation.anchored_plan import _masked, _parsed, anchored_plan, sibling_slot
+from rods_agents.variation.entity_swaps import sectors_of
 
 
 @lru_cache(maxsize=1)
@@ -82,11 +83,11 @@ def test_stock_outside_the_sector_lists_swaps_beside_a_sector_lookup():
     for plan in plans:
         symbol = _calls(plan["ground_truth"], "get_stock_info")[0].kwargs.get("symbol") or \
             _calls(plan["ground_truth"], "get_stock_info")[0].args[0]
-        assert symbol != "QUAS" and symbol in known and symbol not in _sectors_of()
+        assert symbol != "QUAS" and symbol in known and symbol not in sectors_of()
         assert plan["swaps"].get("Quasar Ltd.")  # the company's name follows the ticker
         # the sector's own stocks are still the ones added
         added = [c.kwargs.get("stock") or c.args[0] for c in _calls(plan["ground_truth"], "add_to_watchlist")]
-        assert set(added) <= set(_sectors_of())
+        assert set(added) <= set(sectors_of())
 
 
 def test_a_stock_a_sector_list_names_becomes_another_stock_of_that_sector():
@@ -96,7 +97,7 @@ def test_a_stock_a_sector_list_names_becomes_another_stock_of_that_sector():
     bought = [_calls(p["ground_truth"], "place_order")[0].kwargs["symbol"] for p in plans]
     assert any(b != "MSFT" for b in bought), bought
     for plan, symbol in zip(plans, bought, strict=True):
-        assert _sectors_of()[symbol] == _sectors_of()["MSFT"]  # what the Technology lookup lists
+        assert sectors_of()[symbol] == sectors_of()["MSFT"]  # what the Technology lookup lists
         if symbol != "MSFT":
             assert plan["swaps"].get("Microsoft")  # the text named the company: the new company's name follows
 
@@ -146,7 +147,7 @@ def test_a_balance_the_task_says_is_never_resampled():
     import copy
 
     from rods_agents.run.runtime import rng_for
-    from rods_agents.variation.anchored_plan import resample_state
+    from rods_agents.variation.state_resample import resample_state
 
     seed = bfcl_task("multi_turn_base_143")
     trace = trace_task(seed)

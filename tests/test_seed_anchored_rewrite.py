@@ -23,10 +23,11 @@ from rods_agents.analysis.tracing import trace_task
 from rods_agents.run.runtime import rng_for
 from rods_agents.stages.coherence_rewrite import build_variant, carry_plan
 from rods_agents.stages.plan_sampling import sample_variant_plan
-from rods_agents.variation.anchored_plan import anchored_plan, resample_state
+from rods_agents.variation.anchored_plan import anchored_plan
 from rods_agents.variation.config_rules import propose_patch
 from rods_agents.variation.plan import Plan
 from rods_agents.variation.seed_anchor import Substitution, leftovers, substitute_numbers
+from rods_agents.variation.state_resample import resample_state
 from rods_agents.variation.value_kinds import fresh, kind_of, pools
 
 TRAIN = load_split("train")

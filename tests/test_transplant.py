@@ -490,7 +490,8 @@ def test_words_are_measured_on_the_state_the_patch_agent_will_leave():
     cancel turn kept the seed's words ('annul the latest order I put in') or, at best, a sentence picking among
     several orders. Measured on the repaired state, the one order placed is the one cancelled ('Could you cancel
     this order for me?'), as the patched task will run."""
-    from rods_agents.variation.anchored_plan import repaired_config, sibling_slot
+    from rods_agents.variation.anchored_plan import sibling_slot
+    from rods_agents.variation.plan_checks import repaired_config
 
     seed = bfcl_task("multi_turn_long_context_124")
     trace = trace_task(seed)
@@ -756,11 +757,11 @@ def test_a_dictated_message_quoting_a_result_quotes_the_variants_result():
 
 
 def test_quoted_numbers_are_restated_once_each_and_never_rounded():
-    from rods_agents.variation.anchored_plan import _restated, rederive_embedded
+    from rods_agents.variation.rederive import rederive_embedded, restated
 
-    assert _restated("750.0", 780.0) == "780.0" and _restated("750", 780.0) == "780"
-    assert _restated("750.0", 780.46) is None  # '780.5' would quote a distance the tool never returned
-    assert _restated("750", float("inf")) is None
+    assert restated("750.0", 780.0) == "780.0" and restated("750", 780.0) == "780"
+    assert restated("750.0", 780.46) is None  # '780.5' would quote a distance the tool never returned
+    assert restated("750", float("inf")) is None
     # two quoted distances whose new values chain (750 -> 780 and 780 -> 980): each is rewritten once, in one pass
     seed = bfcl_task("multi_turn_base_62")
     message = "send_message(receiver_id='USR002', message='A to B is 750.0 km, B to C is 780.0 km.')"

@@ -19,8 +19,8 @@ from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.run.runtime import rng_for
 from rods_agents.stages.plan_sampling import sample_variant_plan
-from rods_agents.variation.anchored_plan import resample_state
 from rods_agents.variation.config_rules import _add_balance
+from rods_agents.variation.state_resample import resample_state
 from rods_agents.variation.value_kinds import fresh
 
 

@@ -59,7 +59,7 @@ def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any, slot: int |
     way, re-instantiated on the variant's values (:mod:`rods_agents.variation.transplant`), so the variant
     is new wording and not the seed's sentences. Returns the turns and the donors used
     ({'turn', 'donor', 'donor_turn'})."""
-    from rods_agents.variation.anchored_plan import repaired_config
+    from rods_agents.variation.plan_checks import repaired_config
     from rods_agents.variation.transplant import transplant_turns
 
     carried = carry_plan(seed, plan)

@@ -1,0 +1,355 @@
+"""The changes of one draw (renames, new numbers, swaps, method swaps) and their application to the seed.
+
+:func:`draw_changes` decides, value by value, what a variant may change: entities the task controls get new values of
+the same kind (:mod:`~rods_agents.variation.value_kinds`), numbers the user states are perturbed, and the swaps of
+:mod:`~rods_agents.variation.entity_swaps` and :mod:`~rods_agents.variation.method_swap` are drawn;
+:func:`apply_changes` writes them into the ground truth and the config.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from functools import lru_cache
+from typing import Any
+
+from envs.executor import to_call_string
+from envs.task import Task
+from rods_agents.analysis import knowledge
+from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.profile import Profile
+from rods_agents.analysis.tracing import Trace
+from rods_agents.analysis.value_sources import state_values, ticker_companies
+from rods_agents.variation.draw import PROTECTED, Draw, fs_kinds, hardcoded, perturb, scalar_numbers
+from rods_agents.variation.entity_swaps import city_pair_swap, dictated_swap, route_swap, stock_swap
+from rods_agents.variation.method_swap import maybe_swap, skill_method_swaps
+from rods_agents.variation.seed_anchor import Substitution, _strings, has_number
+from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
+from rods_agents.variation.state_resample import fills_to_capacity
+from rods_agents.variation.value_kinds import (
+    fresh,
+    kind_of,
+    options,
+)
+
+_SYMBOL_LOOKUPS = knowledge.symbol_lookups()
+
+
+# amounts that may grow past what the state allows (the patch agent then repairs the state)
+_GROWABLE = {("place_order", "amount"), ("fillFuelTank", "fuelAmount"), ("transfer_funds", "amount")}
+
+
+def _replace(value: Any, exact: dict[str, str], sub: Substitution, numbers: dict[str, Any]) -> Any:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):  # a number quoted inside a text ('a buy order for 100 shares') changes with it
+        from rods_agents.variation.seed_anchor import substitute_numbers
+
+        return exact[value] if value in exact else substitute_numbers(sub.text(value), numbers)
+    if isinstance(value, int | float):
+        return numbers.get(repr(value), value)
+    if isinstance(value, list):
+        return [_replace(v, exact, sub, numbers) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_replace(v, exact, sub, numbers) for v in value)
+    if isinstance(value, dict):
+        return {k: _replace(v, exact, sub, numbers) for k, v in value.items()}
+    return value
+
+
+def _unverifiable(seed: Task, profile: Profile, trace: Trace) -> set[str]:
+    """State values the seed points at in words the checks cannot read ('the temporary directory' for
+    'tmp'): renaming one could leave the pointer pointing nowhere, so they keep their names."""
+    from rods_agents.analysis.obtainability import public_state, state_obtainable
+    from rods_agents.analysis.value_sources import user_text_upto
+
+    pos_of = {(r.turn, r.index): p for p, r in enumerate(trace.calls)}
+    states: dict[str | None, dict] = {}
+    out: set[str] = set()
+    for a in profile.arg_sources:
+        if a.source != "state" or (a.turn, a.index) not in pos_of:
+            continue
+        rec = trace.calls[pos_of[(a.turn, a.index)]]
+        if rec.cls not in states:
+            states[rec.cls] = public_state(seed, rec.cls)
+        value = rec.args.get(a.param)
+        if not state_obtainable(value, rec, states[rec.cls], user_text_upto(seed, a.turn)):
+            out |= set(_scalar_strings(value))
+    return out
+
+
+def _person_parts(renames: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for old, new in renames.items():
+        if re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", old) and re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", new):
+            (of, ol), (nf, nl) = old.split(), new.split()
+            out.setdefault(of, nf)
+            out.setdefault(ol, nl)
+            # handles made from the name ('cmartinez', 'carlosmartinez') follow the person
+            out.setdefault((of[0] + ol).lower(), (nf[0] + nl).lower())
+            out.setdefault((of + ol).lower(), (nf + nl).lower())
+    return out
+
+
+def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, Any]:
+    """Renames, numbers, swaps and method swaps for one draw (not yet applied)."""
+    seed, catalog = d.seed, build_catalog()
+    config_strings = set(_strings(seed.initial_config, []))
+    state_strings, _ = state_values(seed)
+    fs = fs_kinds(seed.initial_config.get("GorillaFileSystem", {}), {})
+    stocks = seed.initial_config.get("TradingBot", {}).get("stocks")
+    uses_lookup = any(r.name in _SYMBOL_LOOKUPS for r in d.trace.calls)
+    own_symbols = set(stocks) if isinstance(stocks, dict) and not uses_lookup else set()
+    own_symbols |= set(default_users(seed))  # the environment's default users, written into the new state
+    arg_strings = {x for r in d.trace.calls for x in _scalar_strings(list(r.args.values())) if len(x) >= 3}
+    all_text = " ".join(d.turn_text)
+    unverifiable = _unverifiable(seed, d.profile, d.trace)
+    taken = set(config_strings) | state_strings | set(re.findall(r"[A-Za-z0-9_.\-]+", all_text))
+    renames: dict[str, str] = {}
+    swaps: dict[str, str] = {}
+    numbers: dict[str, Any] = {}
+    phrases: list[dict[str, Any]] = []
+    first_names: dict[str, str] = {}
+    last_names: dict[str, str] = {}
+    # people first: one person, one new name, everywhere
+    for rec, args in bound:
+        for param, value in args.items():
+            for s in _scalar_strings(value):
+                if kind_of(s, rec.name, param) == "person" and s not in renames and not hardcoded(s, seed.involved_classes):
+                    new = fresh(s, "person", d.rng, taken, pronoun=_pronoun(all_text))
+                    if new:
+                        renames[s] = new
+                        taken.add(new)
+    # a first and a last name given together (verify_traveler_information) are one person too
+    for _rec, args in bound:
+        first = next((args[p] for p in ("first_name", "user_first_name") if isinstance(args.get(p), str)), None)
+        last = next((args[p] for p in ("last_name", "user_last_name") if isinstance(args.get(p), str)), None)
+        full = f"{first} {last}" if first and last else None
+        if (full and re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", full) and full not in renames
+                and first not in {o.split()[0] for o in renames if " " in o}
+                and not hardcoded(first, seed.involved_classes) and not hardcoded(last, seed.involved_classes)):
+            new = fresh(full, "person", d.rng, taken, pronoun=_pronoun(all_text))
+            if new:
+                renames[full] = new
+                taken.add(new)
+    parts = _person_parts(renames)
+    first_names.update({k: v for k, v in parts.items() if k in {o.split()[0] for o in renames if " " in o}})
+    last_names.update({k: v for k, v in parts.items() if k not in first_names})
+    for rec, args in bound:
+        spec = catalog.methods.get(rec.name)
+        for param, value in args.items():
+            src = d.sources.get((rec.turn, rec.index, param))
+            enum = next((p.enum for p in spec.params if p.name == param), None) if spec else None
+            for s in _scalar_strings(value):
+                if s in renames or s in swaps or s in PROTECTED or s in unverifiable:
+                    continue
+                opts = options(rec.name, param)
+                if s in opts or (enum and s in enum):
+                    maybe_swap(d, rec, param, s, swaps, phrases)
+                    continue
+                in_config = s in config_strings or s in own_symbols
+                stated = src is not None and src.source == "user"
+                if not in_config:
+                    if not stated or s in state_strings:
+                        continue
+                    if any(s in c for c in config_strings if len(c) > len(s)):
+                        continue  # a phrase inside file contents (grep pattern): keep it findable
+                if d.feeds_composed(s):
+                    continue  # a piece of a value the assistant composes: the composition must still hold
+                if any(o != s and o in s for o in arg_strings):
+                    continue
+                if hardcoded(s, seed.involved_classes) and s not in own_symbols:
+                    continue
+                if s in own_symbols and not _ticker_renamable(s, all_text):
+                    continue
+                if s.isdigit() and not param.lower().endswith("id") and any(_keys_with(seed.initial_config, s)):
+                    continue  # a password '12345' renamed would re-key the record whose id is 12345
+                kind = kind_of(s, rec.name, param, fs.get(s))
+                if kind in (None, "title") and knowledge.is_user_class(rec.cls):
+                    kind = knowledge.derived_kind(s) or kind  # no pools for this class: a handle or a name by its shape
+                if kind == "first_name" and s in first_names:
+                    renames[s] = first_names[s]
+                    continue
+                if kind == "last_name" and s in last_names:
+                    renames[s] = last_names[s]
+                    continue
+                if kind is None or not _renamable_in_context(s, kind, all_text, config_strings | arg_strings):
+                    continue
+                if stated and not Substitution({s: "\0"}).found(d.text_upto(rec.turn)):
+                    continue  # the text says it in a form the rewrite cannot carry
+                if kind == "sentence" or (kind == "title" and not d.force):
+                    continue  # dictated free text stays (a pool sentence would be off-topic); titles change their head noun
+                new = (knowledge.derived_value(s, kind, d.rng, taken, rec.cls) if kind in knowledge.DERIVED_KINDS
+                       else fresh(s, kind, d.rng, taken, rec.cls, pronoun=_pronoun(all_text)))
+                if new is not None:
+                    renames[s] = new
+                    taken.add(new)
+            if rec.name == "fillFuelTank" and fills_to_capacity(
+                    "VehicleControlAPI", seed.initial_config.get("VehicleControlAPI", {}).get("fuelLevel", 0) or 0, d.trace):
+                continue  # "fill it up": the amount is what the tank lacks
+            if (not d.composed and (d.attempt == 0 or d.force) and src is not None and src.source == "user"
+                    and isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > 1
+                    and repr(value) not in numbers and has_number(d.text_upto(rec.turn), value)
+                    and _number_only_for_arguments(d, bound, value) and d.p(0.5)):
+                numbers[repr(value)] = perturb(value, d.rng, grow=(rec.name, param) in _GROWABLE)
+    # first or last names stated on their own, of a person renamed above
+    for name, new in {**first_names, **last_names}.items():
+        renames.setdefault(name, new)
+    # distractor entries of the file system (never referenced by the plan or the text)
+    if d.attempt < 2 and not d.composed and "GorillaFileSystem" in seed.initial_config:
+        for name, kind in fs.items():
+            if name in renames or name.lower() in all_text.lower() or hardcoded(name, ["GorillaFileSystem"]):
+                continue
+            if any(name in s for s in arg_strings) or d.rng.random() < 0.5:
+                continue
+            k = kind_of(name, None, None, kind)
+            new = fresh(name, k, d.rng, taken) if k else None
+            if new is not None:
+                renames[name] = new
+                taken.add(new)
+    _digit_companions(renames, config_strings)
+    _untangle(renames, d.rng, taken, fs)
+    option_swaps = sorted(swaps)  # documented options (a sector, a class): dropped before the entities are
+    # entity swaps on every attempt: a later attempt that kept the seed's entities would be new only in
+    # digits (the verdict's novelty:digits_only), so it draws other entities instead (another sibling slot)
+    city_pair_swap(d, bound, swaps)
+    stock_swap(d, bound, swaps)
+    route_swap(d, bound, swaps)
+    dictated_swap(d, bound, renames, swaps)
+    for old in [o for o in renames if o in swaps]:
+        del renames[old]  # a stock swapped for another the environment lists is not also renamed (read 10: the plan
+        # held AAPL -> ZETA beside AAPL -> NEPT)
+    substitutions = skill_method_swaps(d, bound)
+    phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
+    return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases,
+            "option_swaps": option_swaps}
+
+
+def _keys_with(obj: Any, key: str) -> list[str]:
+    """The dict keys equal to ``key`` anywhere in ``obj`` (record ids: an order 12345, a ticket '7')."""
+    if isinstance(obj, dict):
+        return [k for k in obj if k == key] + [x for v in obj.values() for x in _keys_with(v, key)]
+    if isinstance(obj, list | tuple):
+        return [x for v in obj for x in _keys_with(v, key)]
+    return []
+
+
+def _digit_companions(renames: dict[str, str], config_strings: set[str]) -> None:
+    """An id renamed with new digits ('card_6789' -> 'card_2623') takes its digit runs of four or more along
+    wherever the config writes them on their own (the card number ending '-6789'): a renamed card whose
+    number still ends in the old digits is two cards at once."""
+    for old, new in list(renames.items()):
+        if re.sub(r"\d", "#", old) != re.sub(r"\d", "#", new) or old.isdigit():
+            continue
+        for o_run, n_run in zip(re.findall(r"\d+", old), re.findall(r"\d+", new), strict=False):
+            if len(o_run) < 4 or o_run in renames:
+                continue
+            for c in config_strings:  # a card number written without separators ends with the run
+                if c != old and c not in renames and re.fullmatch(r"[\d\s\-*]+", c) and c.endswith(o_run):
+                    renames[c] = c[: -len(o_run)] + n_run
+            # the run as a group of a longer value ('1234-5678-9012-6789'), not a value of its own (a transaction
+            # id '12345' is another record's id, not a companion of the token '12345-67890')
+            if any(c != old and c != o_run and re.search(rf"(?<![A-Za-z0-9]){o_run}(?![A-Za-z0-9])", c)
+                   for c in config_strings):
+                renames[o_run] = n_run
+
+
+def _pronoun(text: str) -> str | None:
+    """'he' or 'she' when the text refers to someone only that way ('add him to the group'), else None."""
+    he = bool(re.search(r"\b(?:he|him|his|himself)\b", text, re.I))
+    she = bool(re.search(r"\b(?:she|her|hers|herself)\b", text, re.I))
+    return "he" if he and not she else "she" if she and not he else None
+
+
+def _renamable_in_context(value: str, kind: str, text: str, strings: set[str]) -> bool:
+    """An address whose city or street the text names on its own ('a spot in Berkeley') keeps its value, or the
+    new address and the old city disagree; a name that is an everyday word ('archive', 'notes') keeps it when
+    free text uses the word too ('Managed to archive ...'), or the rename would rewrite that sentence."""
+    if kind == "address":
+        rest = text.replace(value, " ")  # what the text says besides the address itself
+        return not any(len(p) >= 4 and re.search(rf"\b{re.escape(p)}\b", rest, re.I)
+                       for p in (x.strip() for x in value.split(",")))
+    if value.isalpha() and value.islower():
+        if len(value) > 4 and value.endswith("s") and re.search(rf"\b{re.escape(value[:-1])}\b", text, re.I):
+            return False  # 'the Archived directory in document folder' for 'documents': the rename would miss it
+        return not any(x != value and re.search(rf"\b{re.escape(value)}\b", x, re.I) for x in strings)
+    return True
+
+
+def _ticker_renamable(symbol: str, text: str) -> bool:
+    """Only a ticker the text spells out, and whose company it does not name: 'the one making GPUs' or 'Apple,
+    with symbol AAPL' would point at nothing (or at two stocks) after a new ticker."""
+    company = ticker_companies().get(symbol)
+    named = company is not None and re.search(rf"\b{re.escape(company.split()[0])}", text, re.I)  # 'Alphabet' too
+    return bool(re.search(rf"\b{re.escape(symbol)}\b", text)) and not named
+
+
+def _number_only_for_arguments(d: Draw, bound: list[tuple[Any, dict[str, Any]]], value: float) -> bool:
+    """A number may change only where every turn that says it has a call (in that turn or, for a withheld
+    value, the next) taking it as an argument: 'show the last 10 lines' over ``tail(file)`` (10 is its
+    default) must keep its 10, or the text no longer determines the ground truth. A number inside a text
+    argument ('Rear Left Tire: 30 PSI', built from a result) stays too: the result would not follow."""
+    def carried(turn: int) -> bool:
+        return any(rec.turn in (turn, turn + 1) and any(value in scalar_numbers(v) for v in args.values())
+                   for rec, args in bound)
+    inside_text = any(has_number(x, value) for _rec, args in bound for x in _scalar_strings(list(args.values())))
+    return not inside_text and all(carried(t) for t, text in enumerate(d.turn_text) if has_number(text, value))
+
+
+def _untangle(renames: dict[str, str], rng: Any, taken: set[str], fs: dict[str, str]) -> None:
+    """A new name must not contain another renamed old name ('release_notes.txt' while 'notes' is
+    renamed): redraw it, or keep the old value when no other name is found."""
+    for old in list(renames):
+        others = Substitution({o: "\0" for o in renames if o != old and len(o) >= 3})
+        tries = 0
+        while others.found(renames[old]) and tries < 6:
+            kind = kind_of(old, None, None, fs.get(old)) or "folder"
+            new = fresh(old, kind, rng, taken) if kind not in ("first_name", "last_name") else None
+            tries += 1
+            if new is None:
+                break
+            renames[old] = new
+            taken.add(new)
+        if others.found(renames[old]):
+            del renames[old]
+
+
+def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: dict[str, Any]
+                  ) -> tuple[list[list[str]], dict]:
+    renames, swaps, numbers = changes["renames"], changes["swaps"], changes["numbers"]
+    sub = Substitution(renames)
+    sub_gt = Substitution({**renames, **swaps})  # a swapped city inside a dictated tweet changes as in the text
+    sub_of = {(s["turn"], s["index"]): s["to"] for s in changes["substitutions"]}
+    exact = {**renames, **swaps}
+    gt: list[list[str]] = [[] for _ in seed.ground_truth]
+    for rec, args in bound:
+        name = sub_of.get((rec.turn, rec.index), rec.name)
+        new_args = {k: _replace(v, exact, sub_gt, numbers) for k, v in args.items()}
+        gt[rec.turn].append(to_call_string(name, new_args))
+    base = copy.deepcopy(seed.initial_config)
+    users = default_users(seed)
+    if any(u in renames for u in users):  # a default user renamed: the new state names its users itself
+        base.setdefault("MessageAPI", {})["user_map"] = dict(users)
+    config = sub.obj(base)
+    return gt, config
+
+
+def default_users(seed: Task) -> dict[str, str]:
+    """MessageAPI's default users (name -> id) when the seed's state leaves its user map to the environment's
+    default: renaming one ('Bob' -> 'Rosa') writes the whole map into the variant's state, so another person
+    is known to the environment, consistently, instead of a name the environment hard-codes."""
+    if "MessageAPI" not in seed.involved_classes or "user_map" in seed.initial_config.get("MessageAPI", {}):
+        return {}
+    return dict(_message_default_users())
+
+
+@lru_cache(maxsize=1)
+def _message_default_users() -> tuple[tuple[str, str], ...]:
+    from envs.bfcl_data import env_class
+
+    api = env_class("MessageAPI")()
+    api._load_scenario({}, long_context=False)
+    return tuple(sorted(api.user_map.items()))
+
+
+__all__ = ["apply_changes", "default_users", "draw_changes"]

@@ -1,0 +1,143 @@
+"""One draw of a plan's changes: the seed facts every change reads, and choices coordinated across siblings.
+
+:class:`Draw` holds the seed, its profile and trace, the draw's random state and its sibling slot; ``Draw.pick`` gives
+the eight samples of a scenario (four categories x two variants) different options while options last. Numbers the
+user states are perturbed with their roundness kept (:func:`perturb`). The modules that draw changes
+(:mod:`~rods_agents.variation.entity_swaps`, :mod:`~rods_agents.variation.method_swap`,
+:mod:`~rods_agents.variation.changes`) all read a :class:`Draw`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from envs.task import Task
+from rods_agents.analysis.profile import Profile
+from rods_agents.analysis.tracing import Trace
+
+PROTECTED = {".", "..", "/", "~", "", "*"}  # path values that name no entity: never renamed, never a composed piece
+
+
+def fs_kinds(tree: Any, out: dict[str, str]) -> dict[str, str]:
+    """Every name of a GorillaFileSystem tree -> 'file' or 'directory' (the kind a rename must keep)."""
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            if isinstance(v, dict) and v.get("type") in ("file", "directory"):
+                out.setdefault(k, v["type"])
+                fs_kinds(v.get("contents", {}), out)
+            elif isinstance(v, dict):
+                fs_kinds(v, out)
+    return out
+
+
+def _trailing_zeros(n: int) -> int:
+    z = 0
+    while n and n % 10 == 0:
+        n //= 10
+        z += 1
+    return z
+
+
+def _round_perturb(value: int | float, rng: Any, grow: bool) -> int | float | None:
+    """A new number as round as the old one ('$10,000' -> '$8,500', '50 shares' -> '40 shares'): people
+    state round amounts, and a round figure turned odd ('$9,267') reads as a made-up task. Steps of half the
+    old value's last round unit, within about a fifth of it (or 1.6-3 times it, ``grow``). None when
+    ``value`` is not round."""
+    if isinstance(value, bool) or not float(value).is_integer() or abs(value) < 10:
+        return None
+    old = int(value)
+    z = min(_trailing_zeros(old), 3)
+    if z == 0:
+        return None
+    unit = 5 * 10 ** (z - 1)
+    if grow:
+        news = {int(round(old * f / unit)) * unit for f in (1.6, 2.0, 2.5, 3.0)}
+    else:
+        news = {old + k * unit for k in range(-4, 5) if k and abs(k * unit) <= max(unit, old * 0.25)}
+    news = sorted(n for n in news if n > 0 and n != old)
+    if not news:
+        return None
+    new = rng.choice(news)
+    return new if isinstance(value, int) else float(new)
+
+
+def perturb(value: int | float, rng: Any, grow: bool = False) -> int | float:
+    rounded = _round_perturb(value, rng, grow and rng.random() < 0.5)
+    if rounded is not None:
+        return rounded
+    if grow and rng.random() < 0.5:
+        factor = rng.uniform(1.6, 3.0)
+        return int(round(value * factor)) if isinstance(value, int) else round(value * factor, 1)
+    if isinstance(value, int):
+        step = max(1, abs(value) // 5)
+        new = value + rng.choice([-1, 1]) * rng.randint(1, step)
+        return new if (new > 0) == (value > 0) and new != value else value + step
+    decimals = len(repr(value).split(".")[1]) if "." in repr(value) else 1
+    new = round(value * rng.uniform(0.8, 1.2), decimals)
+    return new if new != value else round(value * 1.1, decimals)
+
+
+def hardcoded(value: str, classes: list[str]) -> bool:
+    from rods_agents.analysis.catalog import class_source_text
+
+    # an id-like value anywhere in the environment's code or long-context data (inside a text) counts too
+    return any((len(value) >= 6 and any(ch.isdigit() for ch in value) and value in class_source_text(c))
+               or re.search(r"['\"]" + re.escape(value) + r"['\"]", class_source_text(c)) for c in classes)
+
+
+def scalar_numbers(value: Any) -> list[float]:
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, int | float):
+        return [float(value)]
+    if isinstance(value, list | tuple):
+        return [n for v in value for n in scalar_numbers(v)]
+    return []
+
+
+class Draw:
+    """One draw of changes; ``level`` 0 is the most varied, higher levels keep more of the seed."""
+
+    def __init__(self, seed: Task, profile: Profile, trace: Trace, rng: Any, attempt: int, force: bool) -> None:
+        self.seed, self.profile, self.trace, self.rng = seed, profile, trace, rng
+        self.attempt, self.force = attempt, force
+        self.slot: int | None = None
+        self.turn_text = [" ".join(m.content for m in turn) for turn in seed.turns]
+        self.sources = {(a.turn, a.index, a.param): a for a in profile.arg_sources}
+        self.composed = any(a.source == "composed" and a.value.strip("'\"") not in PROTECTED
+                            for a in profile.arg_sources)
+        self.composed_values = [a.value.strip("'\"") for a in profile.arg_sources
+                                if a.source == "composed" and a.value.strip("'\"") not in PROTECTED]
+
+    def feeds_composed(self, value: str) -> bool:
+        """True when ``value`` shares a word with a composed argument (a piece it is built from)."""
+        words = {w for w in re.findall(r"[a-z0-9]{4,}", value.lower())}
+        return any(value.lower() in c.lower() or c.lower() in value.lower() or words & set(re.findall(r"[a-z0-9]{4,}", c.lower()))
+                   for c in self.composed_values)
+
+    def text_upto(self, turn: int) -> str:
+        return " ".join(self.turn_text[: turn + 1])
+
+    def later_text(self, turn: int) -> str:
+        return " ".join(self.turn_text[turn:])
+
+    def pick(self, options: list[Any], key: str) -> Any:
+        """One of ``options``. With a sibling slot (:func:`sibling_slot`), a choice coordinated across the
+        scenario's samples: the options in one order per scenario, sample ``slot`` takes the slot-th, so the
+        eight samples of a scenario (four categories x two variants) take different ones while options last
+        (random draws collide: 'first' -> 'economy' twice is one task told twice)."""
+        options = sorted(options, key=repr)
+        if self.slot is None:
+            return self.rng.choice(options)
+        import random
+
+        random.Random(f"{self.seed.scenario}|{key}").shuffle(options)
+        # slot + slot // 4: the two variants of one seed (slots c and c + 4) differ even between two options
+        return options[(self.slot + self.slot // 4) % len(options)]
+
+    def p(self, base: float) -> bool:
+        return self.force or self.rng.random() < base
+
+
+__all__ = ["Draw", "PROTECTED", "fs_kinds", "hardcoded", "perturb", "scalar_numbers"]

@@ -1,0 +1,244 @@
+"""Entities swapped for others the environment knows: a city pair, a stock, a route, a dictated text.
+
+Each swap takes a value the environment's own tables hold (the distance table's city pairs, the TradingBot's stocks
+and sector lists, the fare table's routes, ``prompts/bfcl/offline_dictated.json``), picked per sibling
+(:meth:`~rods_agents.variation.draw.Draw.pick`), so the variant is another situation and not a made-up one.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from rods_agents.analysis import knowledge
+from rods_agents.analysis.value_sources import ticker_companies
+from rods_agents.variation.draw import Draw, fs_kinds
+from rods_agents.variation.seed_anchor import Substitution
+from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
+from rods_agents.variation.value_kinds import (
+    options,
+)
+
+_DICTATED_PARAMS = {"content", "message", "comment_content", "description", "tags", "hashtags"}
+
+
+def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dict[str, str],
+                   swaps: dict[str, str]) -> None:
+    """A text the user dictates word for word (a tweet, a message) or a hashtag becomes another text of the
+    same purpose and topic (``prompts/bfcl/offline_dictated.json``), one per sibling (:meth:`Draw.pick`):
+    the variant posts or sends something of its own, so it is new beyond digits. Only where the text quotes
+    it exactly, it holds no other value the plan changes (a city swapped in a tweet's story), and no longer
+    argument contains it (a search for a word of it), nor one that names a file or folder of the state."""
+    table = knowledge.dictated()
+    pool = {**table.get("sentences", {}), **table.get("hashtags", {})}
+    text = " ".join(d.turn_text)
+    arg_strings = {x for r in d.trace.calls for x in _scalar_strings(list(r.args.values()))}
+    changed = [o for o in {**renames, **swaps} if len(o) >= 3]
+    fs_names = {n for n in fs_kinds(d.seed.initial_config.get("GorillaFileSystem", {}), {}) if len(n) >= 4}
+    for rec, args in bound:
+        for param, value in args.items():
+            if param not in _DICTATED_PARAMS:
+                continue
+            for s in _scalar_strings(value):
+                if s not in pool or s in renames or s in swaps or s not in text:
+                    continue
+                src = d.sources.get((rec.turn, rec.index, param))
+                if src is not None and src.source not in ("user", "state"):
+                    continue
+                if any(o in s for o in changed) or any(s != x and s in x for x in arg_strings):
+                    continue
+                if any(re.search(rf"\b{re.escape(n)}\b", s, re.I) for n in fs_names):
+                    continue  # it speaks of a file or folder of the state ('Managed to archive ...' beside 'archive')
+                choices = [c for c in pool[s] if c not in text]
+                if choices:
+                    renames[s] = d.pick(choices, f"dictated|{s}")
+
+
+@lru_cache(maxsize=1)
+def _distance_pairs() -> tuple[tuple[str, str], ...]:
+    """City pairs whose distance the vehicle environment knows (its tables, run, not parsed)."""
+    from itertools import permutations
+
+    from envs.bfcl_data import env_class
+
+    api = env_class("VehicleControlAPI")()
+    api._load_scenario({}, long_context=False)
+    cities = list(dict.fromkeys(options("get_zipcode_based_on_city", "city")))
+    zips = {c: api.get_zipcode_based_on_city(c).get("zipcode") for c in cities}
+    return tuple((a, b) for a, b in permutations(cities, 2)
+                 if "distance" in api.estimate_distance(cityA=zips[a], cityB=zips[b]))
+
+
+def city_pair_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
+    """Two cities whose distance the task estimates become another pair the tables know."""
+    cities = [args.get("city") for rec, args in bound if rec.name == "get_zipcode_based_on_city"]
+    if len(cities) != 2 or len(set(cities)) != 2 or not any(r.name == "estimate_distance" for r, _ in bound):
+        return
+    text = " ".join(d.turn_text)
+    if any(c in swaps or d.feeds_composed(c) or not Substitution({c: "\0"}).found(text) for c in cities):
+        return
+    # another pair the tables know; a pair that keeps one city in its place counts too (SF -> Rivermist
+    # becomes SF -> Stonebrook), so each sibling of a scenario can take its own (:meth:`Draw.pick`)
+    pairs = [p for p in _distance_pairs() if p != tuple(cities)
+             and all(x == c or (x not in cities and not Substitution({x: "\0"}).found(text))
+                     for x, c in zip(p, cities, strict=True))]
+    if pairs and d.p(0.7):
+        new = d.pick(pairs, "city_pair")
+        for old, x in zip(cities, new, strict=True):
+            if old != x:
+                swaps[old] = x
+
+
+_STOCK_PARAMS = {"symbol", "stock"}
+
+
+@lru_cache(maxsize=1)
+def sectors_of() -> dict[str, frozenset[str]]:
+    """Symbol -> the sectors whose lookup lists it, in the trading environment's own tables (run, not parsed)."""
+    from envs.bfcl_data import env_class
+
+    api = env_class("TradingBot")()
+    api._load_scenario({}, long_context=False)
+    out: dict[str, set[str]] = {}
+    for sector in options("get_available_stocks", "sector"):
+        listed = api.get_available_stocks(sector)
+        for symbol in listed.get("stock_list", []) if isinstance(listed, dict) else []:
+            out.setdefault(symbol, set()).add(sector)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+_SECTOR_LOOKUPS = {"get_available_stocks", "filter_stocks_by_price"}
+
+
+def _similar_price(stocks: dict[str, Any], old: str, new: str, spread: float = 3.0) -> bool:
+    """``new`` trades within ``spread`` times ``old``'s price: the story's sums still fit (read 10: 50 Zeta Corp shares
+    for $7,500 became 50 Alpha Tech shares for $66,022 beside 'top up $4,000 to make sure I've got enough cash')."""
+    a, b = ((stocks[k].get("price") if isinstance(stocks.get(k), dict) else None) for k in (old, new))
+    if not isinstance(a, int | float) or not isinstance(b, int | float) or a <= 0 or b <= 0:
+        return True  # no price to compare: nothing the story sums
+    return 1 / spread <= b / a <= spread
+
+
+def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
+    """The stock a task trades becomes another stock the environment lists (its config's stock table and
+    get_symbol_by_name's company table), its company's name with it ('Zeta Corp' -> 'Omega Industries'):
+    another market situation, not a made-up ticker. Prices read from results follow (:func:`rederive`). Not
+    a stock where the text names it in neither form, or where a dictated text quotes it. Next to a sector lookup
+    the sector lists are the environment's and fixed: a stock one of them names becomes another stock of exactly
+    the same sectors ('MSFT' -> 'NVDA' after the Technology list), so the list the assistant reads still holds it;
+    next to a price filter, whose answer depends on every price, it stays. Never a stock the watchlist already holds:
+    adding it would change nothing (read 18: AAPL -> NVDA where the list held NVDA), and a task reading the list
+    would find it there before the task put it there."""
+    stocks = d.seed.initial_config.get("TradingBot", {}).get("stocks")
+    if not isinstance(stocks, dict):
+        return
+    lookups = {r.name for r, _ in bound} & _SECTOR_LOOKUPS
+    sectors = sectors_of() if lookups else {}
+    fixed = frozenset(sectors) if "filter_stocks_by_price" in lookups else frozenset()
+    from rods_agents.analysis.faithfulness import known_symbols
+
+    known = known_symbols(d.seed.long_context)
+    companies = {k: v for k, v in ticker_companies().items() if k in known}
+    watched = set(d.seed.initial_config.get("TradingBot", {}).get("watch_list") or ())
+    used = [v for r, args in bound for p, v in args.items() if p in _STOCK_PARAMS and isinstance(v, str)]
+    text = " ".join(d.turn_text)
+    for symbol in dict.fromkeys(used):
+        if symbol in swaps or symbol in fixed or symbol not in stocks or symbol not in companies or not d.p(0.7):
+            continue
+        forms = [symbol, companies[symbol]]
+        if not any(Substitution({f: "\0"}, derived_forms=False).found(text) for f in forms):
+            continue
+        if any(symbol in x and x != symbol for _r, args in bound for x in _scalar_strings(list(args.values()))):
+            continue  # inside a dictated text ('bought ZETA today'): the text is the user's
+        if sectors and any(v == symbol and (a := d.sources.get((r.turn, r.index, p))) is not None and a.source == "call"
+                           for r, args in bound for p, v in args.items()):
+            continue  # picked from a sector's list ('the third stock in the list', read 11): the list stays the
+            # environment's, so a new stock would not be where the words point
+        choices = sorted(k for k in stocks if k in companies and k not in used and k not in swaps.values()
+                         and k not in fixed and sectors.get(k, frozenset()) == sectors.get(symbol, frozenset())
+                         and k not in watched
+                         and _similar_price(stocks, symbol, k)
+                         and not Substitution({k: "\0", companies[k]: "\0"}, derived_forms=False).found(text))
+        if not choices:
+            continue
+        new = d.pick(choices, f"stock|{symbol}")
+        swaps[symbol] = new
+        swaps[companies[symbol]] = companies[new]
+        head_o, head_n = companies[symbol].split()[0], companies[new].split()[0]
+        if head_o != companies[symbol] and re.search(rf"\b{re.escape(head_o)}\b", text):
+            swaps.setdefault(head_o, head_n)  # 'Zeta' on its own
+
+
+@lru_cache(maxsize=1)
+def _routes() -> frozenset[tuple[str, str]]:
+    """Airport pairs the travel environment prices (its fare table, run, not parsed)."""
+    from envs.bfcl_data import env_class
+    from rods_agents.analysis.value_sources import airport_cities
+
+    api = env_class("TravelAPI")()
+    api._load_scenario({}, long_context=False)
+    out = set()
+    for a in airport_cities():
+        for b in airport_cities():
+            if a == b:
+                continue
+            try:
+                res = api.get_flight_cost(travel_from=a, travel_to=b, travel_date="2026-12-25", travel_class="economy")
+            except Exception:  # noqa: BLE001 - an unpriced route raises in the environment's own code
+                continue
+            if isinstance(res, dict) and "travel_cost_list" in res:
+                out.add((a, b))
+    return frozenset(out)
+
+
+_ROUTE_METHODS = {"get_flight_cost", "book_flight"}
+
+
+def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
+    """A flight the user states (airport codes or their cities) becomes another route the travel environment
+    prices: the new endpoint replaces the old code and city name everywhere, the other endpoint stays where
+    it is not stated (found by a lookup). Not where any flight of the task is to or from another airport,
+    or where an airport is named only inside a dictated text."""
+    from rods_agents.analysis.value_sources import airport_cities
+
+    flights = {(args.get("travel_from"), args.get("travel_to")) for r, args in bound if r.name in _ROUTE_METHODS}
+    if len(flights) != 1 or not d.p(0.7):
+        return
+    (src, dst), = flights
+    cities = airport_cities()
+    if src not in cities or dst not in cities or src in swaps or dst in swaps:
+        return
+    text = " ".join(d.turn_text)
+
+    def stated(code: str) -> bool:
+        hits = [f for f in (code, cities[code]) if Substitution({f: "\0"}, derived_forms=False).found(text)]
+        stated_src = all(d.sources.get((r.turn, r.index, p), None) is None or d.sources[(r.turn, r.index, p)].source == "user"
+                         for r, args in bound for p, v in args.items() if v == code)
+        return bool(hits) and stated_src
+
+    from rods_agents.analysis.value_sources import CITY_ALIASES
+    from rods_agents.variation.donor_fit import _AIRPORT_NAMES
+
+    # an airport the text also calls by its own name ('John F. Kennedy') or an alias ('LA') keeps it: the name
+    # would not follow the new code
+    for code in (src, dst):
+        if any(re.search(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", text)
+               for n in (*_AIRPORT_NAMES.get(code, ()), *CITY_ALIASES.get(cities[code], ()))):
+            return
+    movable = [c for c in (src, dst) if stated(c)]
+    if not movable:
+        return
+    named = {c for c in cities if Substitution({c: "\0", cities[c]: "\0"}, derived_forms=False).found(text)}
+    options_ = [(a, b) for a, b in _routes() if (a, b) != (src, dst) and (a == src or src in movable)
+                and (b == dst or dst in movable) and not ({a, b} - {src, dst}) & named]
+    if not options_:
+        return
+    a, b = d.pick(options_, "route")
+    for old, new in ((src, a), (dst, b)):
+        if old != new:
+            swaps[old] = new
+            swaps[cities[old]] = cities[new]
+
+
+__all__ = ["city_pair_swap", "dictated_swap", "route_swap", "sectors_of", "stock_swap"]

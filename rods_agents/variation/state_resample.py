@@ -1,0 +1,183 @@
+"""A new state for a plan: the environment's numbers drawn again, within what the task's words still fit.
+
+:func:`resample_state` draws new balances, fuel levels and prices (a tank the task fills to capacity keeps room to
+fill, a balance stays clear of the task's costs); :func:`vary_state` keeps such a draw only where every value read
+from a result is re-derived (:mod:`~rods_agents.variation.rederive`) and no outcome of the seed flips.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from envs.task import Task
+from rods_agents.analysis.profile import Profile
+from rods_agents.analysis.tracing import Trace, trace_task
+from rods_agents.analysis.value_sources import _numbers
+from rods_agents.variation.draw import Draw, fs_kinds, hardcoded, perturb
+from rods_agents.variation.plan_checks import dangling, flips, inputs_changed, patchable
+from rods_agents.variation.rederive import rederive
+from rods_agents.variation.seed_anchor import Substitution, _strings, has_number
+from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
+from rods_agents.variation.value_kinds import (
+    fresh,
+    kind_of,
+)
+
+# Scalar state the plan never names but its calls depend on: resampled in the new config; when a draw
+# breaks a precondition (not enough money or fuel) the config patch agent repairs it.
+_RESAMPLED_STATE: list[tuple[str, tuple[str, ...], Any]] = [
+    ("TradingBot", ("account_info", "balance"), lambda v, rng: round(float(v) * rng.uniform(0.2, 1.5), 2)),
+    ("VehicleControlAPI", ("fuelLevel",), lambda v, rng: round(rng.uniform(5.0, 48.0), 1)),
+]
+
+
+def resample_state(config: dict, trace: Trace, rng: Any, text: str = "") -> dict[str, Any]:
+    """Resample the scalars of ``_RESAMPLED_STATE`` in ``config`` (in place); class.path -> new value.
+
+    About a third of the draws miss a precondition of the plan on purpose (a balance below the
+    order's cost, a tank too full for the fill, a card short of the fare): the config patch agent then
+    repairs the state, so the variant starts from a state the seed never had. A value the task says (in ``text``,
+    its user turns, or inside a dictated argument: 'Current balance in my account is $10000.', read 10) stays."""
+    numbers_used = {float(v) for r in trace.calls for v in r.args.values()
+                    if isinstance(v, int | float) and not isinstance(v, bool)}
+    numbers_used |= _numbers(" ".join([text, *(x for r in trace.calls for x in _scalar_strings(list(r.args.values())))]))
+    changes: dict[str, Any] = {}
+    for cls, path, draw in _RESAMPLED_STATE:
+        node = config.get(cls)
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or not isinstance(node.get(path[-1]), int | float):
+            continue
+        old = node[path[-1]]
+        r = rng.random()
+        if float(old) in numbers_used or r >= 0.7 or fills_to_capacity(cls, old, trace):
+            continue
+        short = _short_draw(cls, old, trace, rng) if r < 0.35 else None
+        node[path[-1]] = short if short is not None else _clear_of_costs(cls, draw(old, rng), trace)
+        changes[f"{cls}.{'.'.join(path)}"] = node[path[-1]]
+    cards = config.get("TravelAPI", {}).get("credit_card_list")
+    booked = {r.args.get("card_id") for r in trace.calls if r.name == "book_flight"}
+    for card in sorted(c for c in booked if isinstance(c, str)):
+        entry = cards.get(card) if isinstance(cards, dict) else None
+        if isinstance(entry, dict) and isinstance(entry.get("balance"), int | float) and rng.random() < 0.35 \
+                and float(entry["balance"]) not in numbers_used:
+            entry["balance"] = round(rng.uniform(40.0, 400.0), 2)  # short of any fare
+            changes[f"TravelAPI.credit_card_list.{card}.balance"] = entry["balance"]
+    return changes
+
+
+TANK_CAPACITY = 50.0
+
+
+def _clear_of_costs(cls: str, value: float, trace: Trace) -> float:
+    """A resampled balance, round (to 100), and not a knife edge: at least a quarter above any order the plan
+    pays (then raised to :func:`rods_agents.variation.config_rules.round_balance`), or below it (the patch
+    agent then repairs it the same way)."""
+    if cls != "TradingBot":
+        return value
+    from rods_agents.variation.config_rules import round_balance
+
+    value = float(max(100, round(value / 100.0) * 100))
+    for r in trace.calls:
+        if r.name == "place_order" and str(r.args.get("order_type", "")).lower() == "buy":
+            cost = float(r.args.get("price", 0) or 0) * float(r.args.get("amount", 0) or 0)
+            if cost <= value < cost * 1.25:
+                value = round_balance(cost)
+    return value
+
+
+def fills_to_capacity(cls: str, level: Any, trace: Trace) -> bool:
+    """The seed's fills top the tank up to its capacity ("fill it completely"): the amount is decided by the
+    starting level, so a new level would leave the old amount filling the tank only part way."""
+    if cls != "VehicleControlAPI":
+        return False
+    fills = sum(float(r.args.get("fuelAmount", 0) or 0) for r in trace.calls if r.name == "fillFuelTank")
+    return fills > 0 and abs(float(level) + fills - TANK_CAPACITY) < 0.51
+
+
+def _short_draw(cls: str, old: float, trace: Trace, rng: Any) -> float | None:
+    """A value that misses the plan's first precondition on ``cls`` (None when there is none)."""
+    if cls == "TradingBot":
+        costs = [float(r.args.get("price", 0) or 0) * float(r.args.get("amount", 0) or 0) for r in trace.calls
+                 if r.name == "place_order" and str(r.args.get("order_type", "")).lower() == "buy"]
+        return round(max(costs) * rng.uniform(0.3, 0.9), 2) if costs and max(costs) > 0 else None
+    if cls == "VehicleControlAPI":
+        fills = sum(float(r.args.get("fuelAmount", 0) or 0) for r in trace.calls if r.name == "fillFuelTank")
+        return round(rng.uniform(50.0 - fills + 0.5, 49.5), 1) if 0 < fills < 49 else None
+    return None
+
+
+_SKIP_KEYS = re.compile(r"id$|_id|counter|number|count|limit|level$|pressure|speed|^cvv$", re.I)
+
+
+def _numeric_leaves(obj: Any, path: tuple = (), out: list | None = None) -> list[tuple[tuple, float]]:
+    out = [] if out is None else out
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                if not _SKIP_KEYS.search(str(k)):
+                    out.append(((*path, k), v))
+            elif isinstance(v, dict | list) and len(path) < 5:
+                _numeric_leaves(v, (*path, k), out)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj[:20]):
+            if isinstance(v, dict):
+                _numeric_leaves(v, (*path, i), out)
+    return out
+
+
+def vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]], config: dict, d: Draw, rng: Any
+                ) -> tuple[list[list[str]], dict, list[list[Any]], dict[str, Any]] | None:
+    """Perturb one number of the state that neither the text nor the ground truth names; results that
+    change carry into values read from them. None when no such number keeps the seed's outcomes."""
+    text = " ".join(d.turn_text)
+    used = {float(v) for r in trace.calls for v in r.args.values() if isinstance(v, int | float) and not isinstance(v, bool)}
+    leaves = [(cls, p, v) for cls, cfg in config.items() if cls != "GorillaFileSystem"
+              for p, v in _numeric_leaves(cfg) if float(v) not in used and not has_number(text, v) and v != 0]
+    rng.shuffle(leaves)
+    before = trace_task(seed.model_copy(update={"ground_truth": gt, "initial_config": config}))
+    fs = fs_kinds(config.get("GorillaFileSystem", {}), {})
+    gt_strings = " ".join(c for turn in gt for c in turn)
+    distractors = sorted(n for n, k in fs.items() if k == "file" and n.lower() not in text.lower()
+                         and n not in gt_strings and not hardcoded(n, ["GorillaFileSystem"]))
+    rng.shuffle(distractors)
+    candidates: list[tuple[str, Any, Any]] = [("GorillaFileSystem", n, None) for n in distractors[:2]]
+    candidates += leaves[:4]
+    def keeps_outcomes(new_config: dict) -> tuple[list[list[str]], list[list[Any]]] | None:
+        """The ground truth re-derived on ``new_config``, when it still runs and decides as the seed did."""
+        derived = rederive(seed, trace, profile, gt, new_config)
+        if derived is None:
+            return None
+        new_gt, more = derived
+        draft = seed.model_copy(update={"ground_truth": new_gt, "initial_config": new_config})
+        vtrace = trace_task(draft)
+        if (vtrace.errors and not patchable(draft)) or flips(d, trace, vtrace) or dangling(trace, vtrace):
+            return None
+        if d.composed and inputs_changed(profile, before, vtrace):
+            return None  # a composed value may be built from an earlier result
+        return new_gt, [m for m in more if m[0] != m[1]]
+
+    for cls, path, value in candidates:
+        new_config = copy.deepcopy(config)
+        if cls == "GorillaFileSystem":  # a file nobody mentions gets another name of its kind
+            kind = kind_of(path, None, None, "file")
+            new_name = fresh(path, kind, rng, set(_strings(config, []))) if kind else None
+            if new_name is None:
+                continue
+            new_config = Substitution({path: new_name}, derived_forms=False).obj(new_config)
+            change: dict[str, Any] = {f"GorillaFileSystem.rename.{path}": new_name}
+        else:
+            node = new_config[cls]
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = perturb(value, rng)
+            change = {f"{cls}." + ".".join(str(k) for k in path): node[path[-1]]}
+        kept = keeps_outcomes(new_config)
+        if kept is not None:
+            return kept[0], new_config, kept[1], change
+    return None
+
+
+__all__ = ["TANK_CAPACITY", "fills_to_capacity", "resample_state", "vary_state"]
