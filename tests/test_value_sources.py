@@ -66,3 +66,19 @@ def test_a_number_is_found_in_the_state_only_under_a_key_of_its_kind():
     seed = bfcl_task("multi_turn_base_71")
     fill = next(a for a in classify_arguments(seed, trace_task(seed)) if a.param == "fuelAmount")
     assert fill.source == "composed", fill
+
+
+def test_one_as_a_pronoun_is_no_number_a_sentence_must_carry():
+    """'one of the flights', 'one that catches my eye', 'in one go' say no count. Read as the number 1, they made
+    every new wording of their turn lack a number the seed's words hold, so the turn kept the seed's sentence
+    (base_109's 'dive into one that catches my eye', a 450-mile trip 'in one go', 'cancel one of the flights')."""
+    from rods_agents.analysis.value_sources import _numbers
+    from rods_agents.variation.saying import keeps_specifics
+
+    for pronoun in ("Cancel one of the flights.", "Let's dive into one that catches my eye.", "450 miles in one go."):
+        assert 1.0 not in _numbers(pronoun)
+    for count in ("Buy one share.", "Set it to one.", "one"):
+        assert 1.0 in _numbers(count)
+    assert keeps_specifics("Get me the latest data on MSFT.",
+                           "From the tech stocks available, let's dive into one that catches my eye.")
+    assert not keeps_specifics("Get me the latest data on MSFT.", "Buy one share of it.")

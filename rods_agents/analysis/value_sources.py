@@ -138,6 +138,9 @@ def _paraphrased(value: str, text: str) -> bool:
 # 'one' after these words stands for a thing, not a count: 'the one with id card_4206', 'which one', 'this one'
 _PRONOUN_ONE = frozenset("the this that which each any every no another same other right last first new old only "
                          "main second third latest".split())
+# 'one of the stocks', 'one that catches my eye', '450 miles in one go': a pronoun, not a count (the turn's new words
+# had to say 'one' again, and no sentence does: base_109 and three other turns kept the seed's words for it)
+_PRONOUN_ONE_NEXT = frozenset("of that which who whose go".split())
 
 
 def _numbers(text: str) -> set[float]:
@@ -156,7 +159,8 @@ def _numbers(text: str) -> set[float]:
     low = text.lower()
     words = re.findall(r"[a-z]+", low)
     for k, word in enumerate(words):
-        if word in _WORD_NUMBERS and not (word == "one" and k and words[k - 1] in _PRONOUN_ONE):
+        if word in _WORD_NUMBERS and not (word == "one" and ((k and words[k - 1] in _PRONOUN_ONE)
+                                                              or words[k + 1:k + 2] and words[k + 1] in _PRONOUN_ONE_NEXT)):
             out.add(float(_WORD_NUMBERS[word]))
     scale = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
     for m in _MULTIPLIER.finditer(low):
