@@ -68,6 +68,26 @@ def test_the_eight_samples_of_a_scenario_send_eight_texts():
     assert len(set(sent)) == 8, sent
 
 
+def test_the_samples_of_a_scenario_take_every_city_pair_the_tables_offer():
+    # scenario 85 estimates the distance between two cities its text names; five other pairs of the distance
+    # tables fit. A pair and its reverse make the same calls once zip codes are masked (a sibling copy), and the
+    # old slot formula left one pair unused, so the eight samples held four pairs
+    from rods_agents.variation.draw import sibling_index
+
+    pairs = []
+    for category in ("base", "miss_func", "miss_param", "long_context"):
+        seed = _train()[f"multi_turn_{category}_85"]
+        trace = trace_task(seed)
+        profile = profile_task(seed, trace)
+        for v in range(2):
+            plan = anchored_plan(seed, profile, trace, random.Random(v), 0, slot=sibling_slot(category, v))
+            pairs.append(frozenset(c.args[0] if c.args else c.kwargs["city"]
+                                   for c in _calls(plan["ground_truth"], "get_zipcode_based_on_city")))
+    assert len(set(pairs)) == len(pairs) == 8, pairs  # no two samples drive between the same two cities
+    assert len({sibling_index(s, 8) for s in range(8)}) == 8  # eight options: eight samples, eight options
+    assert all(sibling_index(c, n) != sibling_index(c + 4, n) for n in (2, 3, 4, 5, 9) for c in range(4))
+
+
 def test_tweet_hashtags_follow_the_pool():
     seed, plans = _plans("multi_turn_base_68")
     tags = knowledge.dictated()["hashtags"]

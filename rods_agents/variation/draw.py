@@ -96,6 +96,14 @@ def scalar_numbers(value: Any) -> list[float]:
     return []
 
 
+def sibling_index(slot: int, n: int) -> int:
+    """The option sibling ``slot`` takes of ``n``: the slot-th, so the eight samples of a scenario take eight
+    different options when there are eight; where ``n`` divides 4 (two or four options), one further, so the two
+    variants of one seed (slots c and c + 4) still differ. (Slot + slot // 4 for every ``n`` wasted an option: with
+    five city pairs the eight samples took four, and with eight texts seven.)"""
+    return (slot + slot // 4) % n if 4 % n == 0 else slot % n
+
+
 class Draw:
     """One draw of changes; ``level`` 0 is the most varied, higher levels keep more of the seed."""
 
@@ -133,8 +141,7 @@ class Draw:
         import random
 
         random.Random(f"{self.seed.scenario}|{key}").shuffle(options)
-        # slot + slot // 4: the two variants of one seed (slots c and c + 4) differ even between two options
-        return options[(self.slot + self.slot // 4) % len(options)]
+        return options[sibling_index(self.slot, len(options))]
 
     def p(self, base: float) -> bool:
         return self.force or self.rng.random() < base

@@ -83,6 +83,8 @@ def city_pair_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict
     pairs = [p for p in _distance_pairs() if p != tuple(cities)
              and all(x == c or (x not in cities and not Substitution({x: "\0"}).found(text))
                      for x, c in zip(p, cities, strict=True))]
+    # a pair and its reverse make the same calls once the zip codes are masked (a sibling copy): one of them
+    pairs = [p for p in pairs if (p[1], p[0]) not in pairs or p < (p[1], p[0])]
     if pairs and d.p(0.7):
         new = d.pick(pairs, "city_pair")
         for old, x in zip(cities, new, strict=True):
