@@ -609,3 +609,20 @@ def test_the_parameter_lint_reads_camel_case_and_equals_signs():
         assert any("names its parameter" in why for why in lint(parse_phrasing(cls, method, 0, text))), text
     assert not any("names its parameter" in why for why in lint(parse_phrasing(
         "TravelAPI", "cancel_booking", 0, "Please cancel booking {booking_id}. Access token: {access_token}.")))
+
+
+def test_the_first_words_of_a_task_withhold_a_value_without_pointing_back_at_it():
+    """miss_param_142 opens by withholding the stock ('Let's get a company on my watchlist'); new words 'I'd like to
+    keep an eye on it, so add it to the watchlist.' point at nothing said before (read of 2026-12-03). A sentence
+    with 'a company' or 'a stock' withholds it as the seed does; after an earlier turn, 'it' may point back."""
+    from rods_agents.variation.donor_search import _ANAPHOR, phrasebook_donors
+
+    seed = bfcl_task("multi_turn_miss_param_142")
+    held = (_slot("stock", "ZETA", "withheld"),)
+    span = "Let's get a company on my watchlist, alright? I'd like to keep an eye on them."
+    first = phrasebook_donors(seed, 0, 0, ("add_to_watchlist",), held, segment_signature(), set(), set(), span, "")
+    assert first and not any(_ANAPHOR.search(d.text) for d in first)
+    assert all("ZETA" not in d.text for d in first)  # the value stays withheld
+    later = phrasebook_donors(seed, 0, 0, ("add_to_watchlist",), held, segment_signature(), set(), set(), span,
+                              "I've been reading about Zeta Corp.")
+    assert any(_ANAPHOR.search(d.text) for d in later)

@@ -194,6 +194,11 @@ def unworded_options(methods: tuple[str, ...], own: list[Slot], span: str, earli
     return frozenset(out)
 
 
+_ANAPHOR = re.compile(r"\b(?:it|them)\b|\b(?:that|this|these|those|the) (?:stock|stocks|company|file|files|order|booking|"
+                     r"flight|reservation|ticket|message|folder|directory|card|one)\b", re.I)
+"""Words pointing back at a thing said before ('add it', 'that stock')."""
+
+
 def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
                       used: set[str], picked: set[str], span: str = "", earlier: str = "",
                       picks: dict[str, str] | None = None, aliases: dict[str, str] | None = None,
@@ -228,6 +233,10 @@ def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...
     out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks,
                                     marked_only=marked, describing=describing)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
+    if start == 0 and not earlier.strip() and any(x.source == "withheld" for x in own):
+        # the task's first words: 'Please put it on my watchlist.' points at nothing said before (read of
+        # 2026-12-03, miss_param_142); 'a company' or 'a stock' withholds which one without pointing back
+        out = [d for d in out if not _ANAPHOR.search(d.text)]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them, unless the
         # sentence itself names them ('How far is it from Sunset Valley to Shadowridge?' after 'There's a trip from
         # Sunset Valley to Shadowridge on my mind.' named both cities twice, read 18)
