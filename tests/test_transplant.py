@@ -797,3 +797,22 @@ def test_a_value_inside_a_file_name_is_not_said_as_a_folder():
     folder = (Slot(-1, "cd.folder", '"research"', "user", False, ""),)
     assert not says_all(folder, "Please back up 'research_notes.txt' somewhere.")
     assert says_all(folder, "The file is in the research folder.")
+
+
+def test_a_folder_the_file_is_in_is_said_as_a_place_not_only_as_the_folder_to_delete():
+    """miss_func_38: 'locating a file named findings_report within this SuperResearch ... remove it and the directory'.
+    Worded call by call as 'Please get rid of the file contracts. Then erase the directory Minutes.', the text named
+    the folder only as the rmdir's argument, and nothing said the file is inside it (the independent read of
+    2026-12-03). A context sentence now places it."""
+    from rods_agents.variation.assembly import located_only_as_argument
+
+    hidden = (Slot(-1, "cd.folder", json.dumps("Minutes"), "user", False),)
+    target = (_slot("file_name", "contracts"), Slot(1, "dir_name", json.dumps("Minutes"), "user", False), *hidden)
+    assert located_only_as_argument(hidden, target, "Remove the file 'contracts'. Then erase the directory 'Minutes'.")
+    assert not located_only_as_argument(hidden, target, "The file is in 'Minutes'. Remove 'contracts', then the "
+                                        "directory 'Minutes'.")
+    for v in range(2):
+        seed, variant, _, _ = _variant("multi_turn_miss_func_38", v)
+        said = next(m.content for m in variant.turns[0] if m.role == "user")
+        folder = next(c.split("'")[1] for c in variant.ground_truth[1] if c.startswith("rmdir("))
+        assert said.count(folder) >= 2, said  # once as the place of the file, once as the folder to delete

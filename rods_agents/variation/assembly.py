@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -183,12 +184,32 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
         if text is None:
             return None
     hidden = hidden_said(target, carried)
-    if hidden and len(parts) > 1 and not says_all(hidden, text):  # the values of implicit calls no segment carries
+    if hidden and len(parts) > 1 and (not says_all(hidden, text) or located_only_as_argument(hidden, target, text)):
+        # the values of implicit calls no segment carries
         ctx = [c for c in context_sentences(hidden) if says_no_more(c, hidden, carried)]
         if not ctx:
             return None
         text = f"{ctx[random.Random(f'{seed.scenario}|{turn}|{slot}|context').randrange(len(ctx))]} {text}"
     return text, [d for _, d in parts]
+
+
+def located_only_as_argument(hidden: tuple[Slot, ...], target: tuple[Slot, ...], text: str) -> bool:
+    """A folder the turn's implicit ``cd`` enters is named in ``text`` only as often as the explicit calls take it as an
+    argument: 'Please get rid of the file contracts. Then erase the directory Minutes.' names Minutes for the rmdir
+    and no longer says the file is inside it, which the seed's 'locating contracts within this Minutes' said (the
+    independent read of 2026-12-03, miss_func_38). A value an implicit lookup shares with the call (the symbol of an
+    order's price lookup) is said by the call's own mention; a folder's place is not."""
+    for x in hidden:
+        if not x.param.startswith("cd."):
+            continue
+        folder = json.loads(x.value)
+        if not isinstance(folder, str):
+            continue
+        taken = sum(1 for y in target if y.index >= 0 and folder in scalars_of(json.loads(y.value)))
+        named = len(re.findall(rf"(?<![\w.\-]){re.escape(folder)}(?![\w\-]|\.\w)", text, re.I))
+        if taken and named <= taken:
+            return True
+    return False
 
 
 def _compound_cuts(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...]) -> set[int]:
