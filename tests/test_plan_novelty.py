@@ -33,6 +33,12 @@ def _plans(seed_id: str) -> tuple:
     return seed, plans
 
 
+def _scenario_plans(scenario: int) -> list[dict]:
+    """The plans of a scenario's eight samples (four categories x two variants), each in its sibling slot."""
+    return [plan for category in ("base", "miss_func", "miss_param", "long_context")
+            for plan in _plans(f"multi_turn_{category}_{scenario}")[1]]
+
+
 def _calls(gt: list[list[str]], name: str) -> list:
     return [parse_call(c) for turn in gt for c in turn if c.startswith(name + "(")]
 
@@ -57,32 +63,18 @@ def test_the_eight_samples_of_a_scenario_send_eight_texts():
     # scenario 51: every category dictates 'I am on my way to your place.' and nothing else can change beyond ids
     # and digits, so with three texts in the pool five of the eight samples were near-copies of the first three
     # (the same calls once digits are masked: the dedupe's sibling rejection)
-    sent = []
-    for category in ("base", "miss_func", "miss_param", "long_context"):
-        seed = _train()[f"multi_turn_{category}_51"]
-        trace = trace_task(seed)
-        profile = profile_task(seed, trace)
-        for v in range(2):
-            plan = anchored_plan(seed, profile, trace, random.Random(v), 0, slot=sibling_slot(category, v))
-            sent.append(_calls(plan["ground_truth"], "send_message")[0].kwargs["message"])
+    sent = [_calls(plan["ground_truth"], "send_message")[0].kwargs["message"] for plan in _scenario_plans(51)]
     assert len(set(sent)) == 8, sent
 
 
 def test_the_samples_of_a_scenario_take_every_city_pair_the_tables_offer():
-    # scenario 85 estimates the distance between two cities its text names; five other pairs of the distance
-    # tables fit. A pair and its reverse make the same calls once zip codes are masked (a sibling copy), and the
-    # old slot formula left one pair unused, so the eight samples held four pairs
+    # scenario 85 estimates the distance between two cities its text names. A pair and its reverse make the same
+    # calls once zip codes are masked (a sibling copy), and the old slot formula left an option unused: the eight
+    # samples held three distinct pairs
     from rods_agents.variation.draw import sibling_index
 
-    pairs = []
-    for category in ("base", "miss_func", "miss_param", "long_context"):
-        seed = _train()[f"multi_turn_{category}_85"]
-        trace = trace_task(seed)
-        profile = profile_task(seed, trace)
-        for v in range(2):
-            plan = anchored_plan(seed, profile, trace, random.Random(v), 0, slot=sibling_slot(category, v))
-            pairs.append(frozenset(c.args[0] if c.args else c.kwargs["city"]
-                                   for c in _calls(plan["ground_truth"], "get_zipcode_based_on_city")))
+    pairs = [frozenset(c.args[0] if c.args else c.kwargs["city"]
+                       for c in _calls(plan["ground_truth"], "get_zipcode_based_on_city")) for plan in _scenario_plans(85)]
     assert len(set(pairs)) == len(pairs) == 8, pairs  # no two samples drive between the same two cities
     assert len({sibling_index(s, 8) for s in range(8)}) == 8  # eight options: eight samples, eight options
     assert all(sibling_index(c, n) != sibling_index(c + 4, n) for n in (2, 3, 4, 5, 9) for c in range(4))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -28,6 +27,7 @@ from rods_agents.variation.saying import (
     says_all,
     says_no_more,
     scalars_of,
+    times_named,
     with_specifics,
 )
 from rods_agents.variation.turn_bank import (
@@ -206,8 +206,7 @@ def located_only_as_argument(hidden: tuple[Slot, ...], target: tuple[Slot, ...],
         if not isinstance(folder, str):
             continue
         taken = sum(1 for y in target if y.index >= 0 and folder in scalars_of(json.loads(y.value)))
-        named = len(re.findall(rf"(?<![\w.\-]){re.escape(folder)}(?![\w\-]|\.\w)", text, re.I))
-        if taken and named <= taken:
+        if taken and times_named(folder, text) <= taken:
             return True
     return False
 

@@ -26,11 +26,7 @@ from rods_agents.variation.method_swap import maybe_swap, skill_method_swaps
 from rods_agents.variation.seed_anchor import Substitution, _strings, has_number
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.variation.state_resample import fills_to_capacity
-from rods_agents.variation.value_kinds import (
-    fresh,
-    kind_of,
-    options,
-)
+from rods_agents.variation.value_kinds import fresh, kind_of, options
 
 _SYMBOL_LOOKUPS = knowledge.symbol_lookups()
 

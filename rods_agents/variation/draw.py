@@ -147,4 +147,4 @@ class Draw:
         return self.force or self.rng.random() < base
 
 
-__all__ = ["Draw", "PROTECTED", "fs_kinds", "hardcoded", "perturb", "scalar_numbers"]
+__all__ = ["Draw", "PROTECTED", "fs_kinds", "hardcoded", "perturb", "scalar_numbers", "sibling_index"]

@@ -16,9 +16,7 @@ from rods_agents.analysis.value_sources import ticker_companies
 from rods_agents.variation.draw import Draw, fs_kinds
 from rods_agents.variation.seed_anchor import Substitution
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
-from rods_agents.variation.value_kinds import (
-    options,
-)
+from rods_agents.variation.value_kinds import options
 
 _DICTATED_PARAMS = {"content", "message", "comment_content", "description", "tags", "hashtags"}
 

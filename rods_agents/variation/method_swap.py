@@ -15,12 +15,7 @@ from rods_agents.analysis.skills import same_skill
 from rods_agents.variation.draw import Draw
 from rods_agents.variation.seed_anchor import Substitution
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
-from rods_agents.variation.value_kinds import (
-    method_swaps,
-    mode_words,
-    options,
-    pools,
-)
+from rods_agents.variation.value_kinds import method_swaps, mode_words, options, pools
 
 
 def maybe_swap(d: Draw, rec: Any, param: str, value: str, swaps: dict[str, str],

@@ -167,6 +167,11 @@ def says_no_more(text: str, target: tuple[Slot, ...], span: str) -> bool:
     return True
 
 
+def times_named(value: str, text: str) -> int:
+    """How often ``text`` writes ``value`` as a word of its own: 'research' inside 'research_notes.txt' is no mention."""
+    return len(re.findall(rf"(?<![\w.\-]){re.escape(value)}(?![\w\-]|\.\w)", text, re.I))
+
+
 def says_all(slots: tuple[Slot, ...], text: str) -> bool:
     """Every value of ``slots`` is written in ``text`` as a word of its own (a number in any form): 'research' inside
     'research_notes.txt' names no folder, so the context sentence 'In research directory, ...' stays."""
@@ -175,7 +180,7 @@ def says_all(slots: tuple[Slot, ...], text: str) -> bool:
     def said(v: Any) -> bool:
         if isinstance(v, int | float) and not isinstance(v, bool):
             return float(v) in nums
-        return isinstance(v, str) and re.search(rf"(?<![\w.\-]){re.escape(v)}(?![\w\-]|\.\w)", text, re.I) is not None
+        return isinstance(v, str) and times_named(v, text) > 0
     return all(said(v) for x in slots for v in scalars_of(json.loads(x.value)))
 
 
@@ -321,4 +326,4 @@ def dictated(value: Any) -> bool:
     return isinstance(value, str) and (len(value.split()) >= 3 or value.rstrip()[-1:] in tuple("!?.,"))
 
 
-__all__ = ["CODE_PATTERN", "ISO_DATE", "as_sentence", "asked_as_said", "companies_of", "date_forms", "dictated", "foreign_names", "keeps_said", "keeps_specifics", "named_as", "names_other_option", "premise_free", "said_as_is", "says_all", "says_no_more", "says_value", "scalars_of", "source_as_said", "untaken_limit", "with_specifics", "word_in", "word_set"]
+__all__ = ["CODE_PATTERN", "ISO_DATE", "as_sentence", "asked_as_said", "companies_of", "date_forms", "dictated", "foreign_names", "keeps_said", "keeps_specifics", "named_as", "names_other_option", "premise_free", "said_as_is", "says_all", "says_no_more", "says_value", "scalars_of", "source_as_said", "times_named", "untaken_limit", "with_specifics", "word_in", "word_set"]

@@ -20,10 +20,7 @@ from rods_agents.variation.plan_checks import dangling, flips, inputs_changed, p
 from rods_agents.variation.rederive import rederive
 from rods_agents.variation.seed_anchor import Substitution, _strings, has_number
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
-from rods_agents.variation.value_kinds import (
-    fresh,
-    kind_of,
-)
+from rods_agents.variation.value_kinds import fresh, kind_of
 
 # Scalar state the plan never names but its calls depend on: resampled in the new config; when a draw
 # breaks a precondition (not enough money or fuel) the config patch agent repairs it.
