@@ -28,6 +28,7 @@ from rods_agents.variation.turn_bank import (
     Slot,
     clean_piece,
     explicit_calls,
+    mark_sole,
     piece_bounds,
     turn_bank,
     turn_slots,
@@ -816,3 +817,39 @@ def test_a_folder_the_file_is_in_is_said_as_a_place_not_only_as_the_folder_to_de
         said = next(m.content for m in variant.turns[0] if m.role == "user")
         folder = next(c.split("'")[1] for c in variant.ground_truth[1] if c.startswith("rmdir("))
         assert said.count(folder) >= 2, said  # once as the place of the file, once as the folder to delete
+
+
+def _ticket_slots(seed, turn: int):
+    trace = trace_task(seed)
+    return trace, turn_slots(trace, classify_arguments(seed, trace), turn)[1]
+
+
+def test_the_only_ticket_in_the_queue_needs_no_words_to_pick_it():
+    """base_125 asks for 'the most recent ticket I opened' with one ticket in the queue: the value picks nothing, so a
+    phrasebook sentence ('I'd like to check the details of my support ticket.') may ask for the same call. A second
+    ticket in the queue makes the words pick again (fails without :func:`mark_sole`: every state value was refused)."""
+    seed = bfcl_task("multi_turn_base_125")
+    trace, slots = _ticket_slots(seed, 3)
+    (ticket,) = [x for x in mark_sole(seed, trace, 3, slots) if x.param == "ticket_id"]
+    assert ticket.source == "state" and ticket.sole
+    config = json.loads(json.dumps(seed.initial_config))
+    queue = config["TicketAPI"]["ticket_queue"]
+    queue.append({**queue[0], "id": 2, "subject": "Login issue"})
+    crowded = seed.model_copy(update={"initial_config": config})
+    trace, slots = _ticket_slots(crowded, 3)
+    assert not any(x.sole for x in mark_sole(crowded, trace, 3, slots))
+
+
+def test_an_order_id_is_no_second_ticket():
+    """base_125 resolves the ticket it just read after reading an order's details: both results hold an 'id', but only
+    a ticket result counts against 'this ticket', so the resolve call's ticket id is read from get_ticket and a
+    sentence may point at it ('Please mark this ticket resolved, ...'). Before, the order's id left it unsingled and
+    the seed's sentence stayed in all eight samples of scenario 125."""
+    seed = bfcl_task("multi_turn_base_125")
+    _, slots = _ticket_slots(seed, 4)
+    (ticket,) = [x for x in slots if x.param == "ticket_id"]
+    assert (ticket.source, ticket.producer) == ("call", "get_ticket")
+    _, variant, _, _ = _variant("multi_turn_base_125")
+    for t in (3, 4):
+        assert user_text(variant.model_copy(update={"turns": variant.turns[t:t + 1]})) != \
+            user_text(seed.model_copy(update={"turns": seed.turns[t:t + 1]}))

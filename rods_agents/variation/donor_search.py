@@ -214,7 +214,7 @@ def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...
     # to that turn, as a value it said as it is would be
     looked_up = {x.param for x in own if x.source == "state" and not x.producer
                  and x.param not in named and all(named_by_lookup(v, earlier) for v in scalars_of(json.loads(x.value)))}
-    if len(methods) > 2 or any(x.source in PICKED and not x.producer and not x.recipe
+    if len(methods) > 2 or any(x.source in PICKED and not x.producer and not x.recipe and not x.sole
                                 and x.param not in named and x.param not in picks and x.param not in looked_up
                                 for x in own):
         return []  # a value read from the state or one of several results: the seed's words say which one

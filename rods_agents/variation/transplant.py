@@ -85,6 +85,7 @@ from rods_agents.variation.turn_bank import (
     cue_key,
     donors_for,
     explicit_calls,
+    mark_sole,
     piece_bounds,
     portable_signature,
     turn_slots,
@@ -405,6 +406,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             g, signature = asked_turn(variant, t), None
             assert g is not None
             methods, target = explicit_calls(seed_info, g, *turn_slots(trace, sources, g))
+            target = mark_sole(variant, trace, g, target)
         if not methods or seed_info.turns[g].unresolved_picks:
             continue  # words that pick a value the lexicon cannot read ('the one with a substantial order value',
             # read 10) stay the seed's: new words would leave the pick to no words, and the re-measure cannot tell

@@ -34,7 +34,13 @@ from typing import Any
 
 from envs.task import Task
 from rods_agents.analysis import knowledge
-from rods_agents.analysis.information_structure import InformationStructure, information_structure, lexicon
+from rods_agents.analysis.information_structure import (
+    InformationStructure,
+    among_candidates,
+    information_structure,
+    lexicon,
+)
+from rods_agents.analysis.obtainability import public_state
 from rods_agents.analysis.skills import call_kind
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import ArgSource, classify_arguments, is_flag
@@ -55,6 +61,9 @@ class Slot:
     recipe: str = ""
     """For a composed value: the named way it is built (:func:`recipe_of`), which a sentence may ask for in its own
     words ('Fill the tank all the way up.'); "" otherwise."""
+    sole: bool = False
+    """For a value read from the state: the state holds no other of its kind (the one ticket in the queue), so a
+    sentence needs no words to pick it ('Show me the ticket.'); set by :func:`mark_sole`."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +195,30 @@ def turn_slots(trace: Trace, sources: list[ArgSource], turn: int) -> tuple[tuple
     return tuple(r.name for r in recs), tuple(slots)
 
 
+def mark_sole(task: Task, trace: Trace, turn: int, slots: tuple[Slot, ...]) -> tuple[Slot, ...]:
+    """``slots`` of ground-truth ``turn`` with :attr:`Slot.sole` set on the values read from the state that are not
+    one of several candidates there (the test the information structure counts a pick by): 'the most recent ticket
+    I opened' picks nothing from a queue of one ticket, so 'Show me the ticket.' asks for the same call. The
+    re-measure (:func:`rods_agents.variation.transplant._worded`) still checks the new words single the value out."""
+    recs = {r.index: r for r in trace.calls if r.turn == turn}
+    states: dict[str, Any] = {}
+    out = []
+    for x in slots:
+        rec = recs.get(x.index)
+        if x.source == "state" and rec is not None and rec.cls:
+            if rec.cls not in states:
+                try:
+                    states[rec.cls] = public_state(task, rec.cls)
+                except Exception:  # noqa: BLE001 - a config the classes cannot load: nothing is known to be sole
+                    states[rec.cls] = None
+            value = json.loads(x.value)
+            items = value if isinstance(value, list) else [value]
+            if states[rec.cls] is not None and items and not any(among_candidates(v, states[rec.cls]) for v in items):
+                x = replace(x, sole=True)
+        out.append(x)
+    return tuple(out)
+
+
 def recipe_of(method: str, param: str, result: str) -> str:
     """The named recipe (``prompts/bfcl/value_recipes.json``) a composed argument was built by, told by its call's
     result: a fill whose tank then holds its capacity filled it up, whatever the amount ('fill it completely', 'top
@@ -234,7 +267,8 @@ def singled_producer(trace: Trace, producer: int | None, value: Any, consumer: i
     at position ``consumer``: the value stands on its own under a key (not an item of a list), and no result
     before the consumer holds another value under that key. 'Cancel the booking I just made' then points at one
     booking, whatever the state holds; after two bookings, or a booking history, it would not ("" then: the
-    seed's words must say which)."""
+    seed's words must say which). Only results of the producer's environment count: an order id the trading bot
+    returned is no other ticket."""
     if producer is None or not 0 <= producer < consumer or isinstance(value, dict | list | bool) or value is None:
         return ""
     keys = [k for k, found in _keyed_result(trace.calls[producer].result).items() if ("scalar", value) in found]
@@ -242,6 +276,8 @@ def singled_producer(trace: Trace, producer: int | None, value: Any, consumer: i
         return ""
     seen: set[str] = set()
     for r in trace.calls[:consumer]:
+        if r.cls != trace.calls[producer].cls:
+            continue  # an order's 'id' is no second ticket: 'the ticket' points past the trading calls
         seen.update(json.dumps(v, sort_keys=True) for _, v in _keyed_result(r.result).get(keys[0], ()))
     return trace.calls[producer].name if seen == {json.dumps(value, sort_keys=True)} else ""
 
