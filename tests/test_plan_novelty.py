@@ -80,6 +80,23 @@ def test_the_samples_of_a_scenario_take_every_city_pair_the_tables_offer():
     assert all(sibling_index(c, n) != sibling_index(c + 4, n) for n in (2, 3, 4, 5, 9) for c in range(4))
 
 
+def test_a_flight_named_by_its_cities_flies_other_routes():
+    # scenario 192 names both ends of its flight by city ('flying out of Rivermist ... to Los Angeles'): the assistant
+    # looks the codes up. Only codes said as they are could move before, so the eight samples all flew RMS -> LAX
+    # and five were refused as sibling copies. The new cities replace the old names, and the lookups find the codes
+    from rods_agents.analysis.value_sources import airport_cities
+
+    cities = airport_cities()
+    routes = [{(c.kwargs["travel_from"], c.kwargs["travel_to"]) for c in _calls(plan["ground_truth"], "book_flight")}
+              for plan in _scenario_plans(192)]
+    assert all(len(r) == 1 for r in routes)
+    assert len({next(iter(r)) for r in routes}) >= 4, routes
+    for plan in _scenario_plans(192)[:4]:
+        (src, dst), = {(c.kwargs["travel_from"], c.kwargs["travel_to"]) for c in _calls(plan["ground_truth"], "book_flight")}
+        looked_up = [c.kwargs["location"] for c in _calls(plan["ground_truth"], "get_nearest_airport_by_city")]
+        assert cities[src] in looked_up  # the city the user flies out of is the one whose airport was looked up
+
+
 def test_tweet_hashtags_follow_the_pool():
     seed, plans = _plans("multi_turn_base_68")
     tags = knowledge.dictated()["hashtags"]

@@ -213,7 +213,10 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
 
     def stated(code: str) -> bool:
         hits = [f for f in (code, cities[code]) if Substitution({f: "\0"}, derived_forms=False).found(text)]
-        stated_src = all(d.sources.get((r.turn, r.index, p), None) is None or d.sources[(r.turn, r.index, p)].source == "user"
+        # said as it is, or named by its city for the assistant to look up ('fly out of Rivermist'): the new city's
+        # name goes where the old one was, and the lookup finds the new code; never a code read from a result
+        stated_src = all(d.sources.get((r.turn, r.index, p), None) is None
+                         or d.sources[(r.turn, r.index, p)].source in ("user", "state")
                          for r, args in bound for p, v in args.items() if v == code)
         return bool(hits) and stated_src
 
