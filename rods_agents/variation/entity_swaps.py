@@ -111,9 +111,14 @@ def sectors_of() -> dict[str, frozenset[str]]:
 _SECTOR_LOOKUPS = {"get_available_stocks", "filter_stocks_by_price"}
 
 
+_MONEY = re.compile(r"\$\s?\d|\d[\d,.]*\s?(?:USD|dollars?|bucks)\b", re.I)
+"""An amount of money the text states: a story that sums ('top up $4,000 to make sure I've got enough cash')."""
+
+
 def _similar_price(stocks: dict[str, Any], old: str, new: str, spread: float = 3.0) -> bool:
     """``new`` trades within ``spread`` times ``old``'s price: the story's sums still fit (read 10: 50 Zeta Corp shares
-    for $7,500 became 50 Alpha Tech shares for $66,022 beside 'top up $4,000 to make sure I've got enough cash')."""
+    for $7,500 became 50 Alpha Tech shares for $66,022 beside 'top up $4,000 to make sure I've got enough cash').
+    Asked only where the text states an amount of money (:data:`_MONEY`)."""
     a, b = ((stocks[k].get("price") if isinstance(stocks.get(k), dict) else None) for k in (old, new))
     if not isinstance(a, int | float) or not isinstance(b, int | float) or a <= 0 or b <= 0:
         return True  # no price to compare: nothing the story sums
@@ -140,9 +145,12 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
 
     known = known_symbols(d.seed.long_context)
     companies = {k: v for k, v in ticker_companies().items() if k in known}
-    watched = set(d.seed.initial_config.get("TradingBot", {}).get("watch_list") or ())
+    # the watchlist counts only where the task touches it (adds to it, reads it, removes from it)
+    touches_list = any("watchlist" in r.name for r, _ in bound)
+    watched = set(d.seed.initial_config.get("TradingBot", {}).get("watch_list") or ()) if touches_list else set()
     used = [v for r, args in bound for p, v in args.items() if p in _STOCK_PARAMS and isinstance(v, str)]
     text = " ".join(d.turn_text)
+    sums = _MONEY.search(text) is not None
     for symbol in dict.fromkeys(used):
         if symbol in swaps or symbol in fixed or symbol not in stocks or symbol not in companies or not d.p(0.7):
             continue
@@ -158,7 +166,7 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
         choices = sorted(k for k in stocks if k in companies and k not in used and k not in swaps.values()
                          and k not in fixed and sectors.get(k, frozenset()) == sectors.get(symbol, frozenset())
                          and k not in watched
-                         and _similar_price(stocks, symbol, k)
+                         and (not sums or _similar_price(stocks, symbol, k))
                          and not Substitution({k: "\0", companies[k]: "\0"}, derived_forms=False).found(text))
         if not choices:
             continue
