@@ -5,6 +5,7 @@ from __future__ import annotations
 from envs.dataset import load_tasks
 from envs.task import Message, Task
 from rods_agents.analysis.faithfulness import (
+    dictated_cut,
     fill_not_full,
     is_round,
     knife_edge_balance,
@@ -116,3 +117,17 @@ def test_a_renamed_card_number_only_ties_its_last_four_digits_not_a_flight_code_
     travel["credit_card_list"]["card_3456"] = travel["credit_card_list"].pop("card_7781")
     found = old_digits_left(v, {"6754 9823 6519 3456": "4417 2038 9921 7781"})
     assert found and "state_value='card_3456'" in found[0]  # the id still ends in the old tail: refused
+
+
+def test_a_dictated_message_said_only_in_part_is_rejected():
+    """base_143 dictates 'My strategy is shifting ... order. Current balance in my account is $10000.'. Words that
+    keep its first sentence only still read as the user's (most of its words are there), so only this check sees
+    that the assistant cannot send the whole text (two variants of the 400 x 2 run, before the quote guard)."""
+    seed = _seed("base_143")
+    assert dictated_cut(seed, seed) == []
+    v = _copy(seed, "__cut")
+    said = v.turns[3][0].content
+    assert "Current balance in my account is $10000." in said
+    v.turns[3] = [Message(role="user", content=said.replace(" Current balance in my account is $10000.", ""))]
+    assert [r.split(" value=")[0] for r in dictated_cut(v, seed)] == [
+        "unfaithful:dictated_cut turn=3 call=send_message param=message"]

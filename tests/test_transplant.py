@@ -853,3 +853,48 @@ def test_an_order_id_is_no_second_ticket():
     for t in (3, 4):
         assert user_text(variant.model_copy(update={"turns": variant.turns[t:t + 1]})) != \
             user_text(seed.model_copy(update={"turns": seed.turns[t:t + 1]}))
+
+
+def test_new_words_do_not_carry_the_seeds_story_sentence_for_a_handle_no_call_takes():
+    """base_188 asks to retweet tweet 0 after 'Oh, I just noticed an amazing tweet from @TravelInsider about dream
+    destinations.': no call takes the handle, yet the new request carried that sentence along (with_specifics keeps a
+    turn's handles), so the turn stayed the seed's story in the seed's words in all eight samples. The sentence goes
+    where the variant measures the same without it (fails without transplant._drop_carried_context)."""
+    seed, variant, _, _ = _variant("multi_turn_base_188")
+    said = " ".join(m.content for m in variant.turns[5] if m.role == "user")
+    assert "retweet" in said.lower() and "@TravelInsider" not in said, said
+    assert "@TravelInsider" in " ".join(m.content for m in seed.turns[5])
+
+
+def test_a_carried_sentence_a_call_needs_stays():
+    """The drop is measured: 'Your user id is USR001.' where an implicit login takes the id would move the id's source
+    from the user's words to nowhere, so a sentence holding a value a call takes is never dropped."""
+    from rods_agents.variation.transplant import _drop_carried_context, _measure, _mismatch_keys, _state_ok
+
+    seed = bfcl_task("multi_turn_base_188")
+    trace = trace_task(seed)
+    sources = classify_arguments(seed, trace)
+    info = information_structure(seed, trace, sources)
+    per_turn, base_info, _ = _measure(seed, trace)
+    measured = (per_turn, _mismatch_keys(info, base_info), _state_ok(seed, trace, sources, set(range(len(seed.turns)))),
+                set(range(len(seed.turns))))
+    turns = [list(t) for t in seed.turns]
+    carried = {t: " ".join(m.content for m in turn if m.role == "user") for t, turn in enumerate(turns)}
+    out, dropped = _drop_carried_context(info, seed, turns, trace, carried, set(range(len(turns))), measured)
+    kept = " ".join(m.content for turn in out for m in turn if m.role == "user")
+    for call in (c for calls in seed.ground_truth for c in calls):
+        for value in re.findall(r"'([^']+)'", call):
+            if value in " ".join(carried.values()):
+                assert value in kept, (value, dropped)  # every value a call takes and the text said is still said
+
+
+def test_a_dictated_message_is_never_cut_at_its_inner_full_stop():
+    """The quoted message 'My strategy is shifting ... order. Current balance in my account is $10000.' (base_143)
+    reads as two sentences; its second half must not count as a sentence to drop, or the user's words lose part of
+    the text the ground truth sends (found in the 400 x 2 run before this landed)."""
+    from rods_agents.variation.transplant import _cuts_a_quote
+
+    text = "Log me in as USR001. Then text USR003: 'My strategy is shifting. Current balance in my account is $10000.'"
+    pieces = re.split(r"(?<=[.?!])\s+", text)
+    assert [_cuts_a_quote(x, text) for x in pieces] == [False, True, True]
+    assert not _cuts_a_quote("Log me in as USR001.", text)

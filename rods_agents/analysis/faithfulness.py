@@ -16,7 +16,10 @@ classes (issue 13):
   the card number still ending in 4455);
 - ``stale_fare``: the text quotes the seed's fare for a flight whose route, date or class the plan changed;
 - ``round_made_odd``: a round number the user states in the seed ('$10,000', 'last 20 lines') replaced by
-  an odd one ('$9,267').
+  an odd one ('$9,267');
+- ``dictated_cut``: a text the seed's user dictates word for word (a message, a tweet) that the variant's words
+  give only in part ('... order.' without 'Current balance in my account is $10000.'): the value source reads
+  most of the words as said, but the assistant could not send what the ground truth sends.
 
 Words per choice are data: ``prompts/bfcl/choice_words.json``.
 """
@@ -32,7 +35,7 @@ from envs.executor import Environment, to_call_string
 from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.tracing import Trace
-from rods_agents.analysis.value_sources import ArgSource, _numbers
+from rods_agents.analysis.value_sources import ArgSource, _numbers, said_in
 from rods_agents.analysis.variant_quality import _bound, parsed_ground_truth
 
 KNIFE_EDGE = 5.0
@@ -306,14 +309,35 @@ def round_made_odd(task: Task, seed: Task, sources: list[ArgSource], seed_source
     return out[:3]
 
 
+DICTATED_WORDS = 4  # a value of this many words or more is a text the user dictates, not a name
+
+
+def dictated_cut(task: Task, seed: Task) -> list[str]:
+    """Texts the seed's user says word for word (a string argument of :data:`DICTATED_WORDS` words or more, said as
+    it is up to its turn) whose variant value, at the same call and parameter, the variant's words do not say whole."""
+    def upto(t: Task, turn: int) -> str:
+        return "\n".join(_text(t, x) for x in range(turn + 1))
+
+    variant_calls = {(t, i, name): args for t, i, _c, name, args in _calls(task)}
+    out = []
+    for t, i, _call, name, args in _calls(seed):
+        mine = variant_calls.get((t, i, name), {})
+        for param, value in args.items():
+            new = mine.get(param)
+            if (isinstance(value, str) and len(value.split()) >= DICTATED_WORDS and said_in(value, upto(seed, t))
+                    and isinstance(new, str) and not said_in(new, upto(task, t))):
+                out.append(f"unfaithful:dictated_cut turn={t} call={name} param={param} value={new[:60]!r}")
+    return out[:3]
+
+
 def faithfulness_problems(task: Task, seed: Task, trace: Trace, sources: list[ArgSource],
                           seed_sources: list[ArgSource], renames: dict[str, str] | None = None) -> list[str]:
     """Every located ``unfaithful:<kind>`` reason of ``task`` against ``seed`` (see the module docstring)."""
     return (old_choice_words(task, seed) + fill_not_full(task, seed) + knife_edge_balance(task, seed, trace)
             + stale_fare(task, seed)
             + unknown_symbols(task, seed) + old_digits_left(task, renames or {})
-            + round_made_odd(task, seed, sources, seed_sources))
+            + round_made_odd(task, seed, sources, seed_sources) + dictated_cut(task, seed))
 
 
-__all__ = ["KNIFE_EDGE", "choice_words", "faithfulness_problems", "fill_not_full", "is_round", "knife_edge_balance",
+__all__ = ["DICTATED_WORDS", "KNIFE_EDGE", "choice_words", "dictated_cut", "faithfulness_problems", "fill_not_full", "is_round", "knife_edge_balance",
            "known_symbols", "old_choice_words", "old_digits_left", "round_made_odd", "says", "stale_fare", "unknown_symbols"]

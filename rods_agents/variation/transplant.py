@@ -313,6 +313,42 @@ def _trim_fillers(seed: Task, seed_info: Any, variant: Task, turns: list[list[Me
     return turns, provenance
 
 
+def _cuts_a_quote(sentence: str, text: str) -> bool:
+    """``sentence`` starts or ends inside a quoted value of ``text``: the dictated message 'My strategy is shifting
+    ... order. Current balance in my account is $10000.' reads as two sentences, and its second half is no sentence
+    of its own to drop."""
+    at = text.find(sentence)
+    end = at + len(sentence)
+    return at < 0 or any(m.start() < end and m.end() > at and not (at <= m.start() and m.end() <= end)
+                         for m in _QUOTED.finditer(text))
+
+
+def _drop_carried_context(seed_info: Any, variant: Task, turns: list[list[Message]], trace: Trace, seed_turns: dict[int, str],
+                          reworded: set[int], measured: tuple[Any, set, set, set[int]]) -> tuple[list[list[Message]], list[dict]]:
+    """Re-worded turns lose the seed's sentences that new words carried along only for a date, a code, a quoted
+    value or a handle no call takes (:func:`rods_agents.variation.saying.with_specifics`: 'Please call off the booking
+    we made. After reconsideration, the flight planned for London on the 15th is no longer necessary.'), where the
+    variant measures the same without them: every per-turn value source, the structure and the state hints. Such a
+    sentence is the seed's story in the seed's words; kept in every sibling, it made them copies of the seed and of
+    each other (issue 13). A sentence of the user saying who they are, or where a file is, stays (they are kept on
+    purpose: :func:`with_identity`, :func:`with_where_hints`)."""
+    provenance = []
+    for t in sorted(reworded):
+        carried = seed_turns.get(t, "")
+        text = next((m.content for m in turns[t] if m.role == "user"), "")
+        sentences = [x for x in re.split(r"(?<=[.?!])\s+", text.strip()) if x]
+        for x in [x for x in sentences if x in carried and not keeps_specifics("", x) and not _cuts_a_quote(x, text)
+                  and not _IDENTITY.search(x) and not _WHERE_HINT.search(x)]:
+            rest = " ".join(y for y in sentences if y != x)
+            if not rest.strip():
+                continue
+            took = _worded(seed_info, variant, trace, turns, t, rest, measured)
+            if took is not None:
+                turns, sentences = took[2], [y for y in sentences if y != x]
+                provenance.append({"turn": t, "donors": [["phrasebook:dropped_context", x[:60]]]})
+    return turns, provenance
+
+
 def _adopted(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], t: int, g: int,
              methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
              used: set[str], rng: Any, slot: int | None, carried: str) -> Iterator[tuple[str, Donor, tuple[Slot, ...]]]:
@@ -397,6 +433,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     aliases = lookup_names(trace, variant.initial_config)
     gt_text = " ".join(c for calls in variant.ground_truth for c in calls)
     turns = [list(t) for t in variant.turns]
+    seed_turns = {t: next((m.content for m in turn if m.role == "user"), "") for t, turn in enumerate(turns)}
     used: set[str] = set()
     provenance: list[dict] = []
     for t in candidates:
@@ -455,6 +492,9 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
                     {"turn": g, "method": methods[x.index], "param": x.param, "from": json.loads(x.value),
                      "to": json.loads(y.value)} for x, y in zip(target, after, strict=True) if x.value != y.value]})
                 break
+    reworded = {p["turn"] for p in provenance if "adopted" not in p}
+    turns, dropped = _drop_carried_context(seed_info, variant, turns, trace, seed_turns, reworded, measured)
+    provenance += dropped
     turns, supplied = _reword_supply(seed, seed_info, variant, turns, trace, slot)
     reworded = {p["turn"] for p in provenance + supplied}
     turns, trimmed = _trim_fillers(seed, seed_info, variant, turns, trace, reworded, slot)
