@@ -898,3 +898,15 @@ def test_a_dictated_message_is_never_cut_at_its_inner_full_stop():
     pieces = re.split(r"(?<=[.?!])\s+", text)
     assert [_cuts_a_quote(x, text) for x in pieces] == [False, True, True]
     assert not _cuts_a_quote("Log me in as USR001.", text)
+
+
+def test_one_request_to_show_and_sort_a_file_gets_new_words():
+    """base_18 asks 'Within the 'MonthlySummary.docx' file, display the content and sort it alphabetically by line':
+    one clause names the file for both calls, so a sentence per call cannot word it (it would name the file twice),
+    and no other human turn asks for the pair. The phrasebook's cat+sort sentences do; before them the turn kept the
+    seed's words in all eight samples."""
+    seed, variant, _, _ = _variant("multi_turn_base_18")
+    said = " ".join(m.content for m in variant.turns[1] if m.role == "user")
+    file_name = re.search(r"cat\(file_name='([^']+)'\)", variant.ground_truth[1][0]).group(1)
+    assert variant.ground_truth[1][1] == f"sort(file_name='{file_name}')"
+    assert file_name in said and "display the content and sort it" not in said, said
