@@ -910,3 +910,37 @@ def test_one_request_to_show_and_sort_a_file_gets_new_words():
     file_name = re.search(r"cat\(file_name='([^']+)'\)", variant.ground_truth[1][0]).group(1)
     assert variant.ground_truth[1][1] == f"sort(file_name='{file_name}')"
     assert file_name in said and "display the content and sort it" not in said, said
+
+
+def test_an_identity_sentence_after_a_quoted_text_is_carried_without_the_closing_quote():
+    """miss_param_131's seed says "... 'I just executed another order. What do you think of it?' I am Jane." and the
+    new words opened with "' I am Jane." (the quote closing the dictated text; the read of 2026-12-04)."""
+    from rods_agents.variation.transplant import with_identity
+
+    span = "Forward my latest trading summary 'I just executed another order. What do you think of it?' I am Jane."
+    out = with_identity("I'd like to send this message: 'Placed yet another order.'", span, {"jane"})
+    assert out is not None and out.startswith("I am Jane. "), out
+
+
+def test_a_sentence_that_leaves_the_recipient_out_points_at_nobody():
+    """miss_param_131 withholds the advisor a message goes to ('send to my financial advisor', then 'My advisor is
+    Alice.'): 'Please pass along '...' to them.' pointed at nobody said before. A pronoun in a sentence that leaves a
+    value out stands for that value, so such sentences are not offered there (the read of 2026-12-04); a sentence
+    without one still is."""
+    from rods_agents.analysis.information_structure import _QUOTED
+    from rods_agents.variation.donor_search import phrasebook_donors
+    from rods_agents.variation.turn_bank import withholding_calls
+
+    seed = bfcl_task("multi_turn_miss_param_131")
+    trace = trace_task(seed)
+    sources = classify_arguments(seed, trace)
+    info = information_structure(seed, trace, sources)
+    methods, target, signature = withholding_calls(seed, trace, sources, info, 5)
+    assert methods == ("send_message",) and any(x.source == "withheld" for x in target)
+    span = " ".join(m.content for m in seed.turns[5] if m.role == "user")
+    earlier = " ".join(m.content for t in seed.turns[:5] for m in t if m.role == "user")
+    from rods_agents.variation.assembly import _rebased
+
+    whole = _rebased(target, 0, len(methods), True)
+    texts = [d.text for d in phrasebook_donors(seed, 5, 0, methods, whole, signature, set(), set(), span, earlier)]
+    assert texts and not any(re.search(r"\b(?:them|they|it)\b", _QUOTED.sub("''", t)) for t in texts), texts

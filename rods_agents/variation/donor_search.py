@@ -19,6 +19,7 @@ from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.faithfulness import choice_words
+from rods_agents.analysis.information_structure import _QUOTED
 from rods_agents.analysis.tracing import Trace
 from rods_agents.analysis.value_sources import _dates, _numbers, named_by_lookup
 from rods_agents.variation.cues import PICKED, brings_cues, names_other_work, said_out_of_order
@@ -197,6 +198,7 @@ def unworded_options(methods: tuple[str, ...], own: list[Slot], span: str, earli
 _ANAPHOR = re.compile(r"\b(?:it|them)\b|\b(?:that|this|these|those|the) (?:stock|stocks|company|file|files|order|booking|"
                      r"flight|reservation|ticket|message|folder|directory|card|one)\b", re.I)
 """Words pointing back at a thing said before ('add it', 'that stock')."""
+_PRONOUN = re.compile(r"\b(?:it|them|they|their|that person|that user)\b", re.I)
 
 
 def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
@@ -237,6 +239,11 @@ def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...
         # the task's first words: 'Please put it on my watchlist.' points at nothing said before (read of
         # 2026-12-03, miss_param_142); 'a company' or 'a stock' withholds which one without pointing back
         out = [d for d in out if not _ANAPHOR.search(d.text)]
+    elif any(x.source == "withheld" for x in own):
+        # later on, a pronoun in a sentence that leaves a value out stands for that value, which nothing before
+        # names: 'Please pass along ... to them.' where the seed asked to write to 'my financial advisor' (read of
+        # 2026-12-04, miss_param_131); 'Could you send over a message that reads ...?' leaves the recipient out
+        out = [d for d in out if not _PRONOUN.search(_QUOTED.sub("''", d.text))]  # a dictated text's own words aside
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them, unless the
         # sentence itself names them ('How far is it from Sunset Valley to Shadowridge?' after 'There's a trip from
         # Sunset Valley to Shadowridge on my mind.' named both cities twice, read 18)

@@ -160,7 +160,7 @@ def with_identity(text: str, span: str, world: set[str]) -> str | None:
     kept = []
     for m in _IDENTITY.finditer(span):
         if m.group(1).lower() in world and not word_in(m.group(1), text):
-            sentence = m.group(0).strip()
+            sentence = m.group(0).strip().lstrip("'\"").strip()  # not the closing quote of a text before it
             if len(sentence.split()) > IDENTITY_WORDS:
                 return None
             kept.append(as_sentence(sentence))
