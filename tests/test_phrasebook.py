@@ -614,8 +614,10 @@ def test_the_parameter_lint_reads_camel_case_and_equals_signs():
 def test_the_first_words_of_a_task_withhold_a_value_without_pointing_back_at_it():
     """miss_param_142 opens by withholding the stock ('Let's get a company on my watchlist'); new words 'I'd like to
     keep an eye on it, so add it to the watchlist.' point at nothing said before (read of 2026-12-03). A sentence
-    with 'a company' or 'a stock' withholds it as the seed does; after an earlier turn, 'it' may point back."""
-    from rods_agents.variation.donor_search import _ANAPHOR, phrasebook_donors
+    with 'a company' or 'a stock' withholds it as the seed does. After an earlier turn a pronoun still stands for the
+    withheld value, which nothing before names (or names wrongly: read of 2026-12-04, miss_param_131's 'to them'), so
+    no such sentence is offered there either; 'that stock' may still point back."""
+    from rods_agents.variation.donor_search import _ANAPHOR, _PRONOUN, phrasebook_donors
 
     seed = bfcl_task("multi_turn_miss_param_142")
     held = (_slot("stock", "ZETA", "withheld"),)
@@ -625,4 +627,4 @@ def test_the_first_words_of_a_task_withhold_a_value_without_pointing_back_at_it(
     assert all("ZETA" not in d.text for d in first)  # the value stays withheld
     later = phrasebook_donors(seed, 0, 0, ("add_to_watchlist",), held, segment_signature(), set(), set(), span,
                               "I've been reading about Zeta Corp.")
-    assert any(_ANAPHOR.search(d.text) for d in later)
+    assert later and not any(_PRONOUN.search(d.text) for d in later)
