@@ -93,13 +93,13 @@ def test_every_cpu_linear_path_keeps_weights_loadable_and_live(workdir):
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("REPORT "))
     report = json.loads(line[len("REPORT "):])
     print(json.dumps(report, indent=1))
-    if report["onednn_built"]:  # the hazard is real here: vLLM's own oneDNN path drops weight_loader
+    # Control, where the hazard shows (seen with AVX-512): vLLM's own oneDNN path drops weight_loader, and its LM head
+    # computes from a packed copy, so a sync would be ignored silently. A CPU without AVX-512 (2026-12-04) showed
+    # it in one run and not in the next, so it is not asserted there. The patched paths below must keep the weight
+    # loadable and live on every CPU, which is what this test is for
+    if report["onednn_built"] and report["cpu"]["avx512"]:
         assert report["unpatched_onednn_linear"]["has_weight_loader"] is False, report
-        # ... and on CPUs where it packs the LM head (seen with AVX-512) it computes from a packed copy, so a sync
-        # would be ignored silently; a CPU without AVX-512 (2026-12-04) keeps the LM head unpacked. Either way the
-        # patched paths below must track the loaded weight, which is what this test is for
-        if report["cpu"]["avx512"]:
-            assert report["unpatched_onednn_lm_head"]["tracks_loaded_weight"] is False, report
+        assert report["unpatched_onednn_lm_head"]["tracks_loaded_weight"] is False, report
     assert report["applied_plain_linear"] is True
     assert report["amx=True"]["sgl_would_pack"] is True, "the AMX case must be the one vLLM would pack"
     for case in ("amx=False", "amx=True"):
