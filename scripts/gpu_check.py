@@ -92,7 +92,7 @@ def check_miss_func(rollouts: list, tok) -> dict:
     return {"miss_func_episodes": episodes, "miss_func_revealed": revealed, "miss_func_tools_match": ok}
 
 
-def headroom(trainer, rollouts: list, static_gib: float | None) -> dict:
+def headroom(trainer, rollouts: list, static_gib: float | None, peaks: dict) -> dict:
     """What the card has left after the peak (as KV-cache tokens of this model) and the activations measured
     against ``trainer.gpu_settings``' estimate for the longest trained sequence."""
     import torch
@@ -101,7 +101,9 @@ def headroom(trainer, rollouts: list, static_gib: float | None) -> dict:
 
     cfg = trainer.model.config.to_dict()
     free, total = torch.cuda.mem_get_info()
-    peak_alloc, peak_res = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+    peak_res = max(torch.cuda.max_memory_reserved(), peaks.get("reserved_peak_gib", 0.0) * GIB)
+    backward = peaks.get("backward_peak_gib", 0.0) * GIB  # rollout + forward/backward, where activations live
+    peak_alloc = max(backward, peaks.get("optimizer_peak_gib", 0.0) * GIB, peaks.get("after_last_step_peak_gib", 0.0) * GIB)
     head = total - peak_res
     longest = max((len(t.prompt_ids) + len(t.completion_ids) for _, r in rollouts for t in r.traces), default=0)
     residual = 4 if next(trainer.model.parameters()).dtype == torch.float32 else 2
@@ -110,9 +112,36 @@ def headroom(trainer, rollouts: list, static_gib: float | None) -> dict:
         "gpu_total_gib": total / GIB, "peak_reserved_gib": peak_res / GIB, "headroom_gib": head / GIB,
         "headroom_kv_tokens": int(head // kv_bytes_per_token(cfg)),
         "kv_bytes_per_token": kv_bytes_per_token(cfg), "longest_sequence": longest,
-        "activations_measured_gib": max(0.0, peak_alloc / GIB - (static_gib or 0.0) - states / GIB),
+        "peak_allocated_gib": peak_alloc / GIB, **peaks,
+        "activations_measured_gib": max(0.0, backward / GIB - (static_gib or 0.0) - states / GIB),
+        "optimizer_step_extra_gib": max(0.0, peaks.get("optimizer_peak_gib", 0.0) - (static_gib or 0.0) - states / GIB),
         "activations_estimated_gib": longest * activation_bytes_per_token(cfg, residual) / GIB,
     }
+
+
+def phase_peaks(trainer) -> dict:
+    """Split the peak by phase with the Trainer's optimizer hooks: rollout + forward/backward (up to the optimizer
+    step) vs the optimizer step itself (AdamW's foreach temporaries), so the activation estimate is compared with the
+    phase that holds activations."""
+    import torch
+    from transformers import TrainerCallback
+
+    peaks = {"backward_peak_gib": 0.0, "optimizer_peak_gib": 0.0, "reserved_peak_gib": 0.0}
+
+    def read(phase: str) -> None:
+        peaks[phase] = max(peaks[phase], torch.cuda.max_memory_allocated() / 1024**3)
+        peaks["reserved_peak_gib"] = max(peaks["reserved_peak_gib"], torch.cuda.max_memory_reserved() / 1024**3)
+        torch.cuda.reset_peak_memory_stats()  # resets the reserved peak too: hence its own running max
+
+    class PhasePeaks(TrainerCallback):
+        def on_pre_optimizer_step(self, args, state, control, **kw):
+            read("backward_peak_gib")
+
+        def on_optimizer_step(self, args, state, control, **kw):
+            read("optimizer_peak_gib")
+
+    trainer.add_callback(PhasePeaks())
+    return peaks
 
 
 def recipe_sizing(prompt_tokens: int) -> dict:
@@ -186,10 +215,12 @@ def main() -> int:
     watched = [n for n in params if n.endswith(("embed_tokens.weight", "layers.0.self_attn.q_proj.weight",
                                                 "layers.0.mlp.down_proj.weight", "norm.weight"))]
     before = {n: params[n].detach().float().cpu().clone() for n in watched}
+    peaks: dict = {}
     if cuda:
         torch.cuda.synchronize()
         static_gib = torch.cuda.memory_allocated() / 1024**3  # weights (+ reference model) before any step
         torch.cuda.reset_peak_memory_stats()
+        peaks = phase_peaks(trainer)
     t0 = time.perf_counter()
     trainer.train()
     train_s = time.perf_counter() - t0
@@ -197,7 +228,9 @@ def main() -> int:
     total = sum(before[n].numel() for n in watched)
     delta = sum(float((params[n].detach().float().cpu() - before[n]).norm() ** 2) for n in watched) ** 0.5
     norm0 = sum(float(before[n].norm() ** 2) for n in watched) ** 0.5
-    memory = headroom(trainer, rollouts, static_gib if cuda else None) if cuda else {}
+    if cuda:  # the whole run's peak: the phases' peaks (the hooks reset the counter) and whatever came after
+        peaks["after_last_step_peak_gib"] = torch.cuda.max_memory_allocated() / 1024**3
+    memory = headroom(trainer, rollouts, static_gib if cuda else None, peaks) if cuda else {}
     prompt_lens = [len(t.prompt_ids) for _, r in rollouts for t in r.traces]
 
     rows = [h for h in trainer.state.log_history if "step_time" in h or "loss" in h]
@@ -221,7 +254,7 @@ def main() -> int:
         "is_ratio_min": mean("sampling/importance_sampling_ratio/min"),
         "is_ratio_mean": mean("sampling/importance_sampling_ratio/mean"),
         "is_ratio_max": mean("sampling/importance_sampling_ratio/max"),
-        "peak_gpu_gib": torch.cuda.max_memory_allocated() / 1024**3 if cuda else None, **memory,
+        **memory,
         "weights_changed_share": changed / max(total, 1), "weights_relative_change": delta / max(norm0, 1e-12),
         "first_prompt_tokens_max": max(prompt_lens, default=0),
         "recipe_rollout_sizing": recipe_sizing(max(prompt_lens, default=0)),
