@@ -10,6 +10,7 @@ user states are perturbed with their roundness kept (:func:`perturb`). The modul
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from envs.task import Task
@@ -79,11 +80,18 @@ def perturb(value: int | float, rng: Any, grow: bool = False) -> int | float:
 
 
 def hardcoded(value: str, classes: list[str]) -> bool:
+    """``value`` is written in quotes in an environment's code or long-context data; an id-like value anywhere
+    there (inside a text) counts too."""
+    return _hardcoded(value, tuple(classes))
+
+
+@lru_cache(maxsize=16384)
+def _hardcoded(value: str, classes: tuple[str, ...]) -> bool:
     from rods_agents.analysis.catalog import class_source_text
 
-    # an id-like value anywhere in the environment's code or long-context data (inside a text) counts too
-    return any((len(value) >= 6 and any(ch.isdigit() for ch in value) and value in class_source_text(c))
-               or re.search(r"['\"]" + re.escape(value) + r"['\"]", class_source_text(c)) for c in classes)
+    quoted = [f"{a}{value}{b}" for a in "'\"" for b in "'\""]  # plain substrings: the sources are long
+    return any((len(value) >= 6 and any(ch.isdigit() for ch in value) and value in src) or any(q in src for q in quoted)
+               for src in map(class_source_text, classes))
 
 
 def scalar_numbers(value: Any) -> list[float]:

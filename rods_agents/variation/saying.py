@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 from rods_agents.analysis import knowledge
@@ -105,7 +106,12 @@ CODE_PATTERN = re.compile(r"[A-Z]{2,5}")
 
 
 def word_in(word: str, text: str) -> bool:
-    return re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", text) is not None
+    return word in text and _word_pattern(word).search(text) is not None  # the substring test rules out most
+
+
+@lru_cache(maxsize=8192)
+def _word_pattern(word: str) -> re.Pattern:
+    return re.compile(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])")
 
 
 def as_sentence(text: str) -> str:

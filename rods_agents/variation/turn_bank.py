@@ -25,6 +25,7 @@ supplying turn is not banked (the withheld value's placement is the category's m
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import re
 from collections import defaultdict
@@ -32,6 +33,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from envs.classes import resolve
 from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import (
@@ -44,6 +46,7 @@ from rods_agents.analysis.obtainability import public_state
 from rods_agents.analysis.skills import call_kind
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import ArgSource, classify_arguments, is_flag
+from rods_agents.run.disk_cache import cached, code_fingerprint
 
 
 @dataclass(frozen=True)
@@ -421,9 +424,20 @@ def turn_bank() -> dict[tuple[str, ...], tuple[Donor, ...]]:
 
 @lru_cache(maxsize=2)
 def _turn_bank(donor_ids: tuple[str, ...]) -> dict[tuple[str, ...], tuple[Donor, ...]]:
-    """Explicit method sequence -> the train turns that ask for exactly those calls (built once, a few seconds)."""
+    """Explicit method sequence -> the train turns that ask for exactly those calls: built once (about ten
+    seconds), then loaded from the disk cache by later processes (:mod:`rods_agents.run.disk_cache`; keyed by the
+    code, the prompts' data, the donor ids and a user class's tasks and source)."""
+    tasks = knowledge.donor_tasks()
+    users = [t for t in tasks if knowledge.involves_user_class(t)]
+    extra = [resolve(c).cls for t in users for c in t.involved_classes if knowledge.is_user_class(c)]
+    key = hashlib.sha256("|".join([code_fingerprint(dict.fromkeys(extra)), *donor_ids,
+                                   *(t.model_dump_json() for t in users)]).encode()).hexdigest()
+    return cached("turn-bank", key, lambda: _build_turn_bank(tasks))
+
+
+def _build_turn_bank(tasks: tuple[Task, ...]) -> dict[tuple[str, ...], tuple[Donor, ...]]:
     bank: dict[tuple[str, ...], list[Donor]] = defaultdict(list)
-    for task in knowledge.donor_tasks():  # BFCL's train split, then a user class's seeds
+    for task in tasks:  # BFCL's train split, then a user class's seeds
         trace = trace_task(task)
         if trace.errors:
             continue
