@@ -464,7 +464,10 @@ def test_two_calls_that_share_the_values_said_once_are_asked_for_in_one_framed_r
     shared = (_slot("travel_date", "2026-12-15", index=0), _slot("travel_date", "2026-12-15", index=1))
     assert own_slots(shared, "get_flight_cost+book_flight") is not None
     differ = (_slot("travel_date", "2026-12-15", index=0), _slot("travel_date", "2026-12-16", index=1))
-    assert own_slots(differ, "get_flight_cost+book_flight") is None  # one sentence cannot say two dates
+    # two dates: each is keyed by its call ('{book_flight.travel_date}'), so no sentence writing one date fits
+    assert set(own_slots(differ, "get_flight_cost+book_flight")) == {"get_flight_cost.travel_date",
+                                                                     "book_flight.travel_date"}
+    assert not phrase_donors("get_flight_cost+book_flight", differ, "{}")
 
 
 def test_an_id_looked_up_by_a_name_the_turn_says_is_written_by_that_name():
@@ -628,3 +631,58 @@ def test_the_first_words_of_a_task_withhold_a_value_without_pointing_back_at_it(
     later = phrasebook_donors(seed, 0, 0, ("add_to_watchlist",), held, segment_signature(), set(), set(), span,
                               "I've been reading about Zeta Corp.")
     assert later and not any(_PRONOUN.search(d.text) for d in later)
+
+
+def test_a_run_of_calls_taking_one_parameter_twice_writes_each_by_its_method():
+    """'cp+mv' (copy a file into a folder under a new name): cp's and mv's destinations differ, so a sentence for the
+    run writes ``{cp.destination}`` and ``{mv.destination}``; the shared source is written once. Before, such a run fit
+    no sentence at all and the seed's words were kept (scenarios 2, 9 and 16)."""
+    from rods_agents.variation.phrasebook import own_slots
+
+    run = (_slot("source", "notes.txt"), _slot("destination", "Archive"),
+           _slot("source", "notes.txt", index=1), _slot("destination", "notes_2024.txt", index=1))
+    assert set(own_slots(run, "cp+mv")) == {"source", "cp.destination", "mv.destination"}
+    p = parse_phrasing("GorillaFileSystem", "cp+mv", 0,
+                       "Copy '{source}' into '{cp.destination}' and rename the copy to '{mv.destination}'.")
+    assert render(p, run) == "Copy 'notes.txt' into 'Archive' and rename the copy to 'notes_2024.txt'."
+    # a sentence writing the destination once cannot say both
+    plain = parse_phrasing("GorillaFileSystem", "cp+mv", 1, "Copy '{source}' to '{destination}'.")
+    assert render(plain, run) is None
+    # two calls of one method: 'cp.source' would not say which
+    twice = (_slot("source", "a.txt"), _slot("destination", "Archive"),
+             _slot("source", "b.txt", index=1), _slot("destination", "Archive", index=1))
+    assert own_slots(twice, "cp+cp") is None
+    # the files name only catalog parameters, qualified ones included
+    assert not [x for x in check() if "cp+mv" in x]
+
+
+def test_a_copy_kept_under_a_new_name_gets_new_words_for_the_whole_request():
+    # multi_turn_base_2 turn 3: "How about we copy it over to the archive directory under the name IdeasArchive.txt
+    # while keeping the original intact?" kept the seed's words in every variant: no sentence asked for cp and mv at once
+    sentences = {p.text for p in phrasebook()["cp+mv"]}
+    words = [" ".join(m.content for m in _variant("multi_turn_base_2", v, 3)[1].turns[3] if m.role == "user")
+             for v in range(2)]
+    seed = " ".join(m.content for m in bfcl_task("multi_turn_base_2").turns[3] if m.role == "user")
+    assert any(containment(w, seed, mask=True) < 0.5 for w in words), words
+    assert any(re.sub(r"\{[^}]*\}", "X", s).split("X")[0] in w for w in words for s in sentences), words
+
+
+def test_a_folder_the_user_named_in_an_earlier_turn_need_not_be_repeated():
+    """multi_turn_base_9 turn 1 repeats where the file is ('... the 'Archives' directory inside the 'Documentation'
+    folder') after turn 0 said it ('I should have a document called 'FinalReport.txt' in the 'Documentation'
+    folder'): new words without the repeat were refused, and the seed's words were kept in all eight samples."""
+    from rods_agents.variation.saying import with_specifics
+
+    span = ("Make a copy of 'FinalReport.txt' to the 'Archives' directory inside the 'Documentation' folder, while "
+            "ensuring the duplicate is preserved as 'ArchivedFinalReport2024.txt'.")
+    text = "Copy 'FinalReport.txt' into 'Archives' and rename the copy to 'ArchivedFinalReport2024.txt'."
+    earlier = "I remember I should have a document called 'FinalReport.txt' in the 'Documentation' folder."
+    assert with_specifics(text, span, ("cp", "mv"), "", set()) is None  # said nowhere before: it must stay
+    assert with_specifics(text, span, ("cp", "mv"), "", set(), earlier) == text
+    # a number is never taken as said before: 'the last 10 lines' may differ from an earlier '10'
+    lines = "Show me the last '10' lines of 'log.txt'."
+    assert with_specifics("Show me the end of 'log.txt'.", lines, ("tail",), "", set(), "I saw '10' errors.") is None
+    for v in range(2):
+        seed, variant, _, _ = _variant("multi_turn_base_9", v, 3)
+        words = " ".join(m.content for m in variant.turns[1] if m.role == "user")
+        assert containment(words, " ".join(m.content for m in seed.turns[1] if m.role == "user"), mask=True) < 0.5, words

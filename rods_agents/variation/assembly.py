@@ -169,7 +169,7 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             found = find_wording(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n) or n == 1,
                           distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only),
                           whole_span=(start, stop) == (0, n), after=parts[-1][0] if parts else "",
-                          key=f"{seed.scenario}|{turn}|{start}|{stop}")
+                          key=f"{seed.scenario}|{turn}|{start}|{stop}", earlier=earlier)
             if found is not None:
                 parts.append(found)
                 start = stop
@@ -180,7 +180,7 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             return None
     text = _joined(parts, f"{seed.scenario}|{turn}|{slot}")
     if len(parts) > 1 and any(d.scenario == "phrasebook" for _, d in parts):
-        text = with_specifics(text, carried, methods, values, world)  # a number or quoted value no segment says
+        text = with_specifics(text, carried, methods, values, world, earlier)  # a number or quoted value no segment says
         if text is None:
             return None
     hidden = hidden_said(target, carried)

@@ -65,7 +65,7 @@ def ordered_donors(pool: list[Donor], seed: Task, turn: int, start: int, stop: i
 
 
 def collect_fits(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[Slot, ...], world: set[str],
-             allowed: set[float], values: str, span: str, want: int, whole_span: bool = True) -> None:
+             allowed: set[float], values: str, span: str, want: int, whole_span: bool = True, earlier: str = "") -> None:
     """Append to ``fits`` the donors that re-instantiate on ``target`` and say exactly what ``span`` says, until
     ``want`` fit; at most ``MAX_TRIES`` human donors asking for the calls the same way are tried. ``whole_span``:
     the donor words all of ``span``, so a phrasebook sentence must keep its numbers and quoted values (one call's
@@ -88,7 +88,7 @@ def collect_fits(donors: list[Donor], fits: list[tuple[str, Donor]], target: tup
                     or names_other_work(text, world, values)):
                 continue  # a person or a thing of the donor's own story, or its own pick ('the first file you find')
         if d.scenario == "phrasebook" and whole_span and text is not None:
-            text = with_specifics(text, span, d.methods, values, world)
+            text = with_specifics(text, span, d.methods, values, world, earlier)
         if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
                 and source_as_said(text, d.methods, span) and asked_as_said(text, d.methods, span)
                 and not names_other_option(text, d.methods, target)):
@@ -108,20 +108,22 @@ def sibling_rank(slot: int, key: str) -> int:
 
 def find_wording(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
           span: str, slot: int | None = None, phrases: list[Donor] | None = None, phrases_first: bool = False,
-          distinct: bool = False, whole_span: bool = True, after: str = "", key: str = "") -> tuple[str, Donor] | None:
+          distinct: bool = False, whole_span: bool = True, after: str = "", key: str = "", earlier: str = ""
+          ) -> tuple[str, Donor] | None:
     """A donor of ``pool`` that re-instantiates on ``target`` and states what ``span`` states: the first one, or
     for a sibling ``slot`` the slot's pick among the first ``PICK`` that fit (siblings of one scenario share
     their turns' pools, and the first fitting donor of a rotated pool is often the same one). At most
     ``MAX_TRIES`` donors that ask for the calls the same way are tried (the others are skipped at no cost).
     ``after``: the sentence this one follows in its turn; one opening as it does is taken only when no other fits
     ('Could you set the parking brake? Could you fire up the car?', read 10). ``key``: the scenario and turn, whose
-    permutation of the sibling slots orders the pick (:func:`sibling_rank`)."""
+    permutation of the sibling slots orders the pick (:func:`sibling_rank`). ``earlier``: the user's earlier turns
+    (:func:`rods_agents.variation.saying.with_specifics`)."""
     fits: list[tuple[str, Donor]] = []
     rank = None if slot is None else sibling_rank(slot, key)
     first, then = (list(phrases or []), pool) if phrases_first else (pool, list(phrases or []))
     for source in (first, then):  # a piece of a turn takes the phrasebook first: a human piece brings its story
         collect_fits(source, fits, target, world, allowed, values, span, PICK if slot is not None or after else 1,
-                 whole_span)
+                 whole_span, earlier)
     if not fits or (distinct and rank is not None and rank >= len(fits)):
         return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words
     if after:

@@ -83,7 +83,8 @@ STATED = frozenset({"user", "flag"})
 """Slot sources a phrasing must write: the values the user states and the options said in words."""
 
 _QUOTED_STOP = re.compile(r"([.?!][\"'])[.?!]$")
-_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(\|[^{}]*)?\}")
+_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)(\|[^{}]*)?\}")
+"""``{param}``, ``{param|OPTION=words|...}``, or in a run of calls ``{method.param}`` (:func:`own_slots`)."""
 
 
 @dataclass(frozen=True)
@@ -300,12 +301,22 @@ def spoken(value: Any) -> str:
 def own_slots(slots: tuple[Slot, ...], method: str) -> dict[str, Slot] | None:
     """Parameter -> slot of the call(s) a phrasing asks for: index 0, or for a run of calls written as one request
     (``'get_flight_cost+book_flight'``: 'price it, then book it') every call of the run, a value the calls share
-    written once; None when they share a parameter with different values or sources (one sentence cannot say both)."""
+    written once. Where two calls of the run take one parameter with different values, each is keyed
+    ``method.param`` ('cp+mv': 'Copy {source} into {cp.destination} and name the copy {mv.destination}.'); None
+    when they are calls of one method (``method.param`` would not say which)."""
+    run = run_slots(slots, method)
+    names = method.split("+")
+    keyed = {(s.param, s.index) for s in run}
+    differs = {p for p in {s.param for s in run}
+               if len({(s.value, s.source, s.producer, s.recipe) for s in run if s.param == p}) > 1}
     own: dict[str, Slot] = {}
-    for s in run_slots(slots, method):
-        first = own.setdefault(s.param, s)
-        if (first.value, first.source, first.producer, first.recipe) != (s.value, s.source, s.producer, s.recipe):
-            return None
+    for s in run:
+        if s.param in differs:
+            if len({names[i] for p, i in keyed if p == s.param}) < len({i for p, i in keyed if p == s.param}):
+                return None
+            own[f"{names[s.index]}.{s.param}"] = s
+        else:
+            own.setdefault(s.param, s)
     return own
 
 
@@ -339,8 +350,8 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
         return None
     named = {**(named or {}), **picks}
     own = own_slots(slots, phrasing.method)
-    if own is None:
-        return None
+    if own is None or any(p.split(".")[-1] in named or p.split(".")[-1] in unsaid for p in own if "." in p):
+        return None  # words for a value of one call of the run that the turn names otherwise, or said before
     if dict(phrasing.composes) != {p: x.recipe for p, x in own.items() if x.recipe}:
         return None  # a value built by a named recipe is asked for only by words for that recipe, and only those fit it
     held = {p for p, x in own.items() if x.source == "withheld"}
@@ -423,8 +434,12 @@ def check() -> list[str]:
     catalog = build_catalog().methods
     problems = []
     def params_of(method: str) -> set[str] | None:
-        specs = [catalog.get(m) for m in method.split("+")]
-        return None if None in specs else {p.name for spec in specs for p in spec.params}
+        names = method.split("+")
+        specs = [catalog.get(m) for m in names]
+        if None in specs:
+            return None
+        qualified = {f"{m}.{p.name}" for m, spec in zip(names, specs, strict=True) for p in spec.params} if len(names) > 1 else set()
+        return {p.name for spec in specs for p in spec.params} | qualified
 
     for method, phrasings in phrasebook().items():
         params = params_of(method)

@@ -264,18 +264,21 @@ def untaken_limit(sentence: str, untaken: set[float]) -> bool:
     return False
 
 
-def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, world: set[str] | None = None
-                   ) -> str | None:
+def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, world: set[str] | None = None,
+                   earlier: str = "") -> str | None:
     """``text``, followed where it must be by the sentences of ``span`` that hold a number, a quoted value, a hashtag
     or a handle ``text`` lacks and ask for none of ``methods`` ("Your user id is 'USR001'." after the message it
     sends: the value an implicit login takes). None when such a sentence also asks for a call (it would ask twice),
     holds a number no call of the task takes that reads as a bound (:func:`untaken_limit`), or a quoted value neither
-    a call nor the state (``world``) holds (``values``: the ground truth's text)."""
-    if keeps_specifics(text, span):
+    a call nor the state (``world``) holds (``values``: the ground truth's text). A quoted value the user's
+    ``earlier`` turns already said is no specific the new words must repeat ('Copy X to the 'Archives' directory
+    inside the 'Documentation' folder' after 'I should have X in the 'Documentation' folder'): the re-measure of
+    the re-worded turn still checks that every value stays as findable as before."""
+    if keeps_specifics(text, _unquote_said(span, earlier, text)):
         return text
     bounds = [0, *(m.end() for m in SENTENCE_END.finditer(span))]
     sentences = [span[a:b].strip() for a, b in zip(bounds, [*bounds[1:], len(span)], strict=True)]
-    missing = [x for x in sentences if x and not keeps_specifics(text, x)]
+    missing = [x for x in sentences if x and not keeps_specifics(text, _unquote_said(x, earlier, text))]
     cues = [p for name in methods for p in lexicon().methods.get(name, ((), None))[0]]
     if not missing or any(p.search(x) for x in missing for p in cues):
         return None
@@ -289,7 +292,21 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
                 or any(q and q not in lower and q not in (world or ()) for q in quoted)):
             return None
     out = f"{as_sentence(text)} {' '.join(as_sentence(x) for x in missing)}"
-    return out if keeps_specifics(out, span) else None
+    return out if keeps_specifics(out, _unquote_said(span, earlier, out)) else None
+
+
+def _unquote_said(span: str, earlier: str, text: str) -> str:
+    """``span`` without the quotes around values the ``earlier`` turns said and ``text`` does not (a name of three
+    characters or more: the quotes are what make :func:`keeps_specifics` hold a value to be repeated)."""
+    if not earlier:
+        return span
+    low = earlier.lower()
+
+    def plain(m: re.Match) -> str:
+        inner = m.group(0)[1:-1]
+        q = inner.strip().strip(",.;:").strip().lower()
+        return inner if len(q) >= 3 and q in low and q not in text.lower() and not _numbers(q) else m.group(0)
+    return _QUOTED.sub(plain, span)
 
 
 def asked_as_said(text: str, methods: tuple[str, ...], span: str) -> bool:
