@@ -35,7 +35,7 @@ from envs.executor import Environment, to_call_string
 from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.tracing import Trace
-from rods_agents.analysis.value_sources import ArgSource, _numbers, said_in
+from rods_agents.analysis.value_sources import ArgSource, _numbers, said_in, user_text_upto
 from rods_agents.analysis.variant_quality import _bound, parsed_ground_truth
 
 KNIFE_EDGE = 5.0
@@ -315,17 +315,14 @@ DICTATED_WORDS = 4  # a value of this many words or more is a text the user dict
 def dictated_cut(task: Task, seed: Task) -> list[str]:
     """Texts the seed's user says word for word (a string argument of :data:`DICTATED_WORDS` words or more, said as
     it is up to its turn) whose variant value, at the same call and parameter, the variant's words do not say whole."""
-    def upto(t: Task, turn: int) -> str:
-        return "\n".join(_text(t, x) for x in range(turn + 1))
-
     variant_calls = {(t, i, name): args for t, i, _c, name, args in _calls(task)}
     out = []
     for t, i, _call, name, args in _calls(seed):
         mine = variant_calls.get((t, i, name), {})
         for param, value in args.items():
             new = mine.get(param)
-            if (isinstance(value, str) and len(value.split()) >= DICTATED_WORDS and said_in(value, upto(seed, t))
-                    and isinstance(new, str) and not said_in(new, upto(task, t))):
+            if (isinstance(value, str) and len(value.split()) >= DICTATED_WORDS and said_in(value, user_text_upto(seed, t))
+                    and isinstance(new, str) and not said_in(new, user_text_upto(task, t))):
                 out.append(f"unfaithful:dictated_cut turn={t} call={name} param={param} value={new[:60]!r}")
     return out[:3]
 

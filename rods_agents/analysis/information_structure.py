@@ -330,7 +330,9 @@ def among_candidates(value: Any, obj: Any, depth: int = 0) -> bool:
     return False
 
 
-def _state_of(task: Task, cls: str | None, cache: dict) -> Any:
+def state_of(task: Task, cls: str | None, cache: dict) -> Any:
+    """The public state of ``cls`` in ``task``'s initial config, loaded once per ``cache``; {} for a config the
+    classes cannot load (nothing there to pick from)."""
     if cls not in cache:
         try:
             cache[cls] = public_state(task, cls)
@@ -353,7 +355,7 @@ def _picked(a: ArgSource, rec: CallRecord, trace: Trace, task: Task, cache: dict
             return False  # named for a lookup ('Tesla' for TSLA): one value, not a pick among the state's
         if rec.siblings and all(isinstance(v, str) and v in rec.siblings for v in items) and len(rec.siblings) >= 2:
             return True
-        return all(among_candidates(v, _state_of(task, rec.cls, cache)) for v in items)
+        return all(among_candidates(v, state_of(task, rec.cls, cache)) for v in items)
     return False
 
 

@@ -78,6 +78,7 @@ from rods_agents.variation.free_text import adopted_ground_truth, adopted_slots,
 from rods_agents.variation.phrasebook import spoken, story_sentences, supply_sentences
 from rods_agents.variation.saying import as_sentence, dictated, keeps_specifics, said_as_is, word_in
 from rods_agents.variation.turn_bank import (
+    SENTENCE_END,
     Donor,
     Slot,
     asked_turn,
@@ -143,7 +144,7 @@ def with_where_hints(text: str, span: str) -> str:
     nothing, kept at its end: new words for the request dropped 'The file is somewhere inside the file system.', the
     one hint that the file must be found first (reads 9 and 10, miss_param_44)."""
     lex = lexicon().methods
-    kept = [x for x in re.split(r"(?<=[.?!])\s+", span.strip()) if _WHERE_HINT.search(x) and x not in text
+    kept = [x for x in SENTENCE_END.split(span.strip()) if _WHERE_HINT.search(x) and x not in text
             and not any(p.search(x) for pats, _ in lex.values() for p in pats)]
     return " ".join([as_sentence(text), *kept]) if kept else text
 
@@ -336,7 +337,7 @@ def _drop_carried_context(seed_info: Any, variant: Task, turns: list[list[Messag
     for t in sorted(reworded):
         carried = seed_turns.get(t, "")
         text = next((m.content for m in turns[t] if m.role == "user"), "")
-        sentences = [x for x in re.split(r"(?<=[.?!])\s+", text.strip()) if x]
+        sentences = [x for x in SENTENCE_END.split(text.strip()) if x]
         for x in [x for x in sentences if x in carried and not keeps_specifics("", x) and not _cuts_a_quote(x, text)
                   and not _IDENTITY.search(x) and not _WHERE_HINT.search(x)]:
             rest = " ".join(y for y in sentences if y != x)

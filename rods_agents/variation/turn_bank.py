@@ -41,8 +41,8 @@ from rods_agents.analysis.information_structure import (
     among_candidates,
     information_structure,
     lexicon,
+    state_of,
 )
-from rods_agents.analysis.obtainability import public_state
 from rods_agents.analysis.skills import call_kind
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import ArgSource, classify_arguments, is_flag
@@ -204,19 +204,15 @@ def mark_sole(task: Task, trace: Trace, turn: int, slots: tuple[Slot, ...]) -> t
     I opened' picks nothing from a queue of one ticket, so 'Show me the ticket.' asks for the same call. The
     re-measure (:func:`rods_agents.variation.transplant._worded`) still checks the new words single the value out."""
     recs = {r.index: r for r in trace.calls if r.turn == turn}
-    states: dict[str, Any] = {}
+    states: dict[str | None, Any] = {}
     out = []
     for x in slots:
         rec = recs.get(x.index)
         if x.source == "state" and rec is not None and rec.cls:
-            if rec.cls not in states:
-                try:
-                    states[rec.cls] = public_state(task, rec.cls)
-                except Exception:  # noqa: BLE001 - a config the classes cannot load: nothing is known to be sole
-                    states[rec.cls] = None
+            state = state_of(task, rec.cls, states)  # {} where the config cannot load: nothing is known to be sole
             value = json.loads(x.value)
             items = value if isinstance(value, list) else [value]
-            if states[rec.cls] is not None and items and not any(among_candidates(v, states[rec.cls]) for v in items):
+            if state and items and not any(among_candidates(v, state) for v in items):
                 x = replace(x, sole=True)
         out.append(x)
     return tuple(out)
