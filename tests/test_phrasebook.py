@@ -686,3 +686,14 @@ def test_a_folder_the_user_named_in_an_earlier_turn_need_not_be_repeated():
         seed, variant, _, _ = _variant("multi_turn_base_9", v, 3)
         words = " ".join(m.content for m in variant.turns[1] if m.role == "user")
         assert containment(words, " ".join(m.content for m in seed.turns[1] if m.role == "user"), mask=True) < 0.5, words
+
+
+def test_a_quote_and_a_purchase_of_one_stock_said_once_get_new_words_for_both():
+    # multi_turn_*_106 turn 0: 'Could you get its present stock performance for me and proceed with purchasing 100
+    # shares at the prevailing market rate?' names AAPL once for both calls, so it is never cut between them, and no
+    # sentence asked for both: all six samples kept the seed's words
+    assert len(phrasebook()["get_stock_info+place_order"]) >= 8
+    seed_text = " ".join(m.content for m in bfcl_task("multi_turn_long_context_106").turns[0] if m.role == "user")
+    words = [" ".join(m.content for m in _variant("multi_turn_long_context_106", v, 3)[1].turns[0] if m.role == "user")
+             for v in range(2)]
+    assert all(containment(w, seed_text, mask=True) < 0.5 for w in words), words
