@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from envs.dataset import load_split, load_tasks
 from envs.task import Message
 from rods_agents.analysis.obtainability import recipe, state_hints
@@ -99,6 +101,7 @@ _BAD = [re.compile(p, re.I) for p in (r"\b(\w+) \1\b", r"\ba the\b", r"\ban the\
                                        r"check what is there", r"work out from what we have so far")]
 
 
+@pytest.mark.slow  # plans and re-words all 400 train seeds: about a minute on one core
 def test_rendered_turns_read_well_for_every_train_seed():
     bad: list[str] = []
     for seed in load_split("train"):
