@@ -34,15 +34,6 @@ def _share_cores_among_workers() -> None:
 _share_cores_among_workers()
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config, items):
-    """Slow tests first. pytest-xdist hands tests out one at a time as a worker runs low, in collection order; the
-    slowest (the closed-loop trainer runs, tests/test_trainer_*) came last alphabetically, so on 2 cores the suite
-    ended with one worker running a two-minute test while the other sat idle. Longest first keeps both busy to the end
-    (the order is the same on every worker, as xdist requires)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 def pytest_unconfigure(config):
     """Remove the scratch BFCL root, so the suite leaves no stray folders in the temp dir."""
     if _BFCL_ROOT:
