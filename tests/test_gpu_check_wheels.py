@@ -52,30 +52,54 @@ def _reqs() -> dict[str, str]:
     return {_norm(r.split("==")[0]): r.split("==")[1] for r in block.split()}
 
 
+def _pinned_requires(name: str, version: str) -> list[str] | None:
+    """The requirements of the carried version of ``name``: from the wheel fetched into ``.whl/`` if there, else
+    from this environment's install when it is that version; None when neither is (a fresh install resolved a newer
+    release, whose requirements are not what the machine runs: httpx2 2.17.0 asks for httpcore2 2.17.0, the carried
+    httpx2 2.16.2 for the carried httpcore2 2.16.2)."""
+    import zipfile
+
+    for wheel in (ROOT / ".whl").glob(f"{name.replace('-', '_')}-{version}-*.whl"):
+        with zipfile.ZipFile(wheel) as z:
+            meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+            return [line.split(":", 1)[1].strip() for line in z.read(meta).decode().splitlines()
+                    if line.startswith("Requires-Dist:")]
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        return None
+    return list(dist.requires or []) if dist.version == version else None
+
+
 def test_carried_wheels_are_what_the_machine_lacks_at_the_resolved_versions():
     reqs = _reqs()
     assert "requests-toolbelt" in reqs  # langsmith imports it; the machine does not have it
     assert not set(reqs) & MACHINE, "a package the machine already has is carried"
     assert {_norm(r) for r in ROOTS} <= set(reqs)
+    read = 0
     for name, version in reqs.items():
-        dist = md.distribution(name)
         if name == "bfcl-eval":  # installed --no-deps: the multi-turn classes need only mpmath (on the machine)
-            assert dist.version == version, f"{name}: carried {version}, resolved {dist.version}"
+            assert md.distribution(name).version == version, f"{name}: carried {version}, resolved another"
             continue
-        for raw in dist.requires or []:
+        requires = _pinned_requires(name, version)
+        read += requires is not None
+        for raw in requires or []:
             req = Requirement(raw)
             if req.marker and not req.marker.evaluate({"extra": "", "python_version": "3.12"}):
                 continue
             assert _norm(req.name) in reqs or _norm(req.name) in MACHINE, f"{name} needs {req.name}: neither carried nor there"
+    assert read >= len(reqs) // 2, f"only {read} of {len(reqs)} carried versions could be read here"
 
 
 def test_carried_versions_meet_every_requirement_on_them():
-    """A carried pin must satisfy what the project and the other carried packages ask of it. It need not equal this
-    environment's version: a fresh install resolves the newest release (openai 3.60.0 appeared after the pins were
-    fetched at 3.57.0), and the machine runs the pinned wheels either way."""
+    """A carried pin must satisfy what the project and the other carried packages (at their carried versions) ask of it.
+    It need not equal this environment's version: a fresh install resolves the newest release (openai 3.60.0 appeared
+    after the pins were fetched at 3.57.0; httpx2 2.17.0, asking for httpcore2 2.17.0, after httpx2 2.16.2), and the
+    machine runs the pinned wheels either way."""
     reqs = _reqs()
     asked = [*(md.distribution("rods").requires or []),
-             *(raw for name in reqs if name != "bfcl-eval" for raw in (md.distribution(name).requires or []))]
+             *(raw for name, version in reqs.items() if name != "bfcl-eval"
+               for raw in (_pinned_requires(name, version) or []))]
     for raw in asked:
         req = Requirement(raw)
         if req.marker and not req.marker.evaluate({"extra": "", "python_version": "3.12"}):
