@@ -312,13 +312,11 @@ def cache_key(spec: TinyModelSpec) -> str:
 
 
 def default_cache_dir() -> Path:
-    """``$RODS_CACHE/tiny-model`` if set, else ``<repo>/.cache/tiny-model`` (git-ignored)."""
-    if os.environ.get("RODS_CACHE"):
-        return Path(os.environ["RODS_CACHE"]) / "tiny-model"
-    repo = Path(__file__).resolve().parents[1]
-    if (repo / "pyproject.toml").exists():
-        return repo / ".cache" / "tiny-model"
-    return Path.home() / ".cache" / "rods" / "tiny-model"
+    """``$RODS_CACHE/tiny-model`` if set, else ``<repo>/.cache/tiny-model`` (git-ignored), else
+    ``~/.cache/rods/tiny-model``: the one rule of :func:`rods_agents.run.disk_cache.cache_dir`."""
+    from rods_agents.run.disk_cache import cache_dir
+
+    return cache_dir("tiny-model")
 
 
 @contextlib.contextmanager
