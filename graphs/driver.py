@@ -18,6 +18,11 @@
 - **Order.** Samples are issued in issue order (seed order, then variant) and ``on_result`` is
   called in that order, from the calling thread, so a caller can de-duplicate and flush outputs
   incrementally. ``ctx.concurrency`` samples run at once on worker threads.
+- **Siblings** (:mod:`graphs.lanes`). A sample starts knowing the variants its scenario already
+  has (the lane's earlier accepted samples, plus ``known``: tasks published before); the verdict
+  refuses a near-copy of one and the graph re-plans. The samples of one scenario run one after
+  another in issue order; lanes run side by side. The list is written into the sample's first
+  checkpoint, so a resumed sample judges against the same siblings.
 - **Stopping.** ``stop`` (a :class:`threading.Event`) is checked between nodes: set, every sample in
   flight stops after its current node (its checkpoint written) and :class:`SamplesStopped` is
   raised, carrying the count finished. A ``KeyboardInterrupt`` in the calling thread sets it, waits
@@ -38,13 +43,14 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envs.task import Task
+from graphs.lanes import Siblings, lanes
 from graphs.results import Deduper, RunTally, SynthesisResult
 from graphs.synthesis import build_sample_graph, warm_caches
 from rods_agents.run.context import SynthesisContext
@@ -149,9 +155,9 @@ def _store(db_path: str | Path) -> Iterator[SampleStore]:
 
 def run_samples(seeds: Sequence[Task], ctx: SynthesisContext, db_path: str | Path, *,
                 on_result: Callable[[dict], None] | None = None, on_event: Callable[[dict], None] | None = None,
-                keep_checkpoints: bool = False, stop: threading.Event | None = None,
+                keep_checkpoints: bool = False, stop: threading.Event | None = None, known: Sequence[Task] = (),
                 interrupt_after: str | None = None, on_interrupt: Callable[[int], None] | None = None) -> list[dict]:
-    """Run every (seed, variant) sample of ``seeds`` (module docstring: storage, resume, order, stopping).
+    """Run every (seed, variant) sample of ``seeds`` (module docstring: storage, resume, order, siblings, stopping).
 
     Returns the samples' results (:class:`~rods_agents.run.outcome.SampleResult` dicts, not yet
     de-duplicated) in issue order; ``on_result`` gets each as soon as it (and all before it) finished;
@@ -168,7 +174,15 @@ def run_samples(seeds: Sequence[Task], ctx: SynthesisContext, db_path: str | Pat
         paused = [0]
         pause_lock = threading.Lock()
 
+        siblings = Siblings(known)
+
         def one(spec: SampleSpec) -> dict | None:
+            result = _one(spec)
+            if result is not None:
+                siblings.add(spec.seed, result)
+            return result
+
+        def _one(spec: SampleSpec) -> dict | None:
             done = store.finished(spec.sample_id)
             config = {"configurable": {"thread_id": spec.sample_id}, "recursion_limit": RECURSION_LIMIT}
             if done is not None:
@@ -183,7 +197,7 @@ def run_samples(seeds: Sequence[Task], ctx: SynthesisContext, db_path: str | Pat
             if snapshot.values.get("results") and not snapshot.next:  # finished under an older driver
                 return _finish(store, graph, config, spec, snapshot.values["results"][-1], keep_checkpoints)
             payload = None if snapshot.next else {"sample_id": spec.sample_id, "seed": spec.seed.model_dump(),
-                                                  "variant": spec.variant}
+                                                  "variant": spec.variant, "siblings": siblings.before(spec.seed)}
             while True:
                 # A stop is honoured only at a "checkpoints" event: a node's update is streamed before its
                 # superstep is saved, and leaving the stream there would drop that superstep (the sample would
@@ -217,8 +231,9 @@ def run_samples(seeds: Sequence[Task], ctx: SynthesisContext, db_path: str | Pat
                 for spec in specs:
                     deliver(one(spec))
             else:
-                for r in pool.map(one, specs):  # results come back in issue order
-                    deliver(r)
+                futures = _run_lanes(pool, lanes(specs, lambda spec: spec.seed), one)
+                for spec in specs:  # results come back in issue order
+                    deliver(futures[spec.sample_id].result())
         except BaseException:
             stop.set()  # Ctrl-C, a stop, or a failing callback: samples in flight stop after their node
             raise
@@ -228,6 +243,31 @@ def run_samples(seeds: Sequence[Task], ctx: SynthesisContext, db_path: str | Pat
         if not keep_checkpoints and not store.checkpointed_ids():
             store.conn.execute("VACUUM")  # give the pruned pages back once nothing is in flight
     return results
+
+
+def _run_lanes(pool: ThreadPoolExecutor, lanes_: list[list[SampleSpec]],
+               one: Callable[[SampleSpec], dict | None]) -> dict[str, Future]:
+    """Submit each lane to ``pool``; its samples run in order. One future per sample: its result, None once the
+    lane stopped, or the exception that ended the lane (given to the rest of the lane too, so no one waits)."""
+    futures = {spec.sample_id: Future() for lane in lanes_ for spec in lane}
+
+    def run(lane: list[SampleSpec]) -> None:
+        for i, spec in enumerate(lane):
+            try:
+                result = one(spec)
+            except BaseException as exc:
+                for rest in lane[i:]:
+                    futures[rest.sample_id].set_exception(exc)
+                return
+            futures[spec.sample_id].set_result(result)
+            if result is None:  # stopped: the rest of the lane never starts
+                for rest in lane[i + 1:]:
+                    futures[rest.sample_id].set_result(None)
+                return
+
+    for lane in lanes_:
+        pool.submit(run, lane)
+    return futures
 
 
 class _AfterStop(logging.Filter):
@@ -265,7 +305,8 @@ def synthesize_resumable(seeds: Sequence[Task], ctx: SynthesisContext, db_path: 
                          stop: threading.Event | None = None, **hooks: Any) -> SynthesisResult:
     """:func:`run_samples`, de-duplicated in issue order, with the report: what a trainer round needs.
 
-    ``dedupe`` may be pre-loaded with tasks already published (:meth:`Deduper.keep`);
+    ``dedupe`` may be pre-loaded with tasks already published (:meth:`Deduper.keep`): they are the samples'
+    first siblings too;
     ``on_result(result_so_far)`` is called after every sample (the CLI rewrites its outputs there).
     Same resume and stop contract as :func:`run_samples`.
     """
@@ -278,7 +319,7 @@ def synthesize_resumable(seeds: Sequence[Task], ctx: SynthesisContext, db_path: 
             on_result(tally.result(time.perf_counter() - start))
 
     run_samples(seeds, ctx, db_path, on_result=admit, on_event=on_event, keep_checkpoints=keep_checkpoints,
-                stop=stop, **hooks)
+                stop=stop, known=tally.dedupe.kept_tasks(), **hooks)
     return tally.result(time.perf_counter() - start)
 
 

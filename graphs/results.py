@@ -177,6 +177,7 @@ class Deduper:
     def __init__(self) -> None:
         self._kept: list[tuple[Any, dict]] = []
         self._ids: dict[str, str | None] = {}  # kept task id -> the sample that produced it
+        self._preloaded: list[Task] = []
 
     def keep(self, task: Task) -> None:
         """Record ``task`` as kept (its fingerprint joins the set later samples are compared with)."""
@@ -185,6 +186,11 @@ class Deduper:
             sid = sample_id(prov["seed_id"], int(prov.get("variant", 0))) if prov.get("seed_id") else None
             self._ids[task.id] = sid
             self._kept.append((fingerprint(task), task.initial_config))
+            self._preloaded.append(task)
+
+    def kept_tasks(self) -> list[Task]:
+        """The tasks pre-loaded with :meth:`keep` (published before): the first siblings of a run's samples."""
+        return list(self._preloaded)
 
     def admit(self, result: dict) -> tuple[Task | None, dict]:
         """(kept task, result): the task when ``result`` is accepted and new, else None and the result

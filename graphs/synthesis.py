@@ -4,8 +4,9 @@ Per sample: profile -> plan -> rewrite -> execute -> (patch -> execute)* -> verd
 (-> refine -> verdict -> judge, once), with a bounded loop back to plan when the verdict or the judge
 rejects. Routers read the typed :class:`rods_agents.run.outcome.Verdict` (its ``terminal`` flag)
 through the accessors of :mod:`rods_agents.stages.state` and return ``Literal[...]`` so Studio draws
-the branches. The run graph fans out over (seed, variant) with ``Send`` and a concurrency cap, then
-de-duplicates accepted samples and builds the report (:mod:`graphs.results`).
+the branches. The run graph fans out with ``Send`` and a concurrency cap, one wave at a time: each scenario's
+samples form a lane that runs in issue order, so a sample knows its accepted siblings (:mod:`graphs.lanes`);
+then it de-duplicates accepted samples and builds the report (:mod:`graphs.results`).
 
 ``graph`` (compiled without a checkpointer) is what ``langgraph.json`` exports for Studio; the CLI
 and the trainer run :func:`build_sample_graph` with a SQLite checkpointer, one thread per sample,
@@ -30,7 +31,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from envs.task import Task
-from graphs.results import SynthesisReport, SynthesisResult, finalize_results
+from graphs.lanes import Siblings, lanes
+from graphs.results import SynthesisReport, SynthesisResult, finalize_results, issue_key
 from rods_agents.run.outcome import PIPELINE_EXCEPTION, Verdict
 from rods_agents.run.runtime import context_of, emit
 from rods_agents.stages.coherence_rewrite import refine_node, rewrite_node
@@ -178,16 +180,34 @@ def load_seeds(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> dic
     return {"seeds": [t.to_bfcl() for t in load_tasks("train", ids=ids)]} if ids else {"seeds": []}
 
 
-def fan_out(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> list[Send]:
-    """One ``Send`` per (seed, variant), in a stable order."""
+def _lanes_of(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> list[list[tuple[Task, int]]]:
     n = int(state.get("variants_per_seed") or context_of(runtime).variants_per_seed)
-    sends = []
-    for entry in state.get("seeds", []):
-        task = Task.from_bfcl(entry)
-        for v in range(n):
-            sends.append(Send("synthesize_sample", SynthesizeSample(sample_id=sample_id(task.id, v),
-                                                                     seed=task.model_dump(), variant=v)))
-    return sends
+    samples = [(task, v) for task in (Task.from_bfcl(e) for e in state.get("seeds", [])) for v in range(n)]
+    return lanes(samples, lambda sample: sample[0])
+
+
+def fan_out(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> list[Send]:
+    """One ``Send`` per lane (:mod:`graphs.lanes`): the lane's sample of this wave, with its siblings (the lane's
+    samples accepted in earlier waves). ``[]`` once every lane is done."""
+    wave = int(state.get("wave") or 0)
+    seeds = {Task.from_bfcl(e).id: Task.from_bfcl(e) for e in state.get("seeds", [])}
+    siblings = Siblings()
+    for r in sorted(state.get("results") or [], key=lambda r: issue_key(r, _seed_index(state.get("seeds", [])))):
+        if r.get("seed_id") in seeds:
+            siblings.add(seeds[r["seed_id"]], r)
+    return [Send("synthesize_sample", SynthesizeSample(sample_id=sample_id(task.id, v), seed=task.model_dump(),
+                                                       variant=v, siblings=siblings.before(task)))
+            for lane in _lanes_of(state, runtime) if wave < len(lane) for task, v in [lane[wave]]]
+
+
+def next_wave(state: SynthesisState) -> dict:
+    """The wave of samples just finished: the next one starts knowing their verdicts."""
+    return {"wave": int(state.get("wave") or 0) + 1}
+
+
+def route_after_wave(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> list[Send] | str:
+    """The next wave's samples, or ``collect_results`` when no lane has one left."""
+    return fan_out(state, runtime) or "collect_results"
 
 
 def _seed_index(seeds: list[dict]) -> dict[str, int]:
@@ -202,14 +222,17 @@ def collect_results(state: SynthesisState, runtime: Runtime[SynthesisContext]) -
 
 
 def build_synthesis_graph() -> StateGraph:
-    """The run graph: load seeds, fan out over (seed, variant), collect and report."""
+    """The run graph: load seeds, fan out over the lanes one wave at a time (each lane's next sample), collect and
+    report."""
     g = StateGraph(SynthesisState, input_schema=SynthesisInput, context_schema=SynthesisContext)
     g.add_node("load_seeds", load_seeds)
     g.add_node("synthesize_sample", build_sample_graph().compile())
+    g.add_node("next_wave", next_wave)
     g.add_node("collect_results", collect_results)
     g.add_edge(START, "load_seeds")
-    g.add_conditional_edges("load_seeds", fan_out, ["synthesize_sample"])  # Send per (seed, variant)
-    g.add_edge("synthesize_sample", "collect_results")
+    g.add_conditional_edges("load_seeds", route_after_wave, ["synthesize_sample", "collect_results"])  # Send per lane
+    g.add_edge("synthesize_sample", "next_wave")
+    g.add_conditional_edges("next_wave", route_after_wave, ["synthesize_sample", "collect_results"])  # lanes' next
     g.add_edge("collect_results", END)
     return g
 
@@ -266,4 +289,4 @@ async def asynthesize(seeds: list[Task], config: SynthesisContext | dict | None 
 
 __all__ = ["SynthesisContext", "SynthesisReport", "SynthesisResult", "as_context", "asynthesize", "build_sample_graph",
            "build_synthesis_graph", "collect_results", "fan_out", "finalize_results", "finalize_sample", "graph", "guarded",
-           "load_seeds", "sample_id", "start_plan_round", "synthesize", "warm_caches"]
+           "load_seeds", "next_wave", "route_after_wave", "sample_id", "start_plan_round", "synthesize", "warm_caches"]

@@ -16,6 +16,7 @@ missing counter is 0 (no ``or 0``), a missing list is ``[]``, and a model is val
 
 ==========================  ============================================================
 ``seed_of(state)``          the seed :class:`envs.task.Task`
+``siblings_of(state)``      the scenario's variants accepted before this sample (``Task`` list)
 ``task_of(state)``          the candidate variant :class:`~envs.task.Task` (after rewrite)
 ``profile_of(state)``       the seed's :class:`rods_agents.analysis.profile.Profile` (Φ)
 ``seed_trace_of(state)``    the seed's execution :class:`rods_agents.analysis.tracing.Trace`
@@ -66,6 +67,7 @@ class SynthesisInput(TypedDict, total=False):
 
 
 class SynthesisState(SynthesisInput, total=False):
+    wave: int  # lanes' samples run one wave per superstep (graphs.lanes)
     results: Annotated[list[dict], operator.add]
     accepted: list[dict]
     rejected: list[dict]
@@ -78,6 +80,7 @@ class SynthesizeSample(TypedDict):
     sample_id: str
     seed: dict
     variant: int
+    siblings: list[dict]
 
 
 class SampleState(TypedDict, total=False):
@@ -86,6 +89,7 @@ class SampleState(TypedDict, total=False):
     sample_id: str
     seed: dict
     variant: int
+    siblings: list[dict]  # variants of the scenario accepted before this sample (graphs.driver.sibling_entry)
     profile: dict
     seed_trace: dict
     plan: dict
@@ -123,6 +127,11 @@ def _model(state: Mapping[str, Any], key: str, model: Any) -> Any:
     if raw is None:
         raise KeyError(f"sample state has no {key!r} yet (node order?)")
     return raw if isinstance(raw, model) else model.model_validate(raw)
+
+
+def siblings_of(state: Mapping[str, Any]) -> list[Task]:
+    """The variants of this sample's scenario accepted before it (the verdict refuses a near-copy of one)."""
+    return [Task.model_validate(t) for t in state.get("siblings") or []]
 
 
 def seed_of(state: Mapping[str, Any]) -> Task:
@@ -176,7 +185,7 @@ def timings_of(state: Mapping[str, Any]) -> dict[str, float]:
 
 
 __all__ = ["CounterKey", "ListField", "count", "items", "plan_of", "profile_of", "sample_id", "seed_of", "seed_trace_of",
-           "task_of", "timings_of", "trace_of", "verdict_of",
+           "siblings_of", "task_of", "timings_of", "trace_of", "verdict_of",
            "LLM_STAGES", "Argument", "ConfigPatchProposal", "JudgeVerdict", "NewValue", "PlanProposal", "PlannedCall",
            "Rename", "RewrittenTurns", "SampleResult", "SampleState", "SynthesisContext",
            "SynthesisInput", "SynthesisState", "SynthesizeSample", "Verdict"]

@@ -69,7 +69,16 @@ from rods_agents.analysis.tracing import CONFIG_ERROR, Trace, trace_task
 from rods_agents.analysis.value_sources import state_values, user_text_upto
 from rods_agents.analysis.variant_quality import filler_arguments, leftover_names, same_config, same_ground_truth
 from rods_agents.run.runtime import emit, stage_timer
-from rods_agents.stages.state import SampleState, SynthesisContext, count, profile_of, seed_of, task_of, trace_of
+from rods_agents.stages.state import (
+    SampleState,
+    SynthesisContext,
+    count,
+    profile_of,
+    seed_of,
+    siblings_of,
+    task_of,
+    trace_of,
+)
 
 NEAR_COPY_CALLS = 0.9
 
@@ -335,7 +344,7 @@ def judge_variant(state: SampleState, runtime: Runtime[SynthesisContext] | None 
     with stage_timer(state, "verdict") as timings:
         task, seed, trace = task_of(state), seed_of(state), trace_of(state)
         renames = (state.get("plan") or {}).get("renames") or {}
-        reasons, detail = judge(task, seed, profile_of(state), trace, renames)
+        reasons, detail = judge(task, seed, profile_of(state), trace, renames, siblings_of(state))
         if state.get("patch_failed") and reasons and reasons[0].split(":")[0].split(" ")[0] in ("execution_error",
                                                                                              "invalid_config"):
             reasons.append("patch_exhausted")
