@@ -232,3 +232,27 @@ def test_a_stock_added_to_the_watchlist_never_becomes_one_already_on_it():
         plan = anchored_plan(seed, profile, trace, random.Random(v), 0, slot=sibling_slot(seed.category, v % 2))
         added |= {c.kwargs.get("stock") or c.args[0] for c in _calls(plan["ground_truth"], "add_to_watchlist")}
     assert added and not added & watched, added
+
+
+def test_a_stock_a_dictated_tweet_names_is_swapped_in_the_tweet_too():
+    # base_109 buys MSFT, then tweets '... a 100-share buy order for $MSFT ...': the tweet kept MSFT out of every
+    # swap, so all eight samples of scenario 109 were new only in digits. The tweet now follows the stock
+    seed, plans = _plans("multi_turn_base_109")
+    swapped = [p for p in plans if p["swaps"].get("MSFT")]
+    assert swapped, [p["swaps"] for p in plans]
+    for plan in swapped:
+        new = plan["swaps"]["MSFT"]
+        tweet = _calls(plan["ground_truth"], "post_tweet")[0].kwargs["content"]
+        assert f"${new}" in tweet and "MSFT" not in tweet
+        assert {c.kwargs["symbol"] for c in _calls(plan["ground_truth"], "place_order")} == {new}
+        assert _new_beyond_digits(seed, plan)
+
+
+def test_a_file_name_only_the_long_context_data_lists_is_renamed_outside_long_context():
+    # 'file3.txt' is in BFCL's FILES_TAIL_USED, read only when a task loads with long_context=True: base_49 may
+    # rename it (all eight samples of scenario 49 were new only in digits), long_context_49 may not
+    seed, plans = _plans("multi_turn_base_49")
+    assert any(p["renames"].get("file3.txt") for p in plans), [p["renames"] for p in plans]
+    assert all(_new_beyond_digits(seed, p) for p in plans)
+    _, long_plans = _plans("multi_turn_long_context_49")
+    assert not any(p.get("renames", {}).get("file3.txt") for p in long_plans)

@@ -111,7 +111,7 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
     for rec, args in bound:
         for param, value in args.items():
             for s in _scalar_strings(value):
-                if kind_of(s, rec.name, param) == "person" and s not in renames and not hardcoded(s, seed.involved_classes):
+                if kind_of(s, rec.name, param) == "person" and s not in renames and not hardcoded(s, seed.involved_classes, seed.long_context):
                     new = fresh(s, "person", d.rng, taken, pronoun=_pronoun(all_text))
                     if new:
                         renames[s] = new
@@ -123,7 +123,8 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
         full = f"{first} {last}" if first and last else None
         if (full and re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", full) and full not in renames
                 and first not in {o.split()[0] for o in renames if " " in o}
-                and not hardcoded(first, seed.involved_classes) and not hardcoded(last, seed.involved_classes)):
+                and not hardcoded(first, seed.involved_classes, seed.long_context)
+                and not hardcoded(last, seed.involved_classes, seed.long_context)):
             new = fresh(full, "person", d.rng, taken, pronoun=_pronoun(all_text))
             if new:
                 renames[full] = new
@@ -154,7 +155,7 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                     continue  # a piece of a value the assistant composes: the composition must still hold
                 if any(o != s and o in s for o in arg_strings):
                     continue
-                if hardcoded(s, seed.involved_classes) and s not in own_symbols:
+                if hardcoded(s, seed.involved_classes, seed.long_context) and s not in own_symbols:
                     continue
                 if s in own_symbols and not _ticker_renamable(s, all_text):
                     continue
@@ -194,7 +195,7 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
     # distractor entries of the file system (never referenced by the plan or the text)
     if d.attempt < 2 and not d.composed and "GorillaFileSystem" in seed.initial_config:
         for name, kind in fs.items():
-            if name in renames or name.lower() in all_text.lower() or hardcoded(name, ["GorillaFileSystem"]):
+            if name in renames or name.lower() in all_text.lower() or hardcoded(name, ["GorillaFileSystem"], seed.long_context):
                 continue
             if any(name in s for s in arg_strings) or d.rng.random() < 0.5:
                 continue

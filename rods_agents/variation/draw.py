@@ -79,19 +79,22 @@ def perturb(value: int | float, rng: Any, grow: bool = False) -> int | float:
     return new if new != value else round(value * 1.1, decimals)
 
 
-def hardcoded(value: str, classes: list[str]) -> bool:
-    """``value`` is written in quotes in an environment's code or long-context data; an id-like value anywhere
-    there (inside a text) counts too."""
-    return _hardcoded(value, tuple(classes))
+def hardcoded(value: str, classes: list[str], long_context: bool = True) -> bool:
+    """``value`` is written in quotes in an environment's code or, for a long-context task, its long-context data; an
+    id-like value anywhere there (inside a text) counts too. The long-context data (BFCL's ``long_context`` module)
+    acts only when a task loads with ``long_context=True``: ``file3.txt`` in its ``FILES_TAIL_USED`` fixes the name in
+    a long_context task, not in a base one."""
+    return _hardcoded(value, tuple(classes), long_context)
 
 
 @lru_cache(maxsize=16384)
-def _hardcoded(value: str, classes: tuple[str, ...]) -> bool:
-    from rods_agents.analysis.catalog import class_source_text
+def _hardcoded(value: str, classes: tuple[str, ...], long_context: bool) -> bool:
+    from rods_agents.analysis.catalog import class_source_text, source_text
 
     quoted = [f"{a}{value}{b}" for a in "'\"" for b in "'\""]  # plain substrings: the sources are long
+    sources = map(class_source_text if long_context else source_text, classes)
     return any((len(value) >= 6 and any(ch.isdigit() for ch in value) and value in src) or any(q in src for q in quoted)
-               for src in map(class_source_text, classes))
+               for src in sources)
 
 
 def scalar_numbers(value: Any) -> list[float]:

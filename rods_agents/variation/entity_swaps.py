@@ -125,11 +125,20 @@ def _similar_price(stocks: dict[str, Any], old: str, new: str, spread: float = 3
     return 1 / spread <= b / a <= spread
 
 
+def _inside_word(symbol: str, value: str) -> bool:
+    """``symbol`` occurs in ``value`` only inside a longer word: a dictated text that names the stock as a word
+    ('canceled a buy order for $MSFT') is carried with the swap, in the text and in the call alike."""
+    if symbol not in value or value == symbol:
+        return False
+    return not re.search(rf"(?<![A-Za-z0-9_]){re.escape(symbol)}(?![A-Za-z0-9_])", value)
+
+
 def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
     """The stock a task trades becomes another stock the environment lists (its config's stock table and
     get_symbol_by_name's company table), its company's name with it ('Zeta Corp' -> 'Omega Industries'):
     another market situation, not a made-up ticker. Prices read from results follow (:func:`rederive`). Not
-    a stock where the text names it in neither form, or where a dictated text quotes it. Next to a sector lookup
+    a stock where the text names it in neither form, or where an argument holds it inside a longer word (a dictated
+    text naming it as a word, 'a buy order for $MSFT', is carried with the swap). Next to a sector lookup
     the sector lists are the environment's and fixed: a stock one of them names becomes another stock of exactly
     the same sectors ('MSFT' -> 'NVDA' after the Technology list), so the list the assistant reads still holds it;
     next to a price filter, whose answer depends on every price, it stays. Never a stock the watchlist already holds:
@@ -157,8 +166,8 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
         forms = [symbol, companies[symbol]]
         if not any(Substitution({f: "\0"}, derived_forms=False).found(text) for f in forms):
             continue
-        if any(symbol in x and x != symbol for _r, args in bound for x in _scalar_strings(list(args.values()))):
-            continue  # inside a dictated text ('bought ZETA today'): the text is the user's
+        if any(_inside_word(symbol, x) for _r, args in bound for x in _scalar_strings(list(args.values()))):
+            continue  # part of a longer token of an argument ('ZETA_report'): that name is not the stock's
         if sectors and any(v == symbol and (a := d.sources.get((r.turn, r.index, p))) is not None and a.source == "call"
                            for r, args in bound for p, v in args.items()):
             continue  # picked from a sector's list ('the third stock in the list', read 11): the list stays the

@@ -138,7 +138,7 @@ def vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]], 
     fs = fs_kinds(config.get("GorillaFileSystem", {}), {})
     gt_strings = " ".join(c for turn in gt for c in turn)
     distractors = sorted(n for n, k in fs.items() if k == "file" and n.lower() not in text.lower()
-                         and n not in gt_strings and not hardcoded(n, ["GorillaFileSystem"]))
+                         and n not in gt_strings and not hardcoded(n, ["GorillaFileSystem"], seed.long_context))
     rng.shuffle(distractors)
     candidates: list[tuple[str, Any, Any]] = [("GorillaFileSystem", n, None) for n in distractors[:2]]
     candidates += leaves[:4]
