@@ -697,3 +697,29 @@ def test_a_quote_and_a_purchase_of_one_stock_said_once_get_new_words_for_both():
     words = [" ".join(m.content for m in _variant("multi_turn_long_context_106", v, 3)[1].turns[0] if m.role == "user")
              for v in range(2)]
     assert all(containment(w, seed_text, mask=True) < 0.5 for w in words), words
+
+
+# ----------------------------------------------------------------------------- a spending cap said again
+def test_a_spending_cap_in_the_request_sentence_is_said_again_on_its_own():
+    """base_160: 'booking your flight from JFK to LAX on February 28, 2026 costing no more that $2500, through your
+    go-to credit card with id 'card_3478'' asks for the booking and states a cap no call takes. New words for the
+    booking used to be refused (the sentence holding the cap asks for the call too), so all eight samples of
+    scenario 160 kept the seed's words. The cap now follows the new words in a sentence of its own."""
+    from rods_agents.variation.saying import stated_limit_sentences, with_specifics
+
+    span = ("Switching gears, it's time to arrange your business-class journey. I'll take care of booking your flight "
+            "from JFK to LAX on February 28, 2026 costing no more that $2500, through your go-to credit card with id "
+            "'card_3478', but rest assured.")
+    values = ("book_flight(access_token='abc123xyz', card_id='card_3478', travel_date='2026-02-28', travel_from='JFK', "
+              "travel_to='LAX', travel_class='business')")
+    text = "Book a flight from JFK to LAX on February 28th, 2026 in business class with card card_3478."
+    out = with_specifics(text, span, ("book_flight",), values)
+    assert out is not None and out.startswith(text) and "$2500" in out and "JFK" not in out[len(text):]
+    # only an upper bound is said again: 'over $5000' (a cap only with "can't afford" before it) and an estimate are not
+    assert stated_limit_sentences("I really can't afford a ticket that is over $5000", {5000.0}, "k") is None
+    assert stated_limit_sentences("in business class, estimated at $1,200.", {1200.0}, "k") is None
+    assert stated_limit_sentences("My max spending limit is 7000.", {7000.0}, "k")[0].count("7000") == 1
+    assert stated_limit_sentences("with a cost under $1,200, please", {1200.0}, "k")[0].count("$1,200") == 1
+    # a sentence that lacks a value a call takes besides the cap is no cap alone: refused as before
+    assert with_specifics("Book a flight from JFK to LAX in business class with card card_3478.", span,
+                          ("book_flight",), values) is None

@@ -264,6 +264,36 @@ def untaken_limit(sentence: str, untaken: set[float]) -> bool:
     return False
 
 
+_UPPER_LIMIT = re.compile(
+    r"\b(?:no|not) more th[ae][nt]|\b(?:not|never) (?:to )?exceed(?:ing)?|\bunder|\bbelow|\bless than|\bat most|\bup to"
+    r"|\bmax(?:imum)?\b(?:\s+\w+){0,2}\s+(?:is|of|at)|\blimit (?:is|of)", re.I)
+_AMOUNT = re.compile(r"(?P<amount>\$\s?\d(?:[\d,]*\d)?(?:\.\d+)?|\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:dollars|USD|bucks))?)")
+
+
+def stated_limit_sentences(sentence: str, untaken: set[float], key: str) -> list[str] | None:
+    """The spending caps of ``sentence`` said on their own ('It shouldn't cost more than $2500.'), one sentence per
+    number of ``untaken`` (numbers no call takes); None unless each of them stands right after an upper-bound
+    phrase ('costing no more that $2500', 'with a cost under $1200', 'My max spending limit is 7000'). The cap keeps
+    its sense and its number as written; the plan's limit check (:func:`rods_agents.variation.plan_checks.flips`)
+    held the variant's costs to it already. ``key`` picks the sentence (the new words, so siblings differ)."""
+    pool = knowledge.table("stated_limits").get("upper", [])
+    out = []
+    for n in sorted(untaken):
+        spot = next((m for m in _AMOUNT.finditer(sentence)
+                     if _numbers(m.group("amount")) == {abs(n)} and _capped(sentence[:m.start()])), None)
+        if spot is None or not pool:
+            return None
+        out.append(pool[sum(map(ord, f"{key}|{n}")) % len(pool)].format(amount=spot.group("amount").strip()))
+    return out
+
+
+def _capped(before: str) -> bool:
+    """The words right before an amount make it an upper bound ('no more than', 'under', 'limit is')."""
+    clause = before[-40:].rsplit(",", 1)[-1]
+    leads = list(_UPPER_LIMIT.finditer(clause))
+    return bool(leads) and not clause[leads[-1].end():].split()
+
+
 def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, world: set[str] | None = None,
                    earlier: str = "") -> str | None:
     """``text``, followed where it must be by the sentences of ``span`` that hold a number, a quoted value, a hashtag
@@ -280,9 +310,15 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
     sentences = [span[a:b].strip() for a, b in zip(bounds, [*bounds[1:], len(span)], strict=True)]
     missing = [x for x in sentences if x and not keeps_specifics(text, _unquote_said(x, earlier, text))]
     cues = [p for name in methods for p in lexicon().methods.get(name, ((), None))[0]]
+    lower, taken, said = values.lower(), _numbers(values), text.lower()
+    missing = [limits if (limits := _limits_only(x, text, taken, earlier)) is not None else x for x in missing]
+    said_again = [x for x in missing if isinstance(x, list)]
+    missing = [x for x in missing if not isinstance(x, list)]
+    if said_again and not missing:
+        out = f"{as_sentence(text)} {' '.join(s for group in said_again for s in group)}"
+        return out if keeps_specifics(out, _unquote_said(span, earlier, out)) else None
     if not missing or any(p.search(x) for x in missing for p in cues):
         return None
-    lower, taken, said = values.lower(), _numbers(values), text.lower()
     for x in missing:
         quoted = [m.group(0)[1:-1].strip().lower() for m in _QUOTED.finditer(x)]
         if any(len(q) >= 3 and q in said for q in quoted):
@@ -291,8 +327,18 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
         if (untaken_limit(x, _numbers(x) - _numbers(text) - taken)
                 or any(q and q not in lower and q not in (world or ()) for q in quoted)):
             return None
-    out = f"{as_sentence(text)} {' '.join(as_sentence(x) for x in missing)}"
+    again = " ".join(s for group in said_again for s in group)
+    out = f"{as_sentence(text)} {' '.join(as_sentence(x) for x in missing)}" + (f" {again}" if again else "")
     return out if keeps_specifics(out, _unquote_said(span, earlier, out)) else None
+
+
+def _limits_only(sentence: str, text: str, taken: set[float], earlier: str) -> list[str] | None:
+    """The sentences that say ``sentence``'s spending caps again, when the caps are all it holds beyond ``text``."""
+    rest = _unquote_said(sentence, earlier, text)
+    lacking = _numbers(rest) - _numbers(text)
+    if not lacking - taken or lacking & taken or not keeps_specifics(text, _NUMBER_TEXT.sub(" ", rest)):
+        return None
+    return stated_limit_sentences(sentence, lacking - taken, text)
 
 
 def _unquote_said(span: str, earlier: str, text: str) -> str:
@@ -349,4 +395,4 @@ def dictated(value: Any) -> bool:
     return isinstance(value, str) and (len(value.split()) >= 3 or value.rstrip()[-1:] in tuple("!?.,"))
 
 
-__all__ = ["CODE_PATTERN", "ISO_DATE", "as_sentence", "asked_as_said", "companies_of", "date_forms", "dictated", "foreign_names", "keeps_said", "keeps_specifics", "named_as", "names_other_option", "premise_free", "said_as_is", "says_all", "says_no_more", "says_value", "scalars_of", "source_as_said", "times_named", "untaken_limit", "with_specifics", "word_in", "word_set"]
+__all__ = ["CODE_PATTERN", "ISO_DATE", "as_sentence", "asked_as_said", "companies_of", "date_forms", "dictated", "foreign_names", "keeps_said", "keeps_specifics", "named_as", "names_other_option", "premise_free", "said_as_is", "says_all", "says_no_more", "says_value", "scalars_of", "source_as_said", "times_named", "stated_limit_sentences", "untaken_limit", "with_specifics", "word_in", "word_set"]
