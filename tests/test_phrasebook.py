@@ -723,3 +723,24 @@ def test_a_spending_cap_in_the_request_sentence_is_said_again_on_its_own():
     # a sentence that lacks a value a call takes besides the cap is no cap alone: refused as before
     assert with_specifics("Book a flight from JFK to LAX in business class with card card_3478.", span,
                           ("book_flight",), values) is None
+
+
+# ----------------------------------------------------------------------------- a hashtag named without its sign
+def test_a_hashtag_the_user_names_without_its_sign_is_stated_and_worded_that_way_again():
+    """base_78 asks for 'the hashtag 'BusinessOnTheMove'' and the call takes '#BusinessOnTheMove'; base_151 'hashtags
+    'TravelUpdate' and 'BusinessTrip''. The value counted as composed (78) or read from the state (151), so no sentence
+    could word the turn and all sixteen samples of the two scenarios kept the seed's words. It is the user's value now;
+    new words name it without the sign too (adding '#' stays the assistant's) and say it is a hashtag."""
+    from rods_agents.analysis.value_sources import classify_arguments
+    from rods_agents.variation.saying import named_as
+
+    for sid, turn in (("multi_turn_base_78", 1), ("multi_turn_base_151", 2)):
+        seed = bfcl_task(sid)
+        tags = [a for a in classify_arguments(seed, trace_task(seed)) if a.turn == turn and a.param == "tags"]
+        assert [a.source for a in tags] == ["user"], (sid, tags)
+    span = "Let's post a tweet: 'Ensuring my wheels are well-maintained.' with the hashtag 'BusinessOnTheMove'."
+    assert named_as(["#BusinessOnTheMove"], span) == "the hashtag 'BusinessOnTheMove'"
+    assert named_as(["#TravelUpdate", "#BusinessTrip"], "hashtags 'TravelUpdate' and 'BusinessTrip'") == \
+        "the hashtags 'TravelUpdate' and 'BusinessTrip'"
+    assert named_as(["@Jerry"], "mentioning Jerry") == "Jerry"
+    assert named_as(["#TravelUpdate"], "tag it #TravelUpdate") is None  # said with its sign: written as it is

@@ -208,6 +208,8 @@ def named_as(value: Any, span: str) -> str | None:
     Angeles' or 'LA' for LAX), the ticker's company ('Zeta Corp' for ZETA). A sentence written for the turn
     names the value the same way, so the lookup the seed leaves to the assistant stays left to it. A date the turn
     writes in words is written in words too ('October 15th, 2026'; without the year where the turn leaves it out)."""
+    if isinstance(value, list) and value and all(isinstance(v, str) and v[:1] in "#@" for v in value):
+        return _named_without_sign(value, span)
     if not isinstance(value, str) or said_as_is(value, span, set()):
         return None
     if date := ISO_DATE.match(value):
@@ -225,6 +227,22 @@ def named_as(value: Any, span: str) -> str | None:
     if company and re.search(rf"\b{re.escape(company)}", span, re.I):
         return company
     return None
+
+
+def _named_without_sign(tags: list[str], span: str) -> str | None:
+    """Hashtags or handles the turn names without their '#' or '@' ("with the hashtag 'BusinessOnTheMove'"), written
+    that way again (quoted where the turn quotes them; hashtags after 'the hashtag'), so adding the sign stays the
+    assistant's; None when the turn writes any of them with its sign or not at all."""
+    forms = []
+    for tag in tags:
+        bare = tag[1:]
+        if re.search(rf"{re.escape(tag)}(?!\w)", span) or not re.search(rf"(?<![\w#@]){re.escape(bare)}(?!\w)", span):
+            return None
+        forms.append(f"'{bare}'" if re.search(rf"'{re.escape(bare)}'", span) else bare)
+    said = forms[0] if len(forms) == 1 else ", ".join(forms[:-1]) + " and " + forms[-1]
+    if tags[0][0] == "#":  # a bare word is no hashtag by itself: 'include the hashtag 'X'', not 'include 'X''
+        said = ("the hashtag " if len(forms) == 1 else "the hashtags ") + said
+    return said
 
 
 _SPECIFIC = re.compile(r"[#@]\w+(?:\.\w+)*")  # a dot inside (@user.name), never the full stop after
