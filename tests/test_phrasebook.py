@@ -282,9 +282,13 @@ def test_a_sentence_giving_a_value_the_new_words_lack_stays_beside_them():
         "Please send USR003 the message 'Hi there'. Your user id is 'USR001'.")
     # the sentence holding the missing value asks for the call again: no wording
     assert with_specifics("Post it, please.", "Post a tweet tagged #Travel.", ("post_tweet",), "post_tweet()") is None
-    # a number no call takes is a budget or a threshold whose check lives in the words the new sentence dropped
+    # a number no call takes is a budget or a threshold whose check lives in the words the new sentence dropped: a
+    # threshold refuses; a spending cap is said again as a cap, so the check stays with the words (restated_numbers)
+    threshold = "Check the price and add it if it looks promising. By promising I mean the price is larger than 300."
+    assert with_specifics("What's the price?", threshold, ("get_stock_info",), "get_stock_info(symbol='AMZN')") is None
     budget = "Check the fare and make sure I can afford it. My max spending limit is 7000."
-    assert with_specifics("What's the fare?", budget, ("get_flight_cost",), "get_flight_cost(travel_class='first')") is None
+    capped = with_specifics("What's the fare?", budget, ("get_flight_cost",), "get_flight_cost(travel_class='first')")
+    assert capped is not None and capped.startswith("What's the fare? ") and "7000" in capped
     # one that bounds nothing is context: it follows the new words as it is (base_189's CVV no call takes)
     cvv = "Check the fare for me. The cardholder's name matches mine, and I can give the CVV when needed, which is 456."
     assert with_specifics("What's the fare?", cvv, ("get_flight_cost",), "get_flight_cost(travel_class='first')") == (
@@ -699,13 +703,13 @@ def test_a_quote_and_a_purchase_of_one_stock_said_once_get_new_words_for_both():
     assert all(containment(w, seed_text, mask=True) < 0.5 for w in words), words
 
 
-# ----------------------------------------------------------------------------- a spending cap said again
+# ----------------------------------------------------------------------------- numbers no call takes, said again
 def test_a_spending_cap_in_the_request_sentence_is_said_again_on_its_own():
     """base_160: 'booking your flight from JFK to LAX on February 28, 2026 costing no more that $2500, through your
     go-to credit card with id 'card_3478'' asks for the booking and states a cap no call takes. New words for the
     booking used to be refused (the sentence holding the cap asks for the call too), so all eight samples of
     scenario 160 kept the seed's words. The cap now follows the new words in a sentence of its own."""
-    from rods_agents.variation.saying import stated_limit_sentences, with_specifics
+    from rods_agents.variation.saying import restated_numbers, with_specifics
 
     span = ("Switching gears, it's time to arrange your business-class journey. I'll take care of booking your flight "
             "from JFK to LAX on February 28, 2026 costing no more that $2500, through your go-to credit card with id "
@@ -716,10 +720,10 @@ def test_a_spending_cap_in_the_request_sentence_is_said_again_on_its_own():
     out = with_specifics(text, span, ("book_flight",), values)
     assert out is not None and out.startswith(text) and "$2500" in out and "JFK" not in out[len(text):]
     # only an upper bound is said again: 'over $5000' (a cap only with "can't afford" before it) and an estimate are not
-    assert stated_limit_sentences("I really can't afford a ticket that is over $5000", {5000.0}, "k") is None
-    assert stated_limit_sentences("in business class, estimated at $1,200.", {1200.0}, "k") is None
-    assert stated_limit_sentences("My max spending limit is 7000.", {7000.0}, "k")[0].count("7000") == 1
-    assert stated_limit_sentences("with a cost under $1,200, please", {1200.0}, "k")[0].count("$1,200") == 1
+    assert restated_numbers("I really can't afford a ticket that is over $5000", {5000.0}, "k") is None
+    assert restated_numbers("it runs over 300 miles", {300.0}, "k") is None  # no cap, card detail or estimate
+    assert restated_numbers("My max spending limit is 7000.", {7000.0}, "k")[0].count("7000") == 1
+    assert restated_numbers("with a cost under $1,200, please", {1200.0}, "k")[0].count("$1,200") == 1
     # a sentence that lacks a value a call takes besides the cap is no cap alone: refused as before
     assert with_specifics("Book a flight from JFK to LAX in business class with card card_3478.", span,
                           ("book_flight",), values) is None
@@ -744,3 +748,24 @@ def test_a_hashtag_the_user_names_without_its_sign_is_stated_and_worded_that_way
         "the hashtags 'TravelUpdate' and 'BusinessTrip'"
     assert named_as(["@Jerry"], "mentioning Jerry") == "Jerry"
     assert named_as(["#TravelUpdate"], "tag it #TravelUpdate") is None  # said with its sign: written as it is
+
+
+def test_a_cards_cvv_and_expiry_and_an_estimate_in_the_request_sentences_are_said_again_on_their_own():
+    """base_177: 'wants to book a flight using the card with id 'card_7629' and the access token 'abc123xyz', expiring
+    on 10/2026, with CVV 456. They intend to fly ... in business class, estimated at $1,200.' Each number no call
+    takes follows the new words in a sentence of its own, in the seed's order; all eight samples of scenario 177 had
+    kept the seed's words."""
+    from rods_agents.variation.saying import restated_numbers, with_specifics
+
+    span = ("Consider this: A patient, a traveler in this context, wants to book a flight using the card with id "
+            "'card_7629' and the access token 'abc123xyz', expiring on 10/2026, with CVV 456. They intend to fly from "
+            "Los Angeles to Tokyo on December 15, 2026, in business class, estimated at $1,200.")
+    values = ("book_flight(access_token='abc123xyz', card_id='card_7629', travel_date='2026-12-15', travel_from='LAX', "
+              "travel_to='HND', travel_class='business')")
+    text = ("Book a flight from Los Angeles to Tokyo on December 15th, 2026 in business class, using card card_7629 and "
+            "access token abc123xyz.")
+    out = with_specifics(text, span, ("book_flight",), values)
+    assert out is not None and out.startswith(text), out
+    tail = out[len(text):]
+    assert tail.index("10/2026") < tail.index("456") < tail.index("$1,200") and "Tokyo" not in tail
+    assert restated_numbers("set to expire in 2026, and it's under my name", {2026.0}, "k")[0].count("2026") == 1

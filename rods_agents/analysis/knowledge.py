@@ -40,7 +40,7 @@ BFCL_TABLES = {
     "choice_words": "bfcl/choice_words.json",
     "dictated": "bfcl/offline_dictated.json",
     "value_recipes": "bfcl/value_recipes.json",
-    "stated_limits": "bfcl/stated_limits.json",
+    "restated_numbers": "bfcl/restated_numbers.json",
 }
 """Table name -> BFCL's data file (under ``prompts/``)."""
 

@@ -252,8 +252,11 @@ def keeps_specifics(text: str, span: str) -> bool:
     """Every number, quoted value, hashtag and handle of the replaced words (``span``) is in ``text`` too: 'end with
     50 gallons' decides a fill of 40 even where 50 is no argument, and '#BusinessOnTheMove' may be said without
     quotes. (A phrasebook sentence writes only its call's values; a human turn is re-instantiated whole.)"""
-    if not _numbers(span) <= _numbers(text):
-        return False
+    return _numbers(span) <= _numbers(text) and _keeps_quoted(text, span)
+
+
+def _keeps_quoted(text: str, span: str) -> bool:
+    """Every quoted value, hashtag and handle of ``span`` is in ``text`` (:func:`keeps_specifics` less the numbers)."""
     lower = text.lower()
     quoted = [m.group(0)[1:-1].strip().strip(",.;:").strip().lower() for m in _QUOTED.finditer(span)]
     # a quoted list ('#Journey, #SmoothRide, #Grateful') is kept when each of its items is
@@ -288,21 +291,40 @@ _UPPER_LIMIT = re.compile(
 _AMOUNT = re.compile(r"(?P<amount>\$\s?\d(?:[\d,]*\d)?(?:\.\d+)?|\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?(?:dollars|USD|bucks))?)")
 
 
-def stated_limit_sentences(sentence: str, untaken: set[float], key: str) -> list[str] | None:
-    """The spending caps of ``sentence`` said on their own ('It shouldn't cost more than $2500.'), one sentence per
-    number of ``untaken`` (numbers no call takes); None unless each of them stands right after an upper-bound
-    phrase ('costing no more that $2500', 'with a cost under $1200', 'My max spending limit is 7000'). The cap keeps
-    its sense and its number as written; the plan's limit check (:func:`rods_agents.variation.plan_checks.flips`)
-    held the variant's costs to it already. ``key`` picks the sentence (the new words, so siblings differ)."""
-    pool = knowledge.table("stated_limits").get("upper", [])
-    out = []
-    for n in sorted(untaken):
+_FACTS = {  # kind -> where a sentence states it; 'value': the number as written
+    "cvv": re.compile(r"\bCVV\b(?:\s+(?:code|number))?(?:\s+(?:of|is))?\s*(?P<value>\d{3,4})\b", re.I),
+    "expiry": re.compile(r"\bexpir\w*(?:\s+date)?(?:\s+(?:on|in|of|is|at))?\s*(?P<value>\d{1,2}/\d{2,4}|\d{4})\b", re.I),
+    "estimate": re.compile(r"\bestimated\s+(?:at|to be)\s*(?P<value>\$\s?\d(?:[\d,]*\d)?(?:\.\d+)?)", re.I),
+}
+
+
+def restated_numbers(sentence: str, untaken: set[float], key: str) -> list[str] | None:
+    """The numbers of ``sentence`` that no call takes (``untaken``) said on their own, in the sentence's order, one
+    sentence each from ``prompts/bfcl/restated_numbers.json``: a card's CVV or expiry ('expiring on 10/2026, with CVV
+    456'), an estimate ('estimated at $1,200'), a spending cap ('costing no more that $2500', 'with a cost under
+    $1200', 'My max spending limit is 7000'; upper bounds only). None unless every one of them is one of those. Each
+    keeps its sense and its number as written; the plan's limit check (:func:`rods_agents.variation.plan_checks.flips`)
+    held the variant's costs to a cap already. ``key`` picks the sentences (the new words, so siblings differ)."""
+    table = knowledge.table("restated_numbers")
+    found: list[tuple[int, str]] = []
+    covered: set[float] = set()
+
+    def say(kind: str, pos: int, value: str) -> None:
+        pool = table.get(kind) or []
+        if pool:
+            found.append((pos, pool[sum(map(ord, f"{key}|{kind}|{value}")) % len(pool)].format(value=value)))
+            covered.update(_numbers(value))
+
+    for kind, pattern in _FACTS.items():
+        for m in pattern.finditer(sentence):
+            if _numbers(m.group("value")) & untaken:
+                say(kind, m.start(), m.group("value"))
+    for n in sorted(untaken - covered):
         spot = next((m for m in _AMOUNT.finditer(sentence)
                      if _numbers(m.group("amount")) == {abs(n)} and _capped(sentence[:m.start()])), None)
-        if spot is None or not pool:
-            return None
-        out.append(pool[sum(map(ord, f"{key}|{n}")) % len(pool)].format(amount=spot.group("amount").strip()))
-    return out
+        if spot is not None:
+            say("upper", spot.start(), spot.group("amount").strip())
+    return [text for _, text in sorted(found)] if untaken <= covered else None
 
 
 def _capped(before: str) -> bool:
@@ -329,7 +351,7 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
     missing = [x for x in sentences if x and not keeps_specifics(text, _unquote_said(x, earlier, text))]
     cues = [p for name in methods for p in lexicon().methods.get(name, ((), None))[0]]
     lower, taken, said = values.lower(), _numbers(values), text.lower()
-    missing = [limits if (limits := _limits_only(x, text, taken, earlier)) is not None else x for x in missing]
+    missing = [again if (again := _restated_only(x, text, taken, earlier)) is not None else x for x in missing]
     said_again = [x for x in missing if isinstance(x, list)]
     missing = [x for x in missing if not isinstance(x, list)]
     if said_again and not missing:
@@ -350,13 +372,14 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
     return out if keeps_specifics(out, _unquote_said(span, earlier, out)) else None
 
 
-def _limits_only(sentence: str, text: str, taken: set[float], earlier: str) -> list[str] | None:
-    """The sentences that say ``sentence``'s spending caps again, when the caps are all it holds beyond ``text``."""
+def _restated_only(sentence: str, text: str, taken: set[float], earlier: str) -> list[str] | None:
+    """The sentences that say again the numbers of ``sentence`` no call takes (:func:`restated_numbers`), when those
+    are all it holds beyond ``text``."""
     rest = _unquote_said(sentence, earlier, text)
     lacking = _numbers(rest) - _numbers(text)
-    if not lacking - taken or lacking & taken or not keeps_specifics(text, _NUMBER_TEXT.sub(" ", rest)):
+    if not lacking - taken or lacking & taken or not _keeps_quoted(text, rest):
         return None
-    return stated_limit_sentences(sentence, lacking - taken, text)
+    return restated_numbers(sentence, lacking - taken, text)
 
 
 def _unquote_said(span: str, earlier: str, text: str) -> str:
@@ -413,4 +436,4 @@ def dictated(value: Any) -> bool:
     return isinstance(value, str) and (len(value.split()) >= 3 or value.rstrip()[-1:] in tuple("!?.,"))
 
 
-__all__ = ["CODE_PATTERN", "ISO_DATE", "as_sentence", "asked_as_said", "companies_of", "date_forms", "dictated", "foreign_names", "keeps_said", "keeps_specifics", "named_as", "names_other_option", "premise_free", "said_as_is", "says_all", "says_no_more", "says_value", "scalars_of", "source_as_said", "times_named", "stated_limit_sentences", "untaken_limit", "with_specifics", "word_in", "word_set"]
+__all__ = ["CODE_PATTERN", "ISO_DATE", "as_sentence", "asked_as_said", "companies_of", "date_forms", "dictated", "foreign_names", "keeps_said", "keeps_specifics", "named_as", "names_other_option", "premise_free", "said_as_is", "says_all", "says_no_more", "says_value", "scalars_of", "source_as_said", "times_named", "restated_numbers", "untaken_limit", "with_specifics", "word_in", "word_set"]
