@@ -371,3 +371,15 @@ def test_an_article_follows_the_value_it_stands_before_in_text_and_dictated_valu
     assert sub.text("An AAPL trade in a business class mood") == "A GM trade in an economy class mood"
     assert Substitution({"ZETA": "NVDA"}).text("a ZETA order") == "an NVDA order"
     assert sub.text("a AAPL order") == "a GM order"  # an article the old value did not take is left as it was
+
+
+def test_a_cap_said_again_by_new_words_is_a_limit_the_plan_holds_costs_to():
+    """New words say a cap of the seed's request sentence again on its own (saying.restated_numbers); the plan's
+    limit check must have read it as a limit in the seed's words, the seed's typo included, or a new route could cost
+    more than the cap the variant states."""
+    from rods_agents.analysis.tracing import stated_limits
+
+    texts = ["booking your flight from JFK to LAX on February 28, 2026 costing no more that $2500, through your card",
+             "Just double check the flight cost for me. My max spending limit is 7000.",
+             "with a cost under $1200", "My travel funds should not exceed $2000"]
+    assert stated_limits(texts) == [(0, 2500.0), (1, 7000.0), (2, 1200.0), (3, 2000.0)]
