@@ -635,6 +635,14 @@ def test_the_first_words_of_a_task_withhold_a_value_without_pointing_back_at_it(
     later = phrasebook_donors(seed, 0, 0, ("add_to_watchlist",), held, segment_signature(), set(), set(), span,
                               "I've been reading about Zeta Corp.")
     assert later and not any(_PRONOUN.search(d.text) for d in later)
+    # 'Can you store that in the file 'CourseOutline1.csv' for me?' withheld the content the next turn gives with
+    # 'that' pointing at nothing (miss_param_15, read of 2026-12-04, third session): no such sentence either
+    seed = bfcl_task("multi_turn_miss_param_15")
+    held = (_slot("content", "Student | Math", "withheld"), _slot("file_name", "DataSet1.csv"))
+    span = "Infuse 'DataSet1.csv' with some preliminary numbers for our initial analytical exploration."
+    echo = phrasebook_donors(seed, 1, 0, ("echo",), held, segment_signature(), set(), set(), span,
+                             "Let's start by producing a file named 'DataSet1.csv'.")
+    assert not [d.text for d in echo if re.search(r"\bthat (?:in|into)\b", d.text)]
 
 
 def test_a_run_of_calls_taking_one_parameter_twice_writes_each_by_its_method():

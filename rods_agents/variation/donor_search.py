@@ -200,7 +200,9 @@ def unworded_options(methods: tuple[str, ...], own: list[Slot], span: str, earli
 _ANAPHOR = re.compile(r"\b(?:it|them)\b|\b(?:that|this|these|those|the) (?:stock|stocks|company|file|files|order|booking|"
                      r"flight|reservation|ticket|message|folder|directory|card|one)\b", re.I)
 """Words pointing back at a thing said before ('add it', 'that stock')."""
-_PRONOUN = re.compile(r"\b(?:it|them|they|their|that person|that user)\b", re.I)
+_PRONOUN = re.compile(r"\b(?:it|them|they|their|that person|that user)\b"
+                      r"|\b(?:that|this)(?=\s+(?:in|into|to|written|down|for|as|on|at)\b|\s*[.,?!])", re.I)
+"""Words standing for a thing ('store that in the file', 'send it to them'); 'that file' names one."""
 
 
 def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
@@ -244,7 +246,8 @@ def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...
     elif any(x.source == "withheld" for x in own):
         # later on, a pronoun in a sentence that leaves a value out stands for that value, which nothing before
         # names: 'Please pass along ... to them.' where the seed asked to write to 'my financial advisor' (read of
-        # 2026-12-04, miss_param_131); 'Could you send over a message that reads ...?' leaves the recipient out
+        # 2026-12-04, miss_param_131); 'Can you store that in the file X?' before the content is given (miss_param_15,
+        # read of 2026-12-04, third session); 'Could you send over a message that reads ...?' leaves the recipient out
         out = [d for d in out if not _PRONOUN.search(_QUOTED.sub("''", d.text))]  # a dictated text's own words aside
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them, unless the
         # sentence itself names them ('How far is it from Sunset Valley to Shadowridge?' after 'There's a trip from
