@@ -276,8 +276,8 @@ def synthesize(
                                          "rerunning the same command continues it too.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Discard the run already in --out and start over.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Master seed (offline runs are deterministic given it).")] = 0,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Samples in flight (offline is CPU-bound: keep 1; "
-                                             "raise it for an LLM endpoint).")] = 1,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Samples in flight, one per scenario (a scenario's samples run in order; "
+                                             "offline is CPU-bound: keep 1; raise it for an LLM endpoint).")] = 1,
     categories: Annotated[list[str] | None, typer.Option("--categories", help="Only seeds of these categories "
                                                          "(comma-separated or repeated), e.g. base,miss_func.")] = None,
     ids: Annotated[list[str] | None, typer.Option("--id", help="Only these seed ids (repeat or comma-separate); "

@@ -41,7 +41,7 @@ class SynthesisContext:
     max_plan_attempts: Annotated[int, Field(description="Plans per variant before it is rejected (>= 1).")] = 3
     max_patch_attempts: Annotated[int, Field(description="Config patch rounds per plan (the paper's K_max = 3).")] = 3
     max_refine_rounds: Annotated[int, Field(description="Rewrites after a fixable judge rejection (the paper: 1).")] = 1
-    concurrency: Annotated[int, Field(description="Samples in flight at once (LangGraph max_concurrency).")] = 1
+    concurrency: Annotated[int, Field(description="Samples in flight at once (LangGraph max_concurrency), one per scenario: the samples of one scenario run one after another (graphs.lanes).")] = 1
     backbone: Annotated[Backbone, Field(description="'offline' (templates and rule tables, no network) or 'llm'.")] = "offline"
     llm_stages: Annotated[list[str], Field(description="Stages the LLM backbone takes over: plan, rewrite, patch, "
                                            "judge (default all four); the others stay offline.")] = field(
