@@ -231,7 +231,7 @@ def run_samples(seeds: Sequence[Task], ctx: SynthesisContext, db_path: str | Pat
                 for spec in specs:
                     deliver(one(spec))
             else:
-                futures = _run_lanes(pool, lanes(specs, lambda spec: spec.seed), one)
+                futures = _run_lanes(pool, lanes(specs, lambda spec: spec.seed), one, stop)
                 for spec in specs:  # results come back in issue order
                     deliver(futures[spec.sample_id].result())
         except BaseException:
@@ -246,9 +246,11 @@ def run_samples(seeds: Sequence[Task], ctx: SynthesisContext, db_path: str | Pat
 
 
 def _run_lanes(pool: ThreadPoolExecutor, lanes_: list[list[SampleSpec]],
-               one: Callable[[SampleSpec], dict | None]) -> dict[str, Future]:
+               one: Callable[[SampleSpec], dict | None], stop: threading.Event) -> dict[str, Future]:
     """Submit each lane to ``pool``; its samples run in order. One future per sample: its result, None once the
-    lane stopped, or the exception that ended the lane (given to the rest of the lane too, so no one waits)."""
+    lane stopped, or the exception that ended the lane (given to the rest of the lane too, so no one waits). A
+    failing lane sets ``stop``: the other lanes stop after their node instead of running on until the caller
+    reaches the failure in issue order."""
     futures = {spec.sample_id: Future() for lane in lanes_ for spec in lane}
 
     def run(lane: list[SampleSpec]) -> None:
@@ -256,6 +258,7 @@ def _run_lanes(pool: ThreadPoolExecutor, lanes_: list[list[SampleSpec]],
             try:
                 result = one(spec)
             except BaseException as exc:
+                stop.set()
                 for rest in lane[i:]:
                     futures[rest.sample_id].set_exception(exc)
                 return

@@ -173,11 +173,11 @@ def load_seeds(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> dic
     """Resolve ``seed_ids`` against the train split when no seed tasks were passed."""
     warm_caches()
     if state.get("seeds"):
-        return {}
+        return {"wave": 0}  # a run again on the same thread (Studio) starts from the first wave
     from envs.dataset import load_tasks
 
     ids = state.get("seed_ids") or []
-    return {"seeds": [t.to_bfcl() for t in load_tasks("train", ids=ids)]} if ids else {"seeds": []}
+    return {"wave": 0, "seeds": [t.to_bfcl() for t in load_tasks("train", ids=ids)] if ids else []}
 
 
 def _lanes_of(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> list[list[tuple[Task, int]]]:
@@ -191,8 +191,9 @@ def fan_out(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> list[S
     samples accepted in earlier waves). ``[]`` once every lane is done."""
     wave = int(state.get("wave") or 0)
     seeds = {Task.from_bfcl(e).id: Task.from_bfcl(e) for e in state.get("seeds", [])}
+    index = _seed_index(state.get("seeds", []))
     siblings = Siblings()
-    for r in sorted(state.get("results") or [], key=lambda r: issue_key(r, _seed_index(state.get("seeds", [])))):
+    for r in sorted(state.get("results") or [], key=lambda r: issue_key(r, index)):
         if r.get("seed_id") in seeds:
             siblings.add(seeds[r["seed_id"]], r)
     return [Send("synthesize_sample", SynthesizeSample(sample_id=sample_id(task.id, v), seed=task.model_dump(),

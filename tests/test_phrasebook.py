@@ -776,4 +776,24 @@ def test_a_cards_cvv_and_expiry_and_an_estimate_in_the_request_sentences_are_sai
     assert out is not None and out.startswith(text), out
     tail = out[len(text):]
     assert tail.index("10/2026") < tail.index("456") < tail.index("$1,200") and "Tokyo" not in tail
-    assert restated_numbers("set to expire in 2026, and it's under my name", {2026.0}, "k")[0].count("2026") == 1
+    linked = "I've recently linked a credit card with the ID 'card_1886', set to expire in 2026, and it's under my name."
+    assert restated_numbers(linked, {2026.0}, "k")[0].count("2026") == 1
+
+
+def test_only_a_cap_on_money_a_cards_details_and_an_estimate_are_said_again():
+    """Review of this session: a negated lower bound ('no less than $500') or a count ('up to 4 guests') read as a
+    cap would tell the assistant the opposite; a passport's expiry is no card's. Each cap sentence of the table is read
+    as a limit by the plan's limit check, so the cap it states is one the plan held the costs to."""
+    from rods_agents.analysis.knowledge import table
+    from rods_agents.analysis.tracing import stated_limits
+    from rods_agents.analysis.value_sources import classify_scalar
+    from rods_agents.variation.saying import named_as, restated_numbers
+
+    assert restated_numbers("a price no less than $500", {500.0}, "k") is None
+    assert restated_numbers("it must not go below $300", {300.0}, "k") is None
+    assert restated_numbers("a room for up to 4 guests", {4.0}, "k") is None
+    assert restated_numbers("My passport expires in 2030", {2030.0}, "k") is None
+    assert all(stated_limits([x.format(value="$2500")]) == [(0, 2500.0)] for x in table("restated_numbers")["upper"])
+    # a word inside a quoted text of its own names no hashtag; a two-letter tag is no word said ('AI' in 'said')
+    assert named_as(["#Travel"], "Post 'Travel is fun' with a fitting hashtag.") is None
+    assert classify_scalar("#AI", "Post what I said earlier", set(), [], [], set(), set(), [])[0] != "user"

@@ -82,3 +82,19 @@ def test_the_same_samples_at_any_concurrency_after_a_resume_and_in_process(tmp_p
     by_driver = synthesize_resumable(seeds, ctx, tmp_path / "d.sqlite")
     assert [t.id for t in in_process.accepted] == [t.id for t in by_driver.accepted]
     assert [r["reasons"][:1] for r in in_process.rejected] == [r["reasons"][:1] for r in by_driver.rejected]
+
+
+def test_the_run_graph_runs_again_on_the_same_thread():
+    """Studio runs the graph again on one thread: the wave counter starts from the first wave each time (review of this
+    session: a second run on the thread ran nothing)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from graphs.synthesis import build_synthesis_graph
+
+    run_graph = build_synthesis_graph().compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 100}
+    seeds = [t.to_bfcl() for t in load_tasks(ids=["multi_turn_base_98"])]
+    ctx = SynthesisContext(seed=3, variants_per_seed=1)
+    first = run_graph.invoke({"seeds": seeds, "variants_per_seed": 1}, config, context=ctx)
+    again = run_graph.invoke({"seeds": seeds, "variants_per_seed": 1}, config, context=ctx)
+    assert len(first["results"]) == 1 and len(again["results"]) == 2  # the reducer adds the second run's sample

@@ -343,7 +343,7 @@ def classify_scalar(value: Any, text: str, text_nums: set[float], results: list[
             return "state", None  # 'Zeta Corp' names ZETA for a lookup, as 'Tesla' names TSLA
         if v and said_in(v, text):
             return "user", None
-        if len(v) > 2 and v[0] in "#@" and said_in(v[1:], text):
+        if len(v) > 3 and v[0] in "#@" and said_in(v[1:], text):  # three letters or more: 'AI' is inside 'said'
             return "user", None  # a hashtag or handle the user names without its sign ('the hashtag 'TravelUpdate'')
         if _paraphrased(v, text) or _word_in(v, text) or stated_as_date(v, dates if dates is not None else _dates(text)):
             return "user", None

@@ -89,7 +89,7 @@ class SampleState(TypedDict, total=False):
     sample_id: str
     seed: dict
     variant: int
-    siblings: list[dict]  # variants of the scenario accepted before this sample (graphs.driver.sibling_entry)
+    siblings: list[dict]  # variants of the scenario accepted before this sample (graphs.lanes.sibling_entry)
     profile: dict
     seed_trace: dict
     plan: dict

@@ -201,7 +201,8 @@ _ANAPHOR = re.compile(r"\b(?:it|them)\b|\b(?:that|this|these|those|the) (?:stock
                      r"flight|reservation|ticket|message|folder|directory|card|one)\b", re.I)
 """Words pointing back at a thing said before ('add it', 'that stock')."""
 _PRONOUN = re.compile(r"\b(?:it|them|they|their|that person|that user)\b"
-                      r"|\b(?:that|this)(?=\s+(?:in|into|to|written|down|for|as|on|at)\b|\s*[.,?!])", re.I)
+                      r"|\b(?:that|this|these|those)(?=\s+(?:in|into|to|written|down|for|as|on|at|over|with|under)\b"
+                      r"|\s*[.,?!])", re.I)
 """Words standing for a thing ('store that in the file', 'send it to them'); 'that file' names one."""
 
 

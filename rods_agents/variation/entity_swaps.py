@@ -126,8 +126,9 @@ def _similar_price(stocks: dict[str, Any], old: str, new: str, spread: float = 3
 
 
 def _inside_word(symbol: str, value: str) -> bool:
-    """``symbol`` occurs in ``value`` only inside a longer word: a dictated text that names the stock as a word
-    ('canceled a buy order for $MSFT') is carried with the swap, in the text and in the call alike."""
+    """True when ``symbol`` occurs in ``value`` only inside a longer word ('ZETA_report'): that name is not the stock's.
+    False for a dictated text naming the stock as a word ('canceled a buy order for $MSFT'): the swap carries into
+    it, in the text and in the call alike."""
     if symbol not in value or value == symbol:
         return False
     return not re.search(rf"(?<![A-Za-z0-9_]){re.escape(symbol)}(?![A-Za-z0-9_])", value)

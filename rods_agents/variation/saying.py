@@ -236,7 +236,9 @@ def _named_without_sign(tags: list[str], span: str) -> str | None:
     forms = []
     for tag in tags:
         bare = tag[1:]
-        if re.search(rf"{re.escape(tag)}(?!\w)", span) or not re.search(rf"(?<![\w#@]){re.escape(bare)}(?!\w)", span):
+        # the word inside a quoted text of its own ('Post 'Travel is fun' with a fitting hashtag') names no tag
+        outside = _QUOTED.sub(lambda m, b=bare: m.group(0) if m.group(0)[1:-1].strip() == b else " ", span)
+        if re.search(rf"{re.escape(tag)}(?!\w)", span) or not re.search(rf"(?<![\w#@]){re.escape(bare)}(?!\w)", outside):
             return None
         forms.append(f"'{bare}'" if re.search(rf"'{re.escape(bare)}'", span) else bare)
     said = forms[0] if len(forms) == 1 else ", ".join(forms[:-1]) + " and " + forms[-1]
@@ -304,7 +306,8 @@ def restated_numbers(sentence: str, untaken: set[float], key: str) -> list[str] 
     456'), an estimate ('estimated at $1,200'), a spending cap ('costing no more that $2500', 'with a cost under
     $1200', 'My max spending limit is 7000'; upper bounds only). None unless every one of them is one of those. Each
     keeps its sense and its number as written; the plan's limit check (:func:`rods_agents.variation.plan_checks.flips`)
-    held the variant's costs to a cap already. ``key`` picks the sentences (the new words, so siblings differ)."""
+    held the variant's costs to a cap already, and reads every cap sentence of the table as a limit too. ``key`` picks
+    the sentences (the new words, so siblings differ); they follow the new words, after any sentence kept whole."""
     table = knowledge.table("restated_numbers")
     found: list[tuple[int, str]] = []
     covered: set[float] = set()
@@ -315,23 +318,31 @@ def restated_numbers(sentence: str, untaken: set[float], key: str) -> list[str] 
             found.append((pos, pool[sum(map(ord, f"{key}|{kind}|{value}")) % len(pool)].format(value=value)))
             covered.update(_numbers(value))
 
+    card = re.search(r"\b(?:card|CVV)\b", sentence, re.I) is not None  # a CVV or an expiry of a card, not a passport's
     for kind, pattern in _FACTS.items():
         for m in pattern.finditer(sentence):
-            if _numbers(m.group("value")) & untaken:
+            if _numbers(m.group("value")) & untaken and (card or kind == "estimate"):
                 say(kind, m.start(), m.group("value"))
     for n in sorted(untaken - covered):
         spot = next((m for m in _AMOUNT.finditer(sentence)
-                     if _numbers(m.group("amount")) == {abs(n)} and _capped(sentence[:m.start()])), None)
+                     if _numbers(m.group("amount")) == {abs(n)} and _capped(sentence[:m.start()], m.group("amount"))), None)
         if spot is not None:
             say("upper", spot.start(), spot.group("amount").strip())
     return [text for _, text in sorted(found)] if untaken <= covered else None
 
 
-def _capped(before: str) -> bool:
-    """The words right before an amount make it an upper bound ('no more than', 'under', 'limit is')."""
+_NEGATED = re.compile(r"(?:\b(?:no|not|never)|n't)(?:\s+\w+)?\s*$", re.I)
+_MONEY_WORDS = re.compile(r"\$|\b(?:dollars?|USD|bucks|cost\w*|price\w*|fare|spend\w*|budget|pay|afford|limit)\b", re.I)
+
+
+def _capped(before: str, amount: str) -> bool:
+    """The words right before an amount make it an upper bound on money ('no more than $2500', 'a cost under $1200',
+    'spending limit is 7000'); never a negated lower bound ('no less than', 'not below') or a count ('up to 4 guests')."""
     clause = before[-40:].rsplit(",", 1)[-1]
     leads = list(_UPPER_LIMIT.finditer(clause))
-    return bool(leads) and not clause[leads[-1].end():].split()
+    if not leads or clause[leads[-1].end():].split() or _NEGATED.search(clause[:leads[-1].start()]):
+        return False
+    return bool(_MONEY_WORDS.search(amount) or _MONEY_WORDS.search(clause))
 
 
 def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, world: set[str] | None = None,
