@@ -322,7 +322,7 @@ def synthesize_resumable(seeds: Sequence[Task], ctx: SynthesisContext, db_path: 
             on_result(tally.result(time.perf_counter() - start))
 
     run_samples(seeds, ctx, db_path, on_result=admit, on_event=on_event, keep_checkpoints=keep_checkpoints,
-                stop=stop, known=tally.dedupe.kept_tasks(), **hooks)
+                stop=stop, known=tally.dedupe.preloaded_tasks(), **hooks)
     return tally.result(time.perf_counter() - start)
 
 

@@ -47,8 +47,8 @@ class Siblings:
     def __init__(self, known: Iterable[Task] = ()) -> None:
         self._found: dict[tuple[str, Any], list[dict]] = {}
         for task in known:
-            if task.scenario is not None:
-                self._append(("scenario", task.scenario), task)
+            if task.scenario is not None:  # a published variant is a sibling of its scenario's lane
+                self._append(lane_key(task), task)
 
     def before(self, seed: Task) -> list[dict]:
         """The siblings of a sample of ``seed`` that starts now."""

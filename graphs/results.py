@@ -188,7 +188,7 @@ class Deduper:
             self._kept.append((fingerprint(task), task.initial_config))
             self._preloaded.append(task)
 
-    def kept_tasks(self) -> list[Task]:
+    def preloaded_tasks(self) -> list[Task]:
         """The tasks pre-loaded with :meth:`keep` (published before): the first siblings of a run's samples."""
         return list(self._preloaded)
 

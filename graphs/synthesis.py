@@ -180,25 +180,22 @@ def load_seeds(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> dic
     return {"wave": 0, "seeds": [t.to_bfcl() for t in load_tasks("train", ids=ids)] if ids else []}
 
 
-def _lanes_of(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> list[list[tuple[Task, int]]]:
-    n = int(state.get("variants_per_seed") or context_of(runtime).variants_per_seed)
-    samples = [(task, v) for task in (Task.from_bfcl(e) for e in state.get("seeds", [])) for v in range(n)]
-    return lanes(samples, lambda sample: sample[0])
-
-
 def fan_out(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> list[Send]:
     """One ``Send`` per lane (:mod:`graphs.lanes`): the lane's sample of this wave, with its siblings (the lane's
     samples accepted in earlier waves). ``[]`` once every lane is done."""
     wave = int(state.get("wave") or 0)
-    seeds = {Task.from_bfcl(e).id: Task.from_bfcl(e) for e in state.get("seeds", [])}
-    index = _seed_index(state.get("seeds", []))
+    n = int(state.get("variants_per_seed") or context_of(runtime).variants_per_seed)
+    seeds = [Task.from_bfcl(e) for e in state.get("seeds", [])]  # parsed once per wave
+    by_id = {task.id: task for task in seeds}
+    index = {task.id: i for i, task in enumerate(seeds)}
     siblings = Siblings()
     for r in sorted(state.get("results") or [], key=lambda r: issue_key(r, index)):
-        if r.get("seed_id") in seeds:
-            siblings.add(seeds[r["seed_id"]], r)
+        if r.get("seed_id") in by_id:
+            siblings.add(by_id[r["seed_id"]], r)
+    samples = [(task, v) for task in seeds for v in range(n)]
     return [Send("synthesize_sample", SynthesizeSample(sample_id=sample_id(task.id, v), seed=task.model_dump(),
                                                        variant=v, siblings=siblings.before(task)))
-            for lane in _lanes_of(state, runtime) if wave < len(lane) for task, v in [lane[wave]]]
+            for lane in lanes(samples, lambda sample: sample[0]) if wave < len(lane) for task, v in [lane[wave]]]
 
 
 def next_wave(state: SynthesisState) -> dict:

@@ -362,15 +362,17 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
     missing = [x for x in sentences if x and not keeps_specifics(text, _unquote_said(x, earlier, text))]
     cues = [p for name in methods for p in lexicon().methods.get(name, ((), None))[0]]
     lower, taken, said = values.lower(), _numbers(values), text.lower()
-    missing = [again if (again := _restated_only(x, text, taken, earlier)) is not None else x for x in missing]
-    said_again = [x for x in missing if isinstance(x, list)]
-    missing = [x for x in missing if not isinstance(x, list)]
-    if said_again and not missing:
-        out = f"{as_sentence(text)} {' '.join(s for group in said_again for s in group)}"
-        return out if keeps_specifics(out, _unquote_said(span, earlier, out)) else None
-    if not missing or any(p.search(x) for x in missing for p in cues):
-        return None
+    kept: list[str] = []  # sentences that follow the new words as they are
+    again: list[str] = []  # numbers no call takes said on their own, for a sentence holding nothing else beyond them
     for x in missing:
+        restated = _restated_only(x, text, taken, earlier)
+        if restated is None:
+            kept.append(x)
+        else:
+            again += restated
+    if not (kept or again) or any(p.search(x) for x in kept for p in cues):
+        return None
+    for x in kept:
         quoted = [m.group(0)[1:-1].strip().lower() for m in _QUOTED.finditer(x)]
         if any(len(q) >= 3 and q in said for q in quoted):
             return None  # it restates what the new words say: part of their request, said twice ("..., description
@@ -378,8 +380,7 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
         if (untaken_limit(x, _numbers(x) - _numbers(text) - taken)
                 or any(q and q not in lower and q not in (world or ()) for q in quoted)):
             return None
-    again = " ".join(s for group in said_again for s in group)
-    out = f"{as_sentence(text)} {' '.join(as_sentence(x) for x in missing)}" + (f" {again}" if again else "")
+    out = " ".join([as_sentence(text), *(as_sentence(x) for x in kept), *again])
     return out if keeps_specifics(out, _unquote_said(span, earlier, out)) else None
 
 
