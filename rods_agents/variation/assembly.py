@@ -30,6 +30,7 @@ from rods_agents.variation.saying import (
     times_named,
     with_specifics,
 )
+from rods_agents.variation.templates import detached_template, left_to_template, template_sentence
 from rods_agents.variation.turn_bank import (
     Donor,
     Slot,
@@ -311,18 +312,50 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
     referencing turn keeps its cue sentence ('Should any tire fall below 40 PSI, ...') and gets new words for
     the rest, and a turn with one call no donor asks for keeps only that call's sentence."""
     units = _units(carried, base_info, g, methods, target)
-    if units is None or len(units) < 2:
+    if units is None:
         return None
     locked = _locked(carried, base_info, g, units)
-    if locked is None or len(locked) == len(units):
+    if locked is None:
+        return None
+    n = len(methods)
+    templated = {k: cut for k in locked if (cut := detached_template(carried[units[k][2]:units[k][3]], target,
+                                                                    units[k][0], units[k][1])) is not None}
+    if len(units) - len(locked) + len(templated) < 1 or (len(units) < 2 and not templated):
         return None
     pieces: list[tuple[int, int] | str] = []  # a carried span, or a donor's words
     donors: list[Donor] = []
+
+    def word(a: int, b: int, span: str, sub: tuple[Slot, ...]) -> tuple[str, list[Donor]] | None:
+        """Words for calls ``a:b`` in place of ``span``: one donor, else (several calls) a sentence per call."""
+        pool = [d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
+                if d.task_id not in used and d.text not in {x.text for x in donors}]
+        phrases = phrasebook_donors(seed, turn, a, methods[a:b], sub, segment_signature(), used,
+                                    {x.text for x in donors}, span, earlier, aliases=aliases)
+        one = find_wording(ordered_donors(pool, seed, turn, a, b, rng, slot), sub, world, allowed, values, span, slot,
+                           phrases, True, key=f"{seed.scenario}|{turn}|{a}|{b}")
+        found = None if one is None else (one[0], [one[1]])  # (words, their donors)
+        if found is None and b - a > 1:  # several calls no donor asks for together: a sentence per call
+            found = _segments(seed, base_info, turn, g, methods[a:b], sub, world, allowed, values,
+                              used | {x.task_id for x in donors}, rng, slot, span, segment_signature(), earlier,
+                              single_only=True, aliases=aliases)
+        if found is not None and drops_request(span, found[0], methods, a, b):
+            return None
+        return found
+
     k = 0
     while k < len(units):
-        a, _, lo, hi = units[k]
+        a, b, lo, hi = units[k]
         if k in locked:
-            pieces.append((lo, hi))
+            found = None
+            if k in templated:  # the template's clause keeps its words; the request before it is re-worded
+                cut, key = templated[k]
+                sub = left_to_template(_rebased(target, a, b, whole=(a, b) == (0, n)), key)
+                found = word(a, b, carried[lo:lo + cut], sub)
+            if found is None:
+                pieces.append((lo, hi))
+            else:
+                pieces += [as_sentence(found[0]), template_sentence(carried[lo + cut:hi], f"{seed.scenario}|{turn}|{slot}")]
+                donors.extend(found[1])
             k += 1
             continue
         last = k  # a run of units asking for consecutive calls, in order
@@ -330,20 +363,7 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
             last += 1
         found = None
         for m in range(last, k - 1, -1):
-            b = units[m][1]
-            pool = [d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
-                    if d.task_id not in used and d.text not in {x.text for x in donors}]
-            phrases = phrasebook_donors(seed, turn, a, methods[a:b], _rebased(target, a, b), segment_signature(), used,
-                                         {x.text for x in donors}, carried[lo:units[m][3]], earlier, aliases=aliases)
-            one = find_wording(ordered_donors(pool, seed, turn, a, b, rng, slot), _rebased(target, a, b), world, allowed, values,
-                        carried[lo:units[m][3]], slot, phrases, True, key=f"{seed.scenario}|{turn}|{a}|{b}")
-            found = None if one is None else (one[0], [one[1]])  # (words, their donors)
-            if found is None and b - a > 1:  # several calls no donor asks for together: a sentence per call
-                found = _segments(seed, base_info, turn, g, methods[a:b], _rebased(target, a, b), world, allowed, values,
-                                  used | {x.task_id for x in donors}, rng, slot, carried[lo:units[m][3]],
-                                  segment_signature(), earlier, single_only=True, aliases=aliases)
-            if found is not None and drops_request(carried[lo:units[m][3]], found[0], methods, a, b):
-                found = None
+            found = word(a, units[m][1], carried[lo:units[m][3]], _rebased(target, a, units[m][1]))
             if found is not None:
                 break
         if found is None:

@@ -160,7 +160,8 @@ def _alias(value: Any, span: str, aliases: dict[str, str] | None) -> str | None:
 
 def lookup_names(trace: Trace, config: dict[str, Any] | None = None) -> dict[str, str]:
     """Value -> the name the ground truth looked it up by: one-argument lookups (``get_user_id(user='Bob')`` gives
-    USR002) whose result is one string, and the state's name maps (MessageAPI's ``user_map``: Michael -> USR006). A
+    USR002) whose result is one string, and the state's name maps (MessageAPI's ``user_map``: Michael -> USR006;
+    ``config`` is best the loaded state, whose defaults name Bob where the task's config lists no users). A
     turn naming Bob for the id read from that result or the state ('delete what you sent Bob', 'update Michael')
     writes Bob where the id goes, so finding the id stays the assistant's."""
     kinds = set(knowledge.skill_classes().get("kinds", {}).get("lookup", ()))

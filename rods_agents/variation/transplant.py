@@ -431,7 +431,8 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     base_state_ok = _state_ok(variant, trace, sources, set(candidates))
     measured = (base_sources, base_mismatch, base_state_ok, set(candidates))  # what a re-worded turn must keep
     world = world_strings(variant, trace)
-    aliases = lookup_names(trace, variant.initial_config)
+    # the loaded states, defaults included: MessageAPI's user map names Bob even where the config lists no users
+    aliases = lookup_names(trace, {cls: public_state(variant, cls) for cls in variant.involved_classes})
     gt_text = " ".join(c for calls in variant.ground_truth for c in calls)
     turns = [list(t) for t in variant.turns]
     seed_turns = {t: next((m.content for m in turn if m.role == "user"), "") for t, turn in enumerate(turns)}
