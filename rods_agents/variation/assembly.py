@@ -17,6 +17,7 @@ from typing import Any
 from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import lexicon
+from rods_agents.variation.condition_clauses import conditioned_calls, with_condition
 from rods_agents.variation.cues import cue_spans, picks_something, stray_cues, stray_picks, turn_picks
 from rods_agents.variation.donor_search import find_wording, hidden_said, ordered_donors, phrasebook_donors
 from rods_agents.variation.phrasebook import context_sentences
@@ -32,6 +33,7 @@ from rods_agents.variation.saying import (
 )
 from rods_agents.variation.templates import detached_template, left_to_template, template_sentence
 from rods_agents.variation.turn_bank import (
+    SENTENCE_END,
     Donor,
     Slot,
     call_positions,
@@ -293,13 +295,16 @@ def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]
     return out
 
 
-def drops_request(span: str, words: str, methods: tuple[str, ...], a: int, b: int) -> bool:
+def drops_request(span: str, words: str, methods: tuple[str, ...], a: int, b: int,
+                  asked_elsewhere: frozenset[str] = frozenset()) -> bool:
     """True when ``span``, replaced by ``words`` that ask for ``methods[a:b]``, holds lexicon words of another call
     of the turn that ``words`` lacks: the replacement would drop a request ('fill the tank with 40 more liters'
     asks for the fill as well as the liters-to-gallons conversion whose value it states; re-worded as the
-    conversion alone, nobody asks for the fill, though 'Round the fill amount' later keeps the fill explicit)."""
+    conversion alone, nobody asks for the fill, though 'Round the fill amount' later keeps the fill explicit).
+    ``asked_elsewhere``: calls a kept sentence right after ``span`` asks for ('... without a pit stop for gas. Should
+    the range fall short, top off the tank'), whose words ``span`` may drop."""
     lex = lexicon().methods
-    others = {methods[i] for i in range(len(methods)) if not a <= i < b} - set(methods[a:b])
+    others = {methods[i] for i in range(len(methods)) if not a <= i < b} - set(methods[a:b]) - asked_elsewhere
     return any(p.search(span) and not p.search(words) for name in others for p in lex.get(name, ((), None))[0])
 
 
@@ -320,25 +325,34 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
     n = len(methods)
     templated = {k: cut for k in locked if (cut := detached_template(carried[units[k][2]:units[k][3]], target,
                                                                     units[k][0], units[k][1])) is not None}
-    if len(units) - len(locked) + len(templated) < 1 or (len(units) < 2 and not templated):
-        return None
+    cuttable = set(templated) | {k for k in locked if conditioned_calls(carried[units[k][2]:units[k][3]], methods,
+                                                                        units[k][0], units[k][1]) is not None}
+    if len(units) - len(locked) + len(cuttable) < 1 or (len(units) < 2 and not cuttable):
+        return None  # nothing to re-word: every unit keeps its cue sentence whole
     pieces: list[tuple[int, int] | str] = []  # a carried span, or a donor's words
     donors: list[Donor] = []
 
-    def word(a: int, b: int, span: str, sub: tuple[Slot, ...]) -> tuple[str, list[Donor]] | None:
-        """Words for calls ``a:b`` in place of ``span``: one donor, else (several calls) a sentence per call."""
-        pool = [d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
-                if d.task_id not in used and d.text not in {x.text for x in donors}]
+    def word(a: int, b: int, span: str, sub: tuple[Slot, ...], elsewhere: frozenset[str] = frozenset(),
+             phrasebook_only: bool = False) -> tuple[str, list[Donor]] | None:
+        """Words for calls ``a:b`` in place of ``span``: one donor, else (several calls) a sentence per call.
+        ``elsewhere``: calls that kept words right after ``span`` ask for, which ``span`` may name in passing.
+        ``phrasebook_only``: one phrasebook sentence, no human turn (one going on after a kept condition brings its
+        own premise: 'Should any tire fall below 40 PSI, the tire pressure seems worrying, kindly find ...')."""
+        pool = [] if phrasebook_only else [
+            d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
+            if d.task_id not in used and d.text not in {x.text for x in donors}]
         phrases = phrasebook_donors(seed, turn, a, methods[a:b], sub, segment_signature(), used,
                                     {x.text for x in donors}, span, earlier, aliases=aliases)
         one = find_wording(ordered_donors(pool, seed, turn, a, b, rng, slot), sub, world, allowed, values, span, slot,
                            phrases, True, key=f"{seed.scenario}|{turn}|{a}|{b}")
         found = None if one is None else (one[0], [one[1]])  # (words, their donors)
-        if found is None and b - a > 1:  # several calls no donor asks for together: a sentence per call
+        if found is None and b - a > 1 and not phrasebook_only:  # several calls no donor asks for together: a
+            # sentence per call (never after a kept condition: the calls after its first sentence would read as
+            # unconditional)
             found = _segments(seed, base_info, turn, g, methods[a:b], sub, world, allowed, values,
                               used | {x.task_id for x in donors}, rng, slot, span, segment_signature(), earlier,
                               single_only=True, aliases=aliases)
-        if found is not None and drops_request(span, found[0], methods, a, b):
+        if found is not None and drops_request(span, found[0], methods, a, b, elsewhere):
             return None
         return found
 
@@ -351,11 +365,20 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
                 cut, key = templated[k]
                 sub = left_to_template(_rebased(target, a, b, whole=(a, b) == (0, n)), key)
                 found = word(a, b, carried[lo:lo + cut], sub)
-            if found is None:
-                pieces.append((lo, hi))
-            else:
+            if found is not None:
                 pieces += [as_sentence(found[0]), template_sentence(carried[lo + cut:hi], f"{seed.scenario}|{turn}|{slot}")]
                 donors.extend(found[1])
+            elif (cond := conditioned_calls(carried[lo:hi], methods, a, b)) is not None and \
+                    (rest := word(cond[3], b, carried[lo + cond[1]:lo + cond[2]], _rebased(target, cond[3], b),
+                                  phrasebook_only=True)) is not None and len(SENTENCE_END.split(rest[0].strip())) == 1:
+                # the condition keeps its words; the request it governs, and the one before it, get new ones
+                c0, c1, end, j = (lo + cond[0], lo + cond[1], lo + cond[2], cond[3])
+                head = word(a, j, carried[lo:c0], _rebased(target, a, j), frozenset(methods[j:b])) if j > a else None
+                pieces += [as_sentence(head[0]) if head else (lo, c0),
+                           with_condition(carried[c0:c1], as_sentence(rest[0])), (end, hi)]
+                donors.extend([*(head[1] if head else []), *rest[1]])
+            else:
+                pieces.append((lo, hi))
             k += 1
             continue
         last = k  # a run of units asking for consecutive calls, in order

@@ -1,9 +1,11 @@
-"""A text the user dictates as a template keeps its words; the request around it gets new ones.
+"""A clause that decides the ground truth keeps its words; the request around it gets new ones.
 
 What a user of the synthesized data relies on: 'forward this info to my cousin Bob via text, in the format 'The
 distance from A to B is xxx km.'' is re-worded without losing the template, how to fill it, who gets it, or that
-the assistant must build the text (rods_agents.variation.templates). Before, the whole sentence kept the seed's
-words, and no variant of scenarios 62 and 75 was new enough to keep.
+the assistant must build the text (rods_agents.variation.templates); 'Should the range fall short, go ahead and top
+off the fuel tank with 30 gallons' keeps its condition and the call it governs in one sentence
+(rods_agents.variation.condition_clauses). Before, such sentences kept the seed's words whole, and no variant of
+scenarios 62, 75 and 94 was new enough to keep.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from rods_agents.analysis.information_structure import information_structure
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.analysis.value_sources import classify_arguments
 from rods_agents.variation.phrasebook import phrase_donors
+from rods_agents.variation.condition_clauses import conditioned_calls, leading_condition, with_condition
 from rods_agents.variation.templates import detached_template, fills_template, left_to_template, template_sentence
 from rods_agents.variation.turn_bank import Slot, segment_signature
 from tests.test_transplant import _variant
@@ -65,3 +68,29 @@ def test_a_request_with_a_template_gets_new_words_and_keeps_what_the_template_de
         return sorted((a.turn, a.method, a.param, a.source) for a in classify_arguments(task, trace_task(task)))
 
     assert sources(variant) == sources(seed)
+
+
+def test_a_condition_opening_its_sentence_is_cut_from_the_request_it_governs():
+    text = ("Check the stats for me, would you? Should the range fall short, go ahead and top off the fuel tank with 30 "
+            "gallons to ensure we're in the clear.")
+    methods = ("estimate_drive_feasibility_by_mileage", "fillFuelTank")
+    c0, c1, end, first = conditioned_calls(text, methods, 0, 2)
+    assert text[c0:c1].strip() == "Should the range fall short," and end == len(text) and first == 1
+    assert with_condition(text[c0:c1], "Add 30 gallons of fuel.") == "Should the range fall short, add 30 gallons of fuel."
+    assert with_condition(text[c0:c1], "I'd like 30 gallons.") == "Should the range fall short, I'd like 30 gallons."
+    # politeness is no condition, and a sentence only asking whether something holds has no clause to keep
+    assert leading_condition("If you need, my user_id is 'USR002'. Send it.") is None
+    assert leading_condition("Please verify if my car can make it, then fill the tank.") is None
+    # the words before the condition ask for the conditioned call too: new words after it would ask twice
+    assert conditioned_calls("Fill up the fuel tank. If it is low, fill the fuel tank with 30 gallons.",
+                             ("fillFuelTank",), 0, 1) is None
+
+
+def test_a_conditioned_request_gets_new_words_and_the_condition_still_governs_it():
+    seed, variant, _, _ = _variant("multi_turn_base_94")
+    seed_text, text = seed.turns[0][0].content, variant.turns[0][0].content
+    assert "go ahead and top off the fuel tank" in seed_text and "go ahead and top off" not in text
+    sentence = next(s for s in text.split(". ") if s.startswith("Should the range fall short, "))
+    assert "gallons" in sentence  # the fill is asked for in the conditioned sentence itself
+    mine, theirs = information_structure(variant), information_structure(bfcl_task(seed.id))
+    assert [len(t.conditions) for t in mine.turns] == [len(t.conditions) for t in theirs.turns]
