@@ -16,8 +16,8 @@ from envs.task import bfcl_task
 from rods_agents.analysis.information_structure import information_structure
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.analysis.value_sources import classify_arguments
-from rods_agents.variation.phrasebook import phrase_donors
 from rods_agents.variation.condition_clauses import conditioned_calls, leading_condition, with_condition
+from rods_agents.variation.phrasebook import phrase_donors
 from rods_agents.variation.templates import detached_template, fills_template, left_to_template, template_sentence
 from rods_agents.variation.turn_bank import Slot, segment_signature
 from tests.test_transplant import _variant
