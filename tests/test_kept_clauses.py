@@ -16,7 +16,7 @@ from envs.task import bfcl_task
 from rods_agents.analysis.information_structure import information_structure
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.analysis.value_sources import classify_arguments
-from rods_agents.variation.condition_clauses import conditioned_calls, leading_condition, with_condition
+from rods_agents.variation.condition_clauses import condition_cut, leading_condition, trailing_condition
 from rods_agents.variation.phrasebook import phrase_donors
 from rods_agents.variation.templates import detached_template, fills_template, left_to_template, template_sentence
 from rods_agents.variation.turn_bank import Slot, segment_signature
@@ -74,16 +74,30 @@ def test_a_condition_opening_its_sentence_is_cut_from_the_request_it_governs():
     text = ("Check the stats for me, would you? Should the range fall short, go ahead and top off the fuel tank with 30 "
             "gallons to ensure we're in the clear.")
     methods = ("estimate_drive_feasibility_by_mileage", "fillFuelTank")
-    c0, c1, end, first = conditioned_calls(text, methods, 0, 2)
-    assert text[c0:c1].strip() == "Should the range fall short," and end == len(text) and first == 1
-    assert with_condition(text[c0:c1], "Add 30 gallons of fuel.") == "Should the range fall short, add 30 gallons of fuel."
-    assert with_condition(text[c0:c1], "I'd like 30 gallons.") == "Should the range fall short, I'd like 30 gallons."
+    cut = condition_cut(text, methods, 0, 2)
+    assert text[slice(*cut.clause)].strip() == "Should the range fall short," and cut.first == 1 and cut.leading
+    assert text[slice(*cut.head)] == "Check the stats for me, would you?"  # the words asking for the first call
+    assert text[slice(*cut.request)].startswith("go ahead and top off") and cut.tail == (len(text), len(text))
+    assert cut.joined(text, "Add 30 gallons of fuel.") == "Should the range fall short, add 30 gallons of fuel."
+    assert cut.joined(text, "I'd like 30 gallons.") == "Should the range fall short, I'd like 30 gallons."
     # politeness is no condition, and a sentence only asking whether something holds has no clause to keep
     assert leading_condition("If you need, my user_id is 'USR002'. Send it.") is None
     assert leading_condition("Please verify if my car can make it, then fill the tank.") is None
     # the words before the condition ask for the conditioned call too: new words after it would ask twice
-    assert conditioned_calls("Fill up the fuel tank. If it is low, fill the fuel tank with 30 gallons.",
-                             ("fillFuelTank",), 0, 1) is None
+    assert condition_cut("Fill up the fuel tank. If it is low, fill the fuel tank with 30 gallons.",
+                         ("fillFuelTank",), 0, 1) is None
+
+
+def test_a_condition_closing_its_sentence_stays_after_the_new_words():
+    text = ("Moreover, could you set up the GPS to guide me directly to the nearest shop if my tires aren't up to the "
+            "mark, so I'm not wandering off course?")
+    cut = condition_cut(text, ("set_navigation",), 0, 1)
+    assert not cut.leading and text[slice(*cut.clause)].startswith("if my tires aren't up to the mark")
+    assert cut.joined(text, "Please navigate to the shop.") == ("Please navigate to the shop if my tires aren't up to "
+                                                                "the mark, so I'm not wandering off course.")
+    assert cut.joined(text, "Take me to the shop, please.").startswith("Take me to the shop if my tires")
+    assert cut.joined(text, "Could you route me to the shop?").endswith("off course?")
+    assert trailing_condition("Let me know if you need anything.") is None  # politeness again
 
 
 def test_a_conditioned_request_gets_new_words_and_the_condition_still_governs_it():

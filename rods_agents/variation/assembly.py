@@ -17,7 +17,7 @@ from typing import Any
 from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import lexicon
-from rods_agents.variation.condition_clauses import conditioned_calls, with_condition
+from rods_agents.variation.condition_clauses import condition_cut
 from rods_agents.variation.cues import cue_spans, picks_something, stray_cues, stray_picks, turn_picks
 from rods_agents.variation.donor_search import find_wording, hidden_said, ordered_donors, phrasebook_donors
 from rods_agents.variation.phrasebook import context_sentences
@@ -295,6 +295,11 @@ def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]
     return out
 
 
+def _is_condition_cue(words: str) -> bool:
+    """Words the lexicon reads as a condition (the clause a condition cut keeps)."""
+    return any(p.search(words) for p in lexicon().conditions)
+
+
 def drops_request(span: str, words: str, methods: tuple[str, ...], a: int, b: int,
                   asked_elsewhere: frozenset[str] = frozenset()) -> bool:
     """True when ``span``, replaced by ``words`` that ask for ``methods[a:b]``, holds lexicon words of another call
@@ -325,8 +330,8 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
     n = len(methods)
     templated = {k: cut for k in locked if (cut := detached_template(carried[units[k][2]:units[k][3]], target,
                                                                     units[k][0], units[k][1])) is not None}
-    cuttable = set(templated) | {k for k in locked if conditioned_calls(carried[units[k][2]:units[k][3]], methods,
-                                                                        units[k][0], units[k][1]) is not None}
+    cuttable = set(templated) | {k for k in locked if condition_cut(carried[units[k][2]:units[k][3]], methods,
+                                                                    units[k][0], units[k][1]) is not None}
     if len(units) - len(locked) + len(cuttable) < 1 or (len(units) < 2 and not cuttable):
         return None  # nothing to re-word: every unit keeps its cue sentence whole
     pieces: list[tuple[int, int] | str] = []  # a carried span, or a donor's words
@@ -356,6 +361,15 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
             return None
         return found
 
+    info = base_info.turns[g]
+    cued = [*cue_spans(carried)] + [(at, at + len(c.strip())) for c in [x.cue for x in [*info.references, *info.transformations]]
+                                    if c.strip() and (at := carried.lower().find(c.lower().strip())) >= 0]
+
+    def uncued(start: int, stop: int) -> bool:
+        """No reference or transformation cue in ``carried[start:stop]``: new words there lose nothing a cue says
+        ('withdraw that order if it hasn't gone through' keeps 'that order' only in the seed's words)."""
+        return not any(x < stop and start < y for x, y in cued if not _is_condition_cue(carried[x:y]))
+
     k = 0
     while k < len(units):
         a, b, lo, hi = units[k]
@@ -368,14 +382,16 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
             if found is not None:
                 pieces += [as_sentence(found[0]), template_sentence(carried[lo + cut:hi], f"{seed.scenario}|{turn}|{slot}")]
                 donors.extend(found[1])
-            elif (cond := conditioned_calls(carried[lo:hi], methods, a, b)) is not None and \
-                    (rest := word(cond[3], b, carried[lo + cond[1]:lo + cond[2]], _rebased(target, cond[3], b),
-                                  phrasebook_only=True)) is not None and len(SENTENCE_END.split(rest[0].strip())) == 1:
+            elif (cut := condition_cut(carried[lo:hi], methods, a, b)) is not None and \
+                    uncued(lo + cut.request[0], lo + cut.request[1]) and (rest := word(
+                    cut.first, b, carried[lo + cut.request[0]:lo + cut.request[1]], _rebased(target, cut.first, b),
+                    phrasebook_only=True)) is not None and len(SENTENCE_END.split(rest[0].strip())) == 1:
                 # the condition keeps its words; the request it governs, and the one before it, get new ones
-                c0, c1, end, j = (lo + cond[0], lo + cond[1], lo + cond[2], cond[3])
-                head = word(a, j, carried[lo:c0], _rebased(target, a, j), frozenset(methods[j:b])) if j > a else None
-                pieces += [as_sentence(head[0]) if head else (lo, c0),
-                           with_condition(carried[c0:c1], as_sentence(rest[0])), (end, hi)]
+                j, h = cut.first, lo + cut.head[1]
+                head = word(a, j, carried[lo:h], _rebased(target, a, j), frozenset(methods[j:b])) \
+                    if j > a and uncued(lo, h) else None
+                pieces += [as_sentence(head[0]) if head else (lo, h),
+                           cut.joined(carried[lo:hi], as_sentence(rest[0])), (lo + cut.tail[0], hi)]
                 donors.extend([*(head[1] if head else []), *rest[1]])
             else:
                 pieces.append((lo, hi))
