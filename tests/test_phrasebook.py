@@ -797,3 +797,27 @@ def test_only_a_cap_on_money_a_cards_details_and_an_estimate_are_said_again():
     # a word inside a quoted text of its own names no hashtag; a two-letter tag is no word said ('AI' in 'said')
     assert named_as(["#Travel"], "Post 'Travel is fun' with a fitting hashtag.") is None
     assert classify_scalar("#AI", "Post what I said earlier", set(), [], [], set(), set(), [])[0] != "user"
+
+
+def test_a_withholding_sentence_may_leave_the_value_open_but_never_name_it():
+    """miss_param_121 asks for 'a sector' and says which one a turn later. A sentence saying 'a sector I have in
+    mind' leaves it open as the seed does; one naming the sector, or 'the sector', answers the question the assistant
+    must ask. Every word of the withheld parameter's name was refused, so no sentence worded the turn and the
+    phrasebook's marked phrasings ('at a price I have in mind') were never used."""
+    from rods_agents.analysis.value_sources import classify_arguments
+    from rods_agents.variation.donor_search import _describes_withheld, phrasebook_donors
+    from rods_agents.variation.turn_bank import withholding_calls
+
+    held = (_slot("sector", "Technology", "withheld"),)
+    assert not _describes_withheld("Please list the companies within a sector I have in mind.", held)
+    assert not _describes_withheld("Pull up the tickers for one particular sector.", held)
+    assert _describes_withheld("Show me the Technology sector.", held)
+    assert _describes_withheld("List the sector's stocks.", held)
+    assert _describes_withheld("Buy 5 shares at market price.", (_slot("price", 1.0, "withheld"),))
+    seed = bfcl_task("multi_turn_miss_param_121")
+    trace = trace_task(seed)
+    sources = classify_arguments(seed, trace)
+    methods, target, signature = withholding_calls(seed, trace, sources, information_structure(seed, trace, sources), 0)
+    said = [d.text for d in phrasebook_donors(seed, 0, 0, methods, target, signature, set(), set(),
+                                              seed.turns[0][0].content)]
+    assert said and not any("technology" in t.lower() for t in said)

@@ -147,9 +147,16 @@ def hidden_said(target: tuple[Slot, ...], span: str) -> tuple[Slot, ...]:
 def _describes_withheld(text: str, target: tuple[Slot, ...]) -> bool:
     """A sentence for a miss_param turn that names what the withheld value is about ('at market price' for the
     price the next turn supplies): it answers the question the assistant must ask, wrongly. Any word of the
-    withheld parameter's name counts (conservative: 'the ticket' for a withheld ticket id too)."""
+    withheld parameter's name counts (conservative: 'the ticket' for a withheld ticket id too), except after words
+    saying which one is still open ('a sector I have in mind', 'at a price I'll give you', 'one particular sector'):
+    that is how a user leaves it out."""
     words = {w for x in target if x.source == "withheld" for w in x.param.lower().split("_") if len(w) >= 3}
-    return any(re.search(rf"\b{re.escape(w)}", text, re.I) for w in words)
+    return any(not _OPEN.search(text[:m.start()]) for w in words
+               for m in re.finditer(rf"\b{re.escape(w)}", text, re.I))
+
+
+_OPEN = re.compile(r"\b(?:a|an|one|some|certain|particular|specific)\s+(?:\w+\s+)?$", re.I)
+"""Words before a noun that leave which one open ('a', 'one particular', 'a certain')."""
 
 
 def _alias(value: Any, span: str, aliases: dict[str, str] | None) -> str | None:
