@@ -93,11 +93,20 @@ def test_a_condition_closing_its_sentence_stays_after_the_new_words():
             "mark, so I'm not wandering off course?")
     cut = condition_cut(text, ("set_navigation",), 0, 1)
     assert not cut.leading and text[slice(*cut.clause)].startswith("if my tires aren't up to the mark")
-    assert cut.joined(text, "Please navigate to the shop.") == ("Please navigate to the shop if my tires aren't up to "
-                                                                "the mark, so I'm not wandering off course.")
+    assert cut.joined(text, "Please navigate to the shop.") == "Please navigate to the shop if my tires aren't up to the mark."
     assert cut.joined(text, "Take me to the shop, please.").startswith("Take me to the shop if my tires")
-    assert cut.joined(text, "Could you route me to the shop?").endswith("off course?")
+    assert cut.joined(text, "Could you route me to the shop?").endswith("up to the mark?")
+    assert cut.tail == (len(text), len(text))  # the purpose after the condition is the seed's story and goes
     assert trailing_condition("Let me know if you need anything.") is None  # politeness again
+
+
+def test_a_condition_handed_over_mid_sentence_opens_a_sentence_of_its_own():
+    text = ("Once the cost is known, please convert the estimate from USD to EUR for budgeting purposes, and if the cost "
+            "is under 2000, proceed to book the flight using card 1234 and access token abc.")
+    cut = condition_cut(text, ("compute_exchange_rate", "book_flight"), 0, 2)
+    assert cut.first == 1 and text[slice(*cut.head)].endswith("for budgeting purposes")
+    assert cut.joined(text, "Book it on card 1234 with token abc.") == ("If the cost is under 2000, book it on card 1234 "
+                                                                         "with token abc.")
 
 
 def test_a_conditioned_request_gets_new_words_and_the_condition_still_governs_it():

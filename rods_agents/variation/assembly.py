@@ -338,18 +338,23 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
     donors: list[Donor] = []
 
     def word(a: int, b: int, span: str, sub: tuple[Slot, ...], elsewhere: frozenset[str] = frozenset(),
-             phrasebook_only: bool = False) -> tuple[str, list[Donor]] | None:
+             phrasebook_only: bool = False, before: str = "") -> tuple[str, list[Donor]] | None:
         """Words for calls ``a:b`` in place of ``span``: one donor, else (several calls) a sentence per call.
         ``elsewhere``: calls that kept words right after ``span`` ask for, which ``span`` may name in passing.
         ``phrasebook_only``: one phrasebook sentence, no human turn (one going on after a kept condition brings its
-        own premise: 'Should any tire fall below 40 PSI, the tire pressure seems worrying, kindly find ...')."""
+        own premise: 'Should any tire fall below 40 PSI, the tire pressure seems worrying, kindly find ...').
+        ``before``: the turn's kept words before ``span``, which say values as an earlier turn would ('... a flight
+        from SFO on November 10th ..., and if the cost is under 2000, book it with card X')."""
+        said = f"{earlier} {before}".strip()
         pool = [] if phrasebook_only else [
             d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
             if d.task_id not in used and d.text not in {x.text for x in donors}]
         phrases = phrasebook_donors(seed, turn, a, methods[a:b], sub, segment_signature(), used,
-                                    {x.text for x in donors}, span, earlier, aliases=aliases)
+                                    {x.text for x in donors}, span, said, aliases=aliases)
+        if phrasebook_only:  # one sentence, so that a kept condition governs all of it
+            phrases = [d for d in phrases if len(SENTENCE_END.split(d.text.strip())) == 1]
         one = find_wording(ordered_donors(pool, seed, turn, a, b, rng, slot), sub, world, allowed, values, span, slot,
-                           phrases, True, key=f"{seed.scenario}|{turn}|{a}|{b}")
+                           phrases, True, key=f"{seed.scenario}|{turn}|{a}|{b}", earlier=said if before else "")
         found = None if one is None else (one[0], [one[1]])  # (words, their donors)
         if found is None and b - a > 1 and not phrasebook_only:  # several calls no donor asks for together: a
             # sentence per call (never after a kept condition: the calls after its first sentence would read as
@@ -385,7 +390,7 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
             elif (cut := condition_cut(carried[lo:hi], methods, a, b)) is not None and \
                     uncued(lo + cut.request[0], lo + cut.request[1]) and (rest := word(
                     cut.first, b, carried[lo + cut.request[0]:lo + cut.request[1]], _rebased(target, cut.first, b),
-                    phrasebook_only=True)) is not None and len(SENTENCE_END.split(rest[0].strip())) == 1:
+                    phrasebook_only=True, before=carried[:lo + cut.request[0]])) is not None:
                 # the condition keeps its words; the request it governs, and the one before it, get new ones
                 j, h = cut.first, lo + cut.head[1]
                 head = word(a, j, carried[lo:h], _rebased(target, a, j), frozenset(methods[j:b])) \

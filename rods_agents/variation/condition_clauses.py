@@ -4,8 +4,9 @@
 holds the condition ('Should the range fall short') and the request it governs. The condition decides whether the
 call is made, so its words stay the seed's; before, the whole sentence did, and the siblings of a scenario carried
 it alike (scenarios 67 and 68 had no variant new enough). Here the sentence is cut at the condition's clause
-(:func:`condition_cut`): one opening the sentence up to its comma, or one closing it ('could you set up the GPS to
-the nearest shop if my tires aren't up to the mark?'). The request is worded by one phrasebook sentence and the
+(:func:`condition_cut`): one opening the sentence up to its comma, one handed over to mid-sentence ('..., and if
+the cost is under 2000, book it'), or one closing it ('could you set up the GPS to the nearest shop if my tires
+aren't up to the mark?'; a purpose after it, ', so I'm not wandering off course', goes with the seed's words). The request is worded by one phrasebook sentence and the
 two are joined again (:meth:`ConditionCut.joined`: 'Should the range fall short, add 30 gallons of fuel to the
 tank.'). The re-measure of the whole turn checks that the condition count, every value source and the call's place
 are as they were.
@@ -22,6 +23,8 @@ _CUES = r"(?:if|should|in case|whenever|unless|provided|as long as|in the event)
 # an opening condition clause up to its comma: 'Should the range fall short, ', 'Additionally, if it falls under 40 PSI, '
 _LEAD = re.compile(r"(?:^|(?<=[.?!]))\s*(?:(?:additionally|also|and|but|so|then|otherwise),?\s+)?"
                    rf"(?P<cond>{_CUES}\b[^,.?!;]{{3,120}}),\s*", re.I)
+# one handed over mid-sentence: '..., and if the cost is under 2000, proceed to book the flight'
+_MID = re.compile(rf"\s*[,;]\s*(?:(?:and|but|then)\s+)?(?P<cond>{_CUES}\b[^,.?!;]{{3,120}}),\s*", re.I)
 # a closing one: ' if my tires aren't up to the mark, so I'm not wandering off course?'
 _TRAIL = re.compile(rf"\s(?=(?P<cond>{_CUES}\b[^.?!;]{{3,160}}[.?!]?$))", re.I)
 _SENTENCES = re.compile(r"[^.?!]+(?:[.?!]+|$)")
@@ -47,6 +50,9 @@ class ConditionCut:
         mark.'; 'Could you ...?')."""
         clause, words = text[self.clause[0]:self.clause[1]].strip(), words.strip()
         if self.leading:
+            # a clause handed over mid-sentence opens a sentence of its own: ', and if the cost is under 2000,'
+            clause = re.sub(r"^[,;]\s*(?:(?:and|but|then)\s+)?", "", clause)
+            clause = clause[:1].upper() + clause[1:]
             if not re.match(r"I\b|I'", words):
                 words = words[:1].lower() + words[1:]
             return f"{clause} {words}"
@@ -66,11 +72,12 @@ def _is_condition(text: str, at: int, end: int) -> bool:
 
 
 def leading_condition(span: str) -> tuple[int, int] | None:
-    """(start, end) of the clause in ``span`` that opens a sentence with a condition and ends at its comma, when
-    request words follow it in the same sentence; None otherwise. A sentence that only asks whether something holds
+    """(start, end) of the clause in ``span`` that opens a sentence with a condition, or is handed over to after a
+    comma ('..., and if the cost is under 2000, '), and ends at its comma, when request words follow it in the same
+    sentence; None otherwise. A sentence that only asks whether something holds
     ('verify if my car can make it') has no such clause."""
     plain = unquoted(span)
-    for m in _LEAD.finditer(plain):
+    for m in [*_LEAD.finditer(plain), *_MID.finditer(plain)]:
         if not _is_condition(plain, m.start("cond"), m.end()):
             continue
         rest = re.split(r"(?<=[.?!])\s", plain[m.end():], maxsplit=1)[0]
@@ -109,7 +116,9 @@ def condition_cut(span: str, methods: tuple[str, ...], start: int, stop: int) ->
         cut = (c0, c0), (c1, end), (c0, c1)
     elif (trail := trailing_condition(span)) is not None:
         s0, t0, end = trail
-        cut = (s0, s0), (s0, t0), (t0, end)
+        # a purpose tacked on after the condition (', so I'm not wandering off course') is the seed's story: it goes
+        purpose = re.search(r",\s*(?:so|because|since|as|to ensure|ensuring)\b", span[t0:end])
+        cut = (s0, s0), (s0, t0), (t0, t0 + purpose.start() if purpose else end)
     else:
         return None
     lex = lexicon().methods
