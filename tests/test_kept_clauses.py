@@ -117,3 +117,22 @@ def test_a_conditioned_request_gets_new_words_and_the_condition_still_governs_it
     assert "gallons" in sentence  # the fill is asked for in the conditioned sentence itself
     mine, theirs = information_structure(variant), information_structure(bfcl_task(seed.id))
     assert [len(t.conditions) for t in mine.turns] == [len(t.conditions) for t in theirs.turns]
+
+
+def test_a_condition_holding_a_quoted_value_is_found_in_its_turn():
+    """base_152's condition ('If everything is good, then please proceed to book it using ... access token
+    'secureAccessToken12345'.') is read with its quoted value blanked; looked up in the turn as written it was not
+    found, and the whole turn kept the seed's words."""
+    from rods_agents.analysis.tracing import trace_task
+    from rods_agents.variation.assembly import _locked, _units
+    from rods_agents.variation.transplant import _measure
+    from rods_agents.variation.turn_bank import explicit_calls, turn_slots
+
+    seed = bfcl_task("multi_turn_base_152")
+    trace = trace_task(seed)
+    _, info, sources = _measure(seed, trace)
+    methods, target = explicit_calls(info, 0, *turn_slots(trace, sources, 0))
+    text = seed.turns[0][0].content
+    units = _units(text, info, 0, methods, target)
+    assert "'secureAccessToken12345'" in text and info.turns[0].conditions
+    assert _locked(text, info, 0, units) is not None

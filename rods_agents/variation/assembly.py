@@ -16,7 +16,7 @@ from typing import Any
 
 from envs.task import Task
 from rods_agents.analysis import knowledge
-from rods_agents.analysis.information_structure import lexicon
+from rods_agents.analysis.information_structure import lexicon, unquoted
 from rods_agents.variation.condition_clauses import condition_cut
 from rods_agents.variation.cues import cue_spans, picks_something, stray_cues, stray_picks, turn_picks
 from rods_agents.variation.donor_search import find_wording, hidden_said, ordered_donors, phrasebook_donors
@@ -272,7 +272,7 @@ def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]
     """The units whose words hold a condition, a reference or a transformation cue: they keep the seed's
     wording (the cue decides the ground truth). None when a cue cannot be found in the text."""
     s = info.turns[g]
-    lower = text.lower()
+    lower, blanked = text.lower(), unquoted(text).lower()
     out: set[int] = set()
     explicit = [c.method for c in s.calls if c.explicit]
     for x in [*s.references, *s.transformations]:
@@ -286,6 +286,8 @@ def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]
     for cue in [c.cue for c in s.conditions] + [r.cue for r in s.references if r.cue.strip()] + [
             x.cue for x in s.transformations if x.cue.strip()]:
         at = lower.find(cue.lower().strip()) if cue.strip() else -1
+        if at < 0 and cue.strip():  # a condition's cue is read with quoted values blanked ('access token      .')
+            at = blanked.find(cue.lower().strip())
         if at < 0:
             return None
         end = at + len(cue.strip())
