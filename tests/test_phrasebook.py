@@ -821,3 +821,29 @@ def test_a_withholding_sentence_may_leave_the_value_open_but_never_name_it():
     said = [d.text for d in phrasebook_donors(seed, 0, 0, methods, target, signature, set(), set(),
                                               seed.turns[0][0].content)]
     assert said and not any("technology" in t.lower() for t in said)
+
+
+def test_new_words_point_back_where_the_seed_points_back_at_a_value_they_leave_out():
+    """long_context_27: 'Please create a new ticket with same title and description ...' leaves the title to the
+    ticket before. 'Create the ticket with the description ...' left it to nothing (read of 2026-12-05): the new
+    words must say 'the same title' too."""
+    for v in range(2):
+        seed, variant, _, _ = _variant("multi_turn_long_context_27", v)
+        assert "same title" in seed.turns[2][0].content
+        said = variant.turns[2][0].content
+        assert said != seed.turns[2][0].content and re.search(r"\bsame title\b", said)
+
+
+def test_a_human_donor_reading_its_value_from_another_result_never_fits():
+    """miss_param_59: 'could you perform a precise computation of 10 to determine the base 20 logarithm for the number
+    of line?' (a turn whose value was wc's line count) worded the logarithm of the distance (read of 2026-12-05)."""
+    from rods_agents.variation.donor_fit import value_map
+    from rods_agents.variation.turn_bank import Donor
+
+    def slots(producer: str) -> tuple[Slot, ...]:
+        return (Slot(0, "value", json.dumps(290.0), "call", False, producer), Slot(0, "base", "20", "user", False))
+
+    donor = Donor("multi_turn_base_0", 0, 0, "the base 20 logarithm for the number of line", ("logarithm",),
+                  slots("wc"), "{}", frozenset())
+    assert value_map(donor, slots("estimate_distance")) is None
+    assert value_map(donor, slots("wc")) is not None

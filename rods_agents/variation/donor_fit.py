@@ -74,6 +74,9 @@ def value_map(donor: Donor, target: tuple[Slot, ...]) -> tuple[dict[str, str], d
             return None
         if ds.recipe != ts.recipe:
             return None  # 'I think 40 gallons in total' builds another amount than 'fill it completely' (a review)
+        if ds.source == ts.source == "call" and ds.producer != ts.producer:
+            return None  # the donor's words name its own result ('the base 20 logarithm for the number of line' read
+            # from wc), not the variant's (the distance): read of 2026-12-05, miss_param_59
         if ds.source != "user":
             continue
         pairs = _pairs(dv, tv)

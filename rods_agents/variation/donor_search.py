@@ -248,6 +248,11 @@ def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...
     out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks,
                                     marked_only=marked, describing=describing)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
+    if any(_SAME.search(span) and re.search(rf"\b(?:same|identical)\s+(?:\w+\s+)?{re.escape(p.split('_')[0])}", span, re.I)
+           for p in unsaid):
+        # the seed points back at a value it leaves out ('a new ticket with same title'): the new words do too, or
+        # the value is left to nothing (read of 2026-12-05, long_context_27)
+        out = [d for d in out if _SAME.search(d.text)]
     if start == 0 and not earlier.strip() and any(x.source == "withheld" for x in own):
         # the task's first words: 'Please put it on my watchlist.' points at nothing said before (read of
         # 2026-12-03, miss_param_142); 'a company' or 'a stock' withholds which one without pointing back
@@ -274,6 +279,9 @@ def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...
         out = [replace(d, slots=target) for d in out]
     random.Random(f"{seed.scenario}|{turn}|{start}|phrasebook").shuffle(out)
     return out
+
+
+_SAME = re.compile(r"\b(?:same|identical)\b", re.I)
 
 
 def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:
