@@ -171,7 +171,8 @@ def with_identity(text: str, span: str, world: set[str]) -> str | None:
 
 def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int) -> list[str]:
     """New wordings of a miss_param supplying turn ('The specific file is notes.txt.'): the phrasebook's
-    ``supply`` sentences for the withheld ``method.param``, then its generic ones, written with the value.
+    ``supply`` sentences for the withheld ``method.param``, then its generic ones, written with the value; a city
+    that starts or ends a distance estimate takes only the sentences saying which end it is (:func:`_trip_end`).
     [] for any other turn, or a value a sentence cannot carry (a list, a long text)."""
     w = next((x.withheld for x in info.turns if x.withheld is not None and x.withheld.supplied_at == turn), None)
     if w is None:
@@ -183,7 +184,9 @@ def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int) -> list[str
     if not said_as_is(values[0], said, _numbers(said)):
         return []  # the seed's answer says it otherwise ('The company is named Zeta Corp'): the ticker would be easier
     table = supply_sentences()
-    own, generic = table.get(f"{w.method}.{w.param}", ()), table.get("*", ())
+    role = _trip_end(trace, turn, w.method, values[0])
+    own = table.get(f"{w.method}.{w.param}@{role}", ()) if role else table.get(f"{w.method}.{w.param}", ())
+    generic = () if role else table.get("*", ())
     if dictated(values[0]):  # words to be written as they are ('Another task done!') go in quotes, never bare:
         # "One more job done today!, please." reads as the user's own exclamation (read of 2026-12-03)
         own, generic = tuple(t for t in own if "'{v1}'" in t), table.get("*text", ())
@@ -191,6 +194,22 @@ def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int) -> list[str
     # the answer may say more than the value: "The report should be in the format of 'Kelly Total Score:
     # total_score'" supplies a format holding the name, which "Use Kelly for that." loses (read 7)
     return [t for t in texts if keeps_specifics(t, said)]
+
+
+def _trip_end(trace: Trace, turn: int, method: str, value: Any) -> str:
+    """'from' or 'to' when the withheld value is a city whose zip code a distance estimate of ``turn`` takes as its
+    start or its end; "" otherwise. 'The city is San Francisco.' did not say which end of the trip it is (read of
+    2026-12-05, miss_param_67 and miss_param_77); 'I'm starting from San Francisco.' does."""
+    if method != "get_zipcode_based_on_city":
+        return ""
+    recs = [r for r in trace.calls if r.turn == turn]
+    zips = {str(r.result) for r in recs if r.name == method and value in r.args.values()}
+    for r in recs:
+        if r.name == "estimate_distance":
+            for param, end in (("cityA", "from"), ("cityB", "to")):
+                if any(str(r.args.get(param)) in z for z in zips):
+                    return end
+    return ""
 
 
 def _reword_supply(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], trace: Trace,
