@@ -136,3 +136,23 @@ def test_a_condition_holding_a_quoted_value_is_found_in_its_turn():
     units = _units(text, info, 0, methods, target)
     assert "'secureAccessToken12345'" in text and info.turns[0].conditions
     assert _locked(text, info, 0, units) is not None
+
+
+def test_a_turn_of_paragraphs_is_cut_into_one_unit_per_errand():
+    """base_198's first turn is three paragraphs (price and book a flight; cancel it; tweet about it) whose words ask
+    for their calls out of order inside a paragraph ('share a tweet ... authenticate using ...'), so no unit was cut
+    and the whole turn kept the seed's words."""
+    from rods_agents.analysis.tracing import trace_task
+    from rods_agents.variation.assembly import _units
+    from rods_agents.variation.transplant import _measure
+    from rods_agents.variation.turn_bank import explicit_calls, turn_slots
+
+    seed = bfcl_task("multi_turn_base_198")
+    trace = trace_task(seed)
+    _, info, sources = _measure(seed, trace)
+    methods, target = explicit_calls(info, 0, *turn_slots(trace, sources, 0))
+    text = seed.turns[0][0].content
+    units = _units(text, info, 0, methods, target)
+    assert [(a, b) for a, b, _, _ in units] == [(0, 2), (2, 3), (3, 5)]
+    assert all("\n\n" not in text[lo:hi] for _, _, lo, hi in units)
+    assert "cancel" in text[units[1][2]:units[1][3]] and "tweet" in text[units[2][2]:units[2][3]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -252,7 +253,7 @@ def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple
     if positions is None and not info.turns[g].conditions:  # a condition's call is not told by where its words sit
         positions = call_positions(text, info, g, target, n, ordered=False)
     if positions is None:
-        return None
+        return _paragraph_units(text, info, g, methods)
     sent = [piece_of(bounds, p) for p in positions]
     runs: dict[int, list[int]] = {}
     for i, s_i in enumerate(sent):
@@ -266,6 +267,26 @@ def _units(text: str, info: Any, g: int, methods: tuple[str, ...], target: tuple
         hi = bounds[order[k + 1]] if k + 1 < len(order) else len(text)
         units.append((runs[s_i][0], runs[s_i][-1] + 1, lo, hi))
     return units
+
+
+def _paragraph_units(text: str, info: Any, g: int, methods: tuple[str, ...]) -> list[tuple[int, int, int, int]] | None:
+    """A turn written as paragraphs, one errand each (base_198: price and book a flight; cancel it; tweet about it),
+    cut into one unit per paragraph when each paragraph's words ask for the next run of calls (the lexicon's cues,
+    in any order inside the paragraph: 'share a tweet ... authenticate using ...'); None otherwise."""
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\S(?:.|\n(?!\s*\n))*", text)]
+    if len(spans) < 2:
+        return None
+    lex = lexicon().methods
+    units, k = [], 0
+    for lo, hi in spans:
+        words = unquoted(text[lo:hi])
+        start = k
+        while k < len(methods) and any(p.search(words) for p in lex.get(methods[k], ((), None))[0]):
+            k += 1
+        if k == start:
+            return None
+        units.append((start, k, lo, hi))
+    return units if k == len(methods) else None
 
 
 def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]) -> set[int] | None:
