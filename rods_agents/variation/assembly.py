@@ -12,6 +12,7 @@ import json
 import random
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -336,14 +337,56 @@ def drops_request(span: str, words: str, methods: tuple[str, ...], a: int, b: in
     return any(p.search(span) and not p.search(words) for name in others for p in lex.get(name, ((), None))[0])
 
 
+Piece = tuple[int, int] | str
+"""A carried span of the seed's turn (start, end), or new words."""
+Wording = Callable[..., "tuple[str, list[Donor]] | None"]
+"""``mixed_turn``'s words for a run of calls: (first call, stop call, span, slots, ...) -> (words, donors) or None."""
+
+
+def _templated_words(carried: str, unit: tuple[int, int, int, int], templated: tuple[int, tuple[int, str]],
+                     target: tuple[Slot, ...], n: int, word: Wording, key: str) -> tuple[list[Piece], list[Donor]] | None:
+    """A unit whose text ends with a template the user dictates: new words for the request before the template's
+    clause, which leave the text to it (:func:`rods_agents.variation.templates.left_to_template`), then the clause as
+    a sentence of its own; None when no sentence words the request."""
+    a, b, lo, hi = unit
+    cut, slot_key = templated
+    found = word(a, b, carried[lo:lo + cut], left_to_template(_rebased(target, a, b, whole=(a, b) == (0, n)), slot_key))
+    if found is None:
+        return None
+    return [as_sentence(found[0]), template_sentence(carried[lo + cut:hi], key)], found[1]
+
+
+def _conditioned_words(carried: str, unit: tuple[int, int, int, int], methods: tuple[str, ...], target: tuple[Slot, ...],
+                       word: Wording, uncued: Callable[[int, int], bool]) -> tuple[list[Piece], list[Donor]] | None:
+    """A unit holding a condition (:func:`rods_agents.variation.condition_clauses.condition_cut`): the condition's
+    clause keeps its words and governs one new phrasebook sentence for its request; the words before the conditioned
+    sentence get new ones too where they hold no cue. None when there is no cut, the request holds a reference or
+    transformation cue, or no single sentence words it."""
+    a, b, lo, hi = unit
+    cut = condition_cut(carried[lo:hi], methods, a, b)
+    if cut is None or not uncued(lo + cut.request[0], lo + cut.request[1]):
+        return None
+    j, h = cut.first, lo + cut.head[1]
+    rest = word(j, b, carried[lo + cut.request[0]:lo + cut.request[1]], _rebased(target, j, b), phrasebook_only=True,
+                before=carried[:lo + cut.request[0]])
+    if rest is None:
+        return None
+    head = word(a, j, carried[lo:h], _rebased(target, a, j), frozenset(methods[j:b])) if j > a and uncued(lo, h) else None
+    pieces: list[Piece] = [as_sentence(head[0]) if head else (lo, h), cut.joined(carried[lo:hi], as_sentence(rest[0])),
+                           (lo + cut.tail[0], hi)]
+    return pieces, [*(head[1] if head else []), *rest[1]]
+
+
 def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...],
            world: set[str], allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None,
            carried: str, earlier: str = "", aliases: dict[str, str] | None = None) -> tuple[str, list[Donor]] | None:
     """A turn no donor words whole, re-worded unit by unit (:func:`_units`): each run of units without a cue
-    from a donor asking for just those calls the same way (longest run first), the units with a condition,
-    reference or transformation cue, and those no donor fits, in the carried wording. So a conditioned or
-    referencing turn keeps its cue sentence ('Should any tire fall below 40 PSI, ...') and gets new words for
-    the rest, and a turn with one call no donor asks for keeps only that call's sentence."""
+    from a donor asking for just those calls the same way (longest run first); a unit with a cue cut where it can
+    be, its dictated template's clause (:func:`_templated_words`) or its condition's (:func:`_conditioned_words`)
+    keeping the seed's words and the request around it getting new ones; the other units with a condition,
+    reference or transformation cue, and those no donor fits, in the carried wording. So a conditioned turn keeps
+    'Should any tire fall below 40 PSI,' and gets new words for the rest, and a turn with one call no donor asks
+    for keeps only that call's sentence."""
     units = _units(carried, base_info, g, methods, target)
     if units is None:
         return None
@@ -357,7 +400,7 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
                                                                     units[k][0], units[k][1]) is not None}
     if len(units) - len(locked) + len(cuttable) < 1 or (len(units) < 2 and not cuttable):
         return None  # nothing to re-word: every unit keeps its cue sentence whole
-    pieces: list[tuple[int, int] | str] = []  # a carried span, or a donor's words
+    pieces: list[Piece] = []
     donors: list[Donor] = []
 
     def word(a: int, b: int, span: str, sub: tuple[Slot, ...], elsewhere: frozenset[str] = frozenset(),
@@ -401,28 +444,15 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
     k = 0
     while k < len(units):
         a, b, lo, hi = units[k]
-        if k in locked:
-            found = None
-            if k in templated:  # the template's clause keeps its words; the request before it is re-worded
-                cut, key = templated[k]
-                sub = left_to_template(_rebased(target, a, b, whole=(a, b) == (0, n)), key)
-                found = word(a, b, carried[lo:lo + cut], sub)
-            if found is not None:
-                pieces += [as_sentence(found[0]), template_sentence(carried[lo + cut:hi], f"{seed.scenario}|{turn}|{slot}")]
-                donors.extend(found[1])
-            elif (cut := condition_cut(carried[lo:hi], methods, a, b)) is not None and \
-                    uncued(lo + cut.request[0], lo + cut.request[1]) and (rest := word(
-                    cut.first, b, carried[lo + cut.request[0]:lo + cut.request[1]], _rebased(target, cut.first, b),
-                    phrasebook_only=True, before=carried[:lo + cut.request[0]])) is not None:
-                # the condition keeps its words; the request it governs, and the one before it, get new ones
-                j, h = cut.first, lo + cut.head[1]
-                head = word(a, j, carried[lo:h], _rebased(target, a, j), frozenset(methods[j:b])) \
-                    if j > a and uncued(lo, h) else None
-                pieces += [as_sentence(head[0]) if head else (lo, h),
-                           cut.joined(carried[lo:hi], as_sentence(rest[0])), (lo + cut.tail[0], hi)]
-                donors.extend([*(head[1] if head else []), *rest[1]])
-            else:
+        if k in locked:  # a cut keeps the clause whose words decide the ground truth and re-words the rest
+            cut_words = (_templated_words(carried, units[k], templated[k], target, n, word,
+                                          f"{seed.scenario}|{turn}|{slot}") if k in templated else None) \
+                or _conditioned_words(carried, units[k], methods, target, word, uncued)
+            if cut_words is None:
                 pieces.append((lo, hi))
+            else:
+                pieces += cut_words[0]
+                donors.extend(cut_words[1])
             k += 1
             continue
         last = k  # a run of units asking for consecutive calls, in order
@@ -442,7 +472,7 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
         k = m + 1
     if not donors:
         return None
-    merged: list[tuple[int, int] | str] = []
+    merged: list[Piece] = []
     for p in pieces:  # carried spans side by side stay one span (a condition cut at ', then' stays whole)
         if isinstance(p, tuple) and merged and isinstance(merged[-1], tuple) and merged[-1][1] == p[0]:
             merged[-1] = (merged[-1][0], p[1])
