@@ -36,11 +36,25 @@ def test_the_template_clause_is_cut_from_the_request_that_comes_before_it():
     span = ("Could you provide an estimate of the distance and forward this info to my cousin Bob via text, in the "
             "format 'The distance from Rivermist to Stonebrook is xxx km.', where xxx is replaced by the distance value")
     message = Slot(1, "message", json.dumps("The distance from Rivermist to Stonebrook is 750.0 km."), "user", False)
-    cut = detached_template(span, (message,), 0, 2)
-    assert cut == (span.index(", in the format"), (1, "message"))
+    cut = detached_template(span + ")?", (message,), 0, 2)
+    assert cut == (span.index(", in the format"), len(span) + 1, (1, "message"))  # the explanation belongs to it
     assert detached_template(span, (message,), 0, 1) is None  # not a value of the calls these words ask for
-    sentence = template_sentence(span[cut[0]:] + ")?", "62|0|0")
+    sentence = template_sentence((span + ")?")[cut[0]:cut[1]], "62|0|0")
     assert sentence.endswith("distance value.") and "format 'The distance from Rivermist" in sentence
+    assert template_sentence(span[cut[0]:], "62|0|0", "message").split(" in the format")[0] in (
+        "Write the message", "Please word the message", "Compose the message")
+
+
+def test_a_template_in_mid_sentence_leaves_the_words_after_it_to_the_request():
+    """base_17: 'Please dispatch of the report to Kelly, I need to add her contact (Kelly), in the format of 'Kelly
+    Total Score: total_score', I'd appreciate a list of all the communications I've sent until now.' The clause ends
+    with its quote; the list of sent messages after it is asked for by new words, and the template's sentence names
+    the message it shapes (scenario 17 had no variant)."""
+    seed, variant, _, _ = _variant("multi_turn_base_17")
+    text = variant.turns[2][0].content
+    assert "in the format of 'Kelly Total Score: total_score'" in text
+    assert "I'd appreciate a list of all the communications" not in text
+    assert "the message in the format" in text and text.index("Kelly") < text.index("format")
 
 
 def test_only_a_sentence_leaving_the_text_to_the_template_words_a_templated_value():

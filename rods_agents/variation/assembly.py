@@ -33,7 +33,7 @@ from rods_agents.variation.saying import (
     times_named,
     with_specifics,
 )
-from rods_agents.variation.templates import detached_template, left_to_template, template_sentence
+from rods_agents.variation.templates import NOUNS, detached_template, left_to_template, template_sentence
 from rods_agents.variation.turn_bank import (
     SENTENCE_END,
     Donor,
@@ -343,17 +343,21 @@ Wording = Callable[..., "tuple[str, list[Donor]] | None"]
 """``mixed_turn``'s words for a run of calls: (first call, stop call, span, slots, ...) -> (words, donors) or None."""
 
 
-def _templated_words(carried: str, unit: tuple[int, int, int, int], templated: tuple[int, tuple[int, str]],
-                     target: tuple[Slot, ...], n: int, word: Wording, key: str) -> tuple[list[Piece], list[Donor]] | None:
-    """A unit whose text ends with a template the user dictates: new words for the request before the template's
-    clause, which leave the text to it (:func:`rods_agents.variation.templates.left_to_template`), then the clause as
-    a sentence of its own; None when no sentence words the request."""
+def _templated_words(carried: str, unit: tuple[int, int, int, int], templated: tuple[int, int, tuple[int, str]],
+                     methods: tuple[str, ...], target: tuple[Slot, ...], word: Wording, key: str
+                     ) -> tuple[list[Piece], list[Donor]] | None:
+    """A unit holding a template the user dictates: new words for the request around the template's clause, which
+    leave the text to it (:func:`rods_agents.variation.templates.left_to_template`), then the clause as a sentence of
+    its own, naming the text where more words came after it; None when no sentence words the request."""
     a, b, lo, hi = unit
-    cut, slot_key = templated
-    found = word(a, b, carried[lo:lo + cut], left_to_template(_rebased(target, a, b, whole=(a, b) == (0, n)), slot_key))
+    start, end, slot_key = templated
+    after = carried[lo + end:hi]
+    span = carried[lo:lo + start] + after
+    found = word(a, b, span, left_to_template(_rebased(target, a, b, whole=(a, b) == (0, len(methods))), slot_key))
     if found is None:
         return None
-    return [as_sentence(found[0]), template_sentence(carried[lo + cut:hi], key)], found[1]
+    noun = NOUNS.get(methods[slot_key[0]], "") if len(after.split()) >= 3 else ""
+    return [as_sentence(found[0]), template_sentence(carried[lo + start:lo + end], key, noun)], found[1]
 
 
 def _conditioned_words(carried: str, unit: tuple[int, int, int, int], methods: tuple[str, ...], target: tuple[Slot, ...],
@@ -393,7 +397,6 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
     locked = _locked(carried, base_info, g, units)
     if locked is None:
         return None
-    n = len(methods)
     templated = {k: cut for k in locked if (cut := detached_template(carried[units[k][2]:units[k][3]], target,
                                                                     units[k][0], units[k][1])) is not None}
     cuttable = set(templated) | {k for k in locked if condition_cut(carried[units[k][2]:units[k][3]], methods,
@@ -445,7 +448,7 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
     while k < len(units):
         a, b, lo, hi = units[k]
         if k in locked:  # a cut keeps the clause whose words decide the ground truth and re-words the rest
-            cut_words = (_templated_words(carried, units[k], templated[k], target, n, word,
+            cut_words = (_templated_words(carried, units[k], templated[k], methods, target, word,
                                           f"{seed.scenario}|{turn}|{slot}") if k in templated else None) \
                 or _conditioned_words(carried, units[k], methods, target, word, uncued)
             if cut_words is None:

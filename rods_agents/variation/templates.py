@@ -27,6 +27,9 @@ _FORMAT = re.compile(r"(?:,\s*|\s+)(?:and\s+)?(?:in|using|with|following)\s+(?:t
 _PIECES = re.compile(r"(\{[^{}]*\}|<[^<>]*>|\[[^\[\]]*\]|\w+)")
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}|<[^<>]*>|\[[^\[\]]*\]|[xX]{2,}|[A-Za-z]+_\w+|number|value|amount", re.I)
 _FRAMES = ("Write it {}", "Please word it {}", "Compose it {}")
+_NAMED_FRAMES = ("Write the {} {}", "Please word the {} {}", "Compose the {} {}")  # a clause not right after its call
+_EXPLAINED = re.compile(r"(?:,?\s*where\b[^.?!]*)?")  # ', where xxx is replaced by the distance value, ...'
+NOUNS = {"send_message": "message", "post_tweet": "tweet"}  # what a template sentence away from its call names
 
 
 def fills_template(template: str, value: str) -> bool:
@@ -47,21 +50,26 @@ def fills_template(template: str, value: str) -> bool:
     return holes > 0 and re.fullmatch("".join(pattern), " ".join(value.split())) is not None
 
 
-def detached_template(span: str, target: tuple[Slot, ...], start: int, stop: int) -> tuple[int, tuple[int, str]] | None:
-    """Where ``span`` (the words asking for calls ``start:stop``) cuts before a clause giving the template of one
-    of their text values, and that slot's (index, param); None when it holds no such clause. The clause must come
-    after some request words and quote a template the value fills (:func:`fills_template`)."""
+def detached_template(span: str, target: tuple[Slot, ...], start: int, stop: int
+                      ) -> tuple[int, int, tuple[int, str]] | None:
+    """Where the clause of ``span`` (the words asking for calls ``start:stop``) giving the template of one of their
+    text values starts and ends (the quoted template, and a 'where xxx is ...' saying how to fill it), and that slot's
+    (index, param); None when it holds no such clause. The clause must come after some request words and quote a
+    template the value fills (:func:`fills_template`); words after it ask for more ('..., in the format of 'Kelly
+    Total Score: total_score', I'd appreciate a list of all the messages I've sent') and are re-worded with the rest."""
     for m in _FORMAT.finditer(span):
         if not span[:m.start()].strip():
             continue
         for q in _QUOTED.finditer(span[m.start():]):
             template = q.group(0)[1:-1]
+            end = m.start() + q.end()
+            end += len(_EXPLAINED.match(span, end).group(0))
             for x in target:
                 if not start <= x.index < stop:
                     continue
                 value = json.loads(x.value)
                 if isinstance(value, str) and value not in span and fills_template(template, value):
-                    return m.start(), (x.index, x.param)
+                    return m.start(), end, (x.index, x.param)
     return None
 
 
@@ -71,16 +79,17 @@ def left_to_template(target: tuple[Slot, ...], key: tuple[int, str]) -> tuple[Sl
     return tuple(replace(x, source="composed", recipe=TEMPLATE) if (x.index, x.param) == key else x for x in target)
 
 
-def template_sentence(clause: str, key: str) -> str:
+def template_sentence(clause: str, key: str, noun: str = "") -> str:
     """The template clause as a sentence of its own ('Write it in the format '...', where xxx is ...'), one frame
-    per sample; a question mark the cut sentence ended with becomes a full stop, and a ')' that closes nothing goes."""
+    per sample; a question mark the cut sentence ended with becomes a full stop, and a ')' that closes nothing goes.
+    ``noun``: what the text is ('message'), named where the sentence does not follow the words asking for it."""
     clause = re.sub(r"^[\s,]*(?:and\s+)?", "", clause).rstrip()
     clause = re.sub(r"\?$", ".", clause)
     if clause.count(")") > clause.count("("):  # the seed's stray ')' closing nothing ('in one decimal place)?')
         clause = re.sub(r"\)(?=[.!]?$)", "", clause)
-    frame = _FRAMES[random.Random(key).randrange(len(_FRAMES))]
-    text = frame.format(clause)
+    pick = random.Random(key).randrange(len(_FRAMES))
+    text = _NAMED_FRAMES[pick].format(noun, clause) if noun else _FRAMES[pick].format(clause)
     return text if text[-1:] in ".!" or (text[-1:] in "\"'" and text[-2:-1] in ".!") else text + "."
 
 
-__all__ = ["TEMPLATE", "detached_template", "fills_template", "left_to_template", "template_sentence"]
+__all__ = ["NOUNS", "TEMPLATE", "detached_template", "fills_template", "left_to_template", "template_sentence"]
