@@ -133,21 +133,28 @@ def test_a_conditioned_request_gets_new_words_and_the_condition_still_governs_it
     assert [len(t.conditions) for t in mine.turns] == [len(t.conditions) for t in theirs.turns]
 
 
-def test_a_condition_holding_a_quoted_value_is_found_in_its_turn():
-    """base_152's condition ('If everything is good, then please proceed to book it using ... access token
-    'secureAccessToken12345'.') is read with its quoted value blanked; looked up in the turn as written it was not
-    found, and the whole turn kept the seed's words."""
+def _first_turn_units(seed_id: str):
+    """(the seed's first user text, its information structure, the units ``mixed_turn`` cuts that turn into)."""
     from rods_agents.analysis.tracing import trace_task
-    from rods_agents.variation.assembly import _locked, _units
+    from rods_agents.variation.assembly import _units
     from rods_agents.variation.transplant import _measure
     from rods_agents.variation.turn_bank import explicit_calls, turn_slots
 
-    seed = bfcl_task("multi_turn_base_152")
+    seed = bfcl_task(seed_id)
     trace = trace_task(seed)
     _, info, sources = _measure(seed, trace)
     methods, target = explicit_calls(info, 0, *turn_slots(trace, sources, 0))
     text = seed.turns[0][0].content
-    units = _units(text, info, 0, methods, target)
+    return text, info, _units(text, info, 0, methods, target)
+
+
+def test_a_condition_holding_a_quoted_value_is_found_in_its_turn():
+    """base_152's condition ('If everything is good, then please proceed to book it using ... access token
+    'secureAccessToken12345'.') is read with its quoted value blanked; looked up in the turn as written it was not
+    found, and the whole turn kept the seed's words."""
+    from rods_agents.variation.assembly import _locked
+
+    text, info, units = _first_turn_units("multi_turn_base_152")
     assert "'secureAccessToken12345'" in text and info.turns[0].conditions
     assert _locked(text, info, 0, units) is not None
 
@@ -156,17 +163,7 @@ def test_a_turn_of_paragraphs_is_cut_into_one_unit_per_errand():
     """base_198's first turn is three paragraphs (price and book a flight; cancel it; tweet about it) whose words ask
     for their calls out of order inside a paragraph ('share a tweet ... authenticate using ...'), so no unit was cut
     and the whole turn kept the seed's words."""
-    from rods_agents.analysis.tracing import trace_task
-    from rods_agents.variation.assembly import _units
-    from rods_agents.variation.transplant import _measure
-    from rods_agents.variation.turn_bank import explicit_calls, turn_slots
-
-    seed = bfcl_task("multi_turn_base_198")
-    trace = trace_task(seed)
-    _, info, sources = _measure(seed, trace)
-    methods, target = explicit_calls(info, 0, *turn_slots(trace, sources, 0))
-    text = seed.turns[0][0].content
-    units = _units(text, info, 0, methods, target)
+    text, _, units = _first_turn_units("multi_turn_base_198")
     assert [(a, b) for a, b, _, _ in units] == [(0, 2), (2, 3), (3, 5)]
     assert all("\n\n" not in text[lo:hi] for _, _, lo, hi in units)
     assert "cancel" in text[units[1][2]:units[1][3]] and "tweet" in text[units[2][2]:units[2][3]]

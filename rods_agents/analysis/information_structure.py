@@ -242,6 +242,17 @@ def unquoted(text: str) -> str:
     return _QUOTED.sub(lambda m: " " * len(m.group(0)), text)
 
 
+def asks_for(method: str, text: str) -> bool:
+    """The lexicon reads ``text``, its quoted values blanked, as asking for ``method``."""
+    plain = unquoted(text)
+    return any(p.search(plain) for p in lexicon().methods.get(method, ((), None))[0])
+
+
+def reads_as_condition(words: str) -> bool:
+    """The lexicon reads ``words`` as a condition ('Should the range fall short', 'if any tire falls below 40')."""
+    return any(p.search(words) for p in lexicon().conditions)
+
+
 # ----------------------------------------------------------------------------- conditions
 def _conditions(turn: int, text: str, trace: Trace) -> list[Condition]:
     lex = lexicon()
@@ -598,6 +609,6 @@ def compare_structure(seed: InformationStructure, variant: InformationStructure)
     return sorted({f"{REASON}:{m.reason}" for m in structure_mismatches(seed, variant)})
 
 
-__all__ = ["CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
+__all__ = ["asks_for", "reads_as_condition", "CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
            "TurnStructure", "Withheld", "asking_text", "compare_structure", "information_structure", "lexicon",
            "structure_mismatches"]

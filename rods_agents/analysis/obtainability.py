@@ -157,11 +157,15 @@ def _state_hints(value: Any, state: dict[str, Any], noun: str) -> list[Hint]:
 
 
 def public_state(task: Task, cls: str | None) -> dict[str, Any]:
+    return public_states(task).get(cls, {}) if cls else {}
+
+
+def public_states(task: Task) -> dict[str, dict[str, Any]]:
+    """Class -> its loaded state (defaults included: MessageAPI's user map where the config lists no users), from
+    one environment for all of the task's classes."""
     env = Environment(task.involved_classes, task.initial_config, task.long_context)
-    inst = env.instances.get(cls) if cls else None
-    if inst is None:
-        return {}
-    return {k: v for k, v in vars(inst).items() if not k.startswith("_") and k != "long_context"}
+    return {cls: {k: v for k, v in vars(inst).items() if not k.startswith("_") and k != "long_context"}
+            for cls, inst in env.instances.items()}
 
 
 def state_hints(value: Any, rec: CallRecord, state: dict[str, Any], noun: str) -> list[Hint]:

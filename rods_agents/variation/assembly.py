@@ -18,8 +18,8 @@ from typing import Any
 
 from envs.task import Task
 from rods_agents.analysis import knowledge
-from rods_agents.analysis.information_structure import lexicon, unquoted
-from rods_agents.variation.condition_clauses import condition_cut
+from rods_agents.analysis.information_structure import asks_for, lexicon, reads_as_condition, unquoted
+from rods_agents.variation.condition_clauses import ConditionCut, condition_cut
 from rods_agents.variation.cues import cue_spans, picks_something, stray_cues, stray_picks, turn_picks
 from rods_agents.variation.donor_search import find_wording, hidden_said, ordered_donors, phrasebook_donors
 from rods_agents.variation.phrasebook import context_sentences
@@ -277,12 +277,10 @@ def _paragraph_units(text: str, info: Any, g: int, methods: tuple[str, ...]) -> 
     spans = [(m.start(), m.end()) for m in re.finditer(r"\S(?:.|\n(?!\s*\n))*", text)]
     if len(spans) < 2:
         return None
-    lex = lexicon().methods
     units, k = [], 0
     for lo, hi in spans:
-        words = unquoted(text[lo:hi])
         start = k
-        while k < len(methods) and any(p.search(words) for p in lex.get(methods[k], ((), None))[0]):
+        while k < len(methods) and asks_for(methods[k], text[lo:hi]):
             k += 1
         if k == start:
             return None
@@ -317,11 +315,6 @@ def _locked(text: str, info: Any, g: int, units: list[tuple[int, int, int, int]]
     for at, end in cue_spans(text):  # cue words the structure did not tie to a call stay too
         out.update(k for k, (_, _, lo, hi) in enumerate(units) if lo < end and at < hi)
     return out
-
-
-def _is_condition_cue(words: str) -> bool:
-    """Words the lexicon reads as a condition (the clause a condition cut keeps)."""
-    return any(p.search(words) for p in lexicon().conditions)
 
 
 def drops_request(span: str, words: str, methods: tuple[str, ...], a: int, b: int,
@@ -360,15 +353,15 @@ def _templated_words(carried: str, unit: tuple[int, int, int, int], templated: t
     return [as_sentence(found[0]), template_sentence(carried[lo + start:lo + end], key, noun)], found[1]
 
 
-def _conditioned_words(carried: str, unit: tuple[int, int, int, int], methods: tuple[str, ...], target: tuple[Slot, ...],
-                       word: Wording, uncued: Callable[[int, int], bool]) -> tuple[list[Piece], list[Donor]] | None:
-    """A unit holding a condition (:func:`rods_agents.variation.condition_clauses.condition_cut`): the condition's
-    clause keeps its words and governs one new phrasebook sentence for its request; the words before the conditioned
-    sentence get new ones too where they hold no cue. None when there is no cut, the request holds a reference or
+def _conditioned_words(carried: str, unit: tuple[int, int, int, int], cut: ConditionCut, methods: tuple[str, ...],
+                       target: tuple[Slot, ...], word: Wording, uncued: Callable[[int, int], bool]
+                       ) -> tuple[list[Piece], list[Donor]] | None:
+    """A unit holding a condition, cut by :func:`rods_agents.variation.condition_clauses.condition_cut`: the
+    condition's clause keeps its words and governs one new phrasebook sentence for its request; the words before the
+    conditioned sentence get new ones too where they hold no cue. None when the request holds a reference or
     transformation cue, or no single sentence words it."""
     a, b, lo, hi = unit
-    cut = condition_cut(carried[lo:hi], methods, a, b)
-    if cut is None or not uncued(lo + cut.request[0], lo + cut.request[1]):
+    if not uncued(lo + cut.request[0], lo + cut.request[1]):
         return None
     j, h = cut.first, lo + cut.head[1]
     rest = word(j, b, carried[lo + cut.request[0]:lo + cut.request[1]], _rebased(target, j, b), phrasebook_only=True,
@@ -399,8 +392,9 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
         return None
     templated = {k: cut for k in locked if (cut := detached_template(carried[units[k][2]:units[k][3]], target,
                                                                     units[k][0], units[k][1])) is not None}
-    cuttable = set(templated) | {k for k in locked if condition_cut(carried[units[k][2]:units[k][3]], methods,
-                                                                    units[k][0], units[k][1]) is not None}
+    conditioned = {k: cut for k in locked if (cut := condition_cut(carried[units[k][2]:units[k][3]], methods,
+                                                                 units[k][0], units[k][1])) is not None}
+    cuttable = templated.keys() | conditioned.keys()
     if len(units) - len(locked) + len(cuttable) < 1 or (len(units) < 2 and not cuttable):
         return None  # nothing to re-word: every unit keeps its cue sentence whole
     pieces: list[Piece] = []
@@ -442,7 +436,7 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
     def uncued(start: int, stop: int) -> bool:
         """No reference or transformation cue in ``carried[start:stop]``: new words there lose nothing a cue says
         ('withdraw that order if it hasn't gone through' keeps 'that order' only in the seed's words)."""
-        return not any(x < stop and start < y for x, y in cued if not _is_condition_cue(carried[x:y]))
+        return not any(x < stop and start < y for x, y in cued if not reads_as_condition(carried[x:y]))
 
     k = 0
     while k < len(units):
@@ -450,7 +444,8 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
         if k in locked:  # a cut keeps the clause whose words decide the ground truth and re-words the rest
             cut_words = (_templated_words(carried, units[k], templated[k], methods, target, word,
                                           f"{seed.scenario}|{turn}|{slot}") if k in templated else None) \
-                or _conditioned_words(carried, units[k], methods, target, word, uncued)
+                or (_conditioned_words(carried, units[k], conditioned[k], methods, target, word, uncued)
+                    if k in conditioned else None)
             if cut_words is None:
                 pieces.append((lo, hi))
             else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rods_agents.analysis.information_structure import lexicon, unquoted
+from rods_agents.analysis.information_structure import asks_for, lexicon, reads_as_condition, unquoted
 
 _CUES = r"(?:if|should|in case|whenever|unless|provided|as long as|in the event)"
 # an opening condition clause up to its comma: 'Should the range fall short, ', 'Additionally, if it falls under 40 PSI, '
@@ -66,7 +66,7 @@ def _is_condition(text: str, at: int, end: int) -> bool:
     if') spans its cue at ``at``."""
     lex = lexicon()
     lo = max(0, at - 40)
-    return (any(p.search(text[at:end]) for p in lex.conditions)
+    return (reads_as_condition(text[at:end])
             and not any(lo + m.start() <= at < lo + m.end() for p in lex.condition_exclusions
                         for m in p.finditer(text[lo:end])))
 
@@ -121,16 +121,11 @@ def condition_cut(span: str, methods: tuple[str, ...], start: int, stop: int) ->
         cut = (s0, s0), (s0, t0), (t0, t0 + purpose.start() if purpose else end)
     else:
         return None
-    lex = lexicon().methods
-
-    def asks(i: int, text: str) -> bool:
-        return any(p.search(unquoted(text)) for p in lex.get(methods[i], ((), None))[0])
-
     (h, _), request, clause = cut
-    asked = [i for i in range(start, stop) if asks(i, span[request[0]:request[1]])]
+    asked = [i for i in range(start, stop) if asks_for(methods[i], span[request[0]:request[1]])]
     if not asked or asked != list(range(asked[0], stop)):
         return None
-    if asked[0] == start and any(asks(i, span[:h]) for i in range(start, stop)):
+    if asked[0] == start and any(asks_for(methods[i], span[:h]) for i in range(start, stop)):
         return None
     return ConditionCut((0, h), request, clause, (end, len(span)), asked[0], lead is not None)
 

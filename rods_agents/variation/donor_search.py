@@ -248,8 +248,7 @@ def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...
     out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks,
                                     marked_only=marked, describing=describing)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
-    if any(_SAME.search(span) and re.search(rf"\b(?:same|identical)\s+(?:\w+\s+)?{re.escape(p.split('_')[0])}", span, re.I)
-           for p in unsaid):
+    if any(re.search(rf"\b(?:same|identical)\s+(?:\w+\s+)?{re.escape(p.split('_')[0])}", span, re.I) for p in unsaid):
         # the seed points back at a value it leaves out ('a new ticket with same title'): the new words do too, or
         # the value is left to nothing (read of 2026-12-05, long_context_27)
         out = [d for d in out if _SAME.search(d.text)]

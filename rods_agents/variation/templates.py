@@ -18,6 +18,7 @@ import re
 from dataclasses import replace
 
 from rods_agents.analysis.information_structure import _QUOTED
+from rods_agents.variation.saying import as_sentence
 from rods_agents.variation.turn_bank import Slot
 
 TEMPLATE = "template"  # the recipe name (prompts/bfcl/value_recipes.json) of a value filled into a dictated template
@@ -88,8 +89,7 @@ def template_sentence(clause: str, key: str, noun: str = "") -> str:
     if clause.count(")") > clause.count("("):  # the seed's stray ')' closing nothing ('in one decimal place)?')
         clause = re.sub(r"\)(?=[.!]?$)", "", clause)
     pick = random.Random(key).randrange(len(_FRAMES))
-    text = _NAMED_FRAMES[pick].format(noun, clause) if noun else _FRAMES[pick].format(clause)
-    return text if text[-1:] in ".!" or (text[-1:] in "\"'" and text[-2:-1] in ".!") else text + "."
+    return as_sentence(_NAMED_FRAMES[pick].format(noun, clause) if noun else _FRAMES[pick].format(clause))
 
 
 __all__ = ["NOUNS", "TEMPLATE", "detached_template", "fills_template", "left_to_template", "template_sentence"]

@@ -63,7 +63,7 @@ from rods_agents.analysis.information_structure import (
     withheld_value,
 )
 from rods_agents.analysis.novelty import call_values
-from rods_agents.analysis.obtainability import public_state, state_obtainable
+from rods_agents.analysis.obtainability import public_state, public_states, state_obtainable
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import _numbers, classify_arguments, user_text_upto
 from rods_agents.variation.assembly import assemble_turn, mixed_turn
@@ -451,7 +451,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     measured = (base_sources, base_mismatch, base_state_ok, set(candidates))  # what a re-worded turn must keep
     world = world_strings(variant, trace)
     # the loaded states, defaults included: MessageAPI's user map names Bob even where the config lists no users
-    aliases = lookup_names(trace, {cls: public_state(variant, cls) for cls in variant.involved_classes})
+    aliases = lookup_names(trace, public_states(variant))
     gt_text = " ".join(c for calls in variant.ground_truth for c in calls)
     turns = [list(t) for t in variant.turns]
     seed_turns = {t: next((m.content for m in turn if m.role == "user"), "") for t, turn in enumerate(turns)}
