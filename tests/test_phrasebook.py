@@ -458,6 +458,51 @@ def test_a_frame_writes_exactly_the_values_a_call_states_and_points_at_the_resul
     assert not frame_phrasings("purchase_insurance", frozenset({"insurance_type"}), {"booking_id": "get_flight_cost"})
 
 
+def test_a_phrasing_that_says_same_card_fits_only_where_the_card_and_token_were_said_before():
+    """'... with the same card and token as before.' (base_179, base_190: the seed says 'the same credit card and
+    token') points back at values an earlier turn said; where the turn says them now, or reads the card from a result,
+    or no turn said them, the words would point at nothing or leave a value unsaid."""
+    p = parse_phrasing("TravelAPI", "purchase_insurance", 0, {
+        "text": "Buy travel insurance worth ${insurance_cost} for the flight we booked, with the same card and token.",
+        "from": {"booking_id": ["book_flight"]}, "same": ["card_id", "access_token"]})
+    slots = (_slot("insurance_type", "comprehensive", "flag", True), _slot("insurance_cost", 50.0),
+             Slot(0, "booking_id", json.dumps("3426812"), "call", False, "book_flight"),
+             _slot("card_id", "card_3456"), _slot("access_token", "abc123xyz"))
+    earlier = frozenset({"card_id", "access_token", "insurance_type"})
+    assert render(p, slots, earlier) == ("Buy travel insurance worth $50 for the flight we booked, with the same card "
+                                         "and token.")
+    assert render(p, slots, frozenset({"access_token", "insurance_type"})) is None  # the card is said in this turn
+    in_state = slots[:3] + (_slot("card_id", "card_3456", "state"), slots[4])
+    assert render(p, in_state, frozenset({"access_token", "insurance_type"})) is None  # no turn said the card
+    read = slots[:3] + (Slot(0, "card_id", json.dumps("card_3456"), "call", False, "register_credit_card"), slots[4])
+    assert render(p, read, earlier) is None  # the card comes from the card just registered
+    with pytest.raises(ValueError, match="'same'"):
+        parse_phrasing("TravelAPI", "purchase_insurance", 0, {"text": "Use card {card_id} again.", "same": ["card_id"]})
+
+
+def test_a_pick_shared_by_an_implicit_price_lookup_is_written_once_in_new_words():
+    """'... among the stocks listed, the last one ... acquiring 100 shares at the prevailing market rate' (base_110
+    turn 1): the implicit get_stock_info and the order pick the same symbol by the same words, one pick; a pick
+    phrasing of the order keeps those words and reads the price from the lookup, so the turn gets new words."""
+    seed, variant = _rewritten("multi_turn_base_110")
+    after = _user(variant, 1)
+    assert containment(after, _user(seed, 1), mask=True) < 0.5, after
+    assert "the last one" in after
+    assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 1]
+
+
+def test_a_booking_that_leaves_token_route_and_class_to_earlier_turns_is_worded_without_them():
+    """'Alright, it's time to take the plunge and book that flight for December 15th. Go ahead and charge it to my
+    card ...' (base_167 turn 2): the token was given a turn before, the route and class priced in turn 0. A sentence
+    stating the token again would make the turn easier; one saying only the date and the card keeps it."""
+    seed, variant = _rewritten("multi_turn_base_167")
+    after = _user(variant, 2)
+    assert containment(after, _user(seed, 2), mask=True) < 0.5, after
+    token = re.search(r"access_token='([^']+)'", variant.ground_truth[2][0]).group(1)
+    assert "December 15th" in after and token not in after, after
+    assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 2]
+
+
 def test_two_calls_that_share_the_values_said_once_are_asked_for_in_one_framed_request():
     seed, variant = _rewritten("multi_turn_base_184")  # turn 0: 'Schedule a first class flight ... from X to Y on ...'
     after = _user(variant, 0)

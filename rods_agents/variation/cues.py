@@ -55,7 +55,10 @@ def turn_picks(info: Any, g: int, span: str, methods: tuple[str, ...]) -> dict[s
     if len(methods) != 1 or s.conditions or s.transformations or not s.references:
         return {}
     out: dict[str, str] = {}
+    own = {(r.cue, r.param) for r in s.references if r.method == methods[0]}
     for r in s.references:
+        if r.method != methods[0] and (r.cue, r.param) in own:
+            continue  # an implicit lookup of the same pick ('buy 100 shares of the last one': its price first)
         phrase = pick_phrase(r.cue, span) if r.kind in ("position", "property") and r.method == methods[0] else None
         if phrase is None or r.param in out:
             return {}

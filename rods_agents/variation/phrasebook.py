@@ -36,6 +36,9 @@ A phrasing asks for exactly one call and states exactly what the seed's turn sta
   those methods ('Cancel the booking I just made.' for ``cancel_booking.booking_id`` from ``book_flight``). Such
   a phrasing fits only a call whose value that result singles out
   (:func:`rods_agents.variation.turn_bank.singled_producer`): one booking made, not a booking history;
+- ``"same": ["param", ...]`` marks a phrasing that points back at values an earlier turn said and this one leaves
+  out ('... with the same card and token as before.'): it fits only a call whose turn leaves exactly those unsaid
+  (``unsaid`` in :func:`render`), never one where a value is said now, read from a result or said nowhere;
 - ``"composes": {"param": "recipe"}`` marks a phrasing that asks for a value the assistant builds by a named recipe
   (``prompts/bfcl/value_recipes.json``: 'Fill the tank all the way up.' for a ``fuelAmount`` that leaves the tank at
   its capacity): it fits only a call whose value was built by that recipe
@@ -103,6 +106,7 @@ class Phrasing:
     withholds: str = ""  # the parameter a miss_param turn leaves out, which the words mark as missing
     describes: tuple[tuple[str, str], ...] = ()  # (param, the free text its words describe for the assistant to compose)
     composes: tuple[tuple[str, str], ...] = ()  # (param, the named recipe its words ask the assistant to build it by)
+    same: frozenset[str] = frozenset()  # values said in an earlier turn that its words point back at ('the same card')
 
     @property
     def params(self) -> frozenset[str]:
@@ -116,11 +120,15 @@ def _option_key(value: Any) -> str:
 def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phrasing:
     """A phrasebook entry as a :class:`Phrasing` (ValueError naming the file's method on a bad entry)."""
     if isinstance(entry, str):
-        text, when, origin, pick, withholds, describes, composes = entry, {}, {}, "", "", {}, {}
+        text, when, origin, pick, withholds, describes, composes, same = entry, {}, {}, "", "", {}, {}, []
     elif isinstance(entry, dict) and isinstance(entry.get("text"), str):
         text, when, origin = entry["text"], dict(entry.get("when") or {}), dict(entry.get("from") or {})
         pick, withholds = entry.get("pick") or "", entry.get("withholds") or ""
         describes, composes = entry.get("describes") or {}, entry.get("composes") or {}
+        same = entry.get("same") or []
+        if not isinstance(same, list) or not all(isinstance(v, str) and "{" + v not in text for v in same):
+            raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'same' lists parameters the text points back at "
+                             "without writing them")
         if not isinstance(composes, dict) or not all(isinstance(v, str) and v and "{" + k not in text
                                                      for k, v in composes.items()):
             raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'composes' maps a parameter the text leaves to the "
@@ -135,7 +143,7 @@ def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phra
             raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'withholds' names a parameter the text leaves out")
     else:
         raise ValueError(f"phrasebook {cls}.{method}[{index}]: a phrasing is a string or "
-                         "{'text', 'when', 'from', 'pick', 'withholds', 'describes', 'composes'}")
+                         "{'text', 'when', 'from', 'pick', 'withholds', 'describes', 'composes', 'same'}")
     results = []
     for param, methods in sorted(origin.items()):
         methods = [methods] if isinstance(methods, str) else methods
@@ -152,7 +160,7 @@ def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phra
             choices.append((m.group(1), tuple((k.strip(), v) for k, v in pairs)))
     return Phrasing(cls, method, index, text, tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in when.items())),
                     frozenset(fields), tuple(choices), tuple(results), pick, withholds, tuple(sorted(describes.items())),
-                    tuple(sorted(composes.items())))
+                    tuple(sorted(composes.items())), frozenset(same))
 
 
 @lru_cache(maxsize=1)
@@ -354,6 +362,8 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
         return None  # words for a value of one call of the run that the turn names otherwise, or said before
     if dict(phrasing.composes) != {p: x.recipe for p, x in own.items() if x.recipe}:
         return None  # a value built by a named recipe is asked for only by words for that recipe, and only those fit it
+    if not phrasing.same <= unsaid:
+        return None  # its words point back at a value said before that this call does not leave to an earlier turn
     held = {p for p, x in own.items() if x.source == "withheld"}
     if phrasing.withholds and phrasing.withholds not in held:
         return None  # its words mark a value missing that this call has
@@ -447,7 +457,7 @@ def check() -> list[str]:
             problems.append(f"{method}: not a method of the catalog")
             continue
         for p in phrasings:
-            for name in (p.params | {r for r, _ in p.results}) - params:
+            for name in (p.params | {r for r, _ in p.results} | p.same) - params:
                 problems.append(f"{p.cls}.{method}[{p.index}]: no parameter {name!r} ({p.text!r})")
             for name in {m for _, ms in p.results for m in ms} - catalog.keys():
                 problems.append(f"{p.cls}.{method}[{p.index}]: 'from' names {name!r}, not a method of the catalog")
