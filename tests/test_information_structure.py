@@ -80,6 +80,19 @@ def test_miss_param_withheld_value_and_where_it_is_supplied():
     assert s.turns[4].calls[0].explicit  # asked for by the withholding turn's text
 
 
+def test_a_withheld_city_is_the_lookup_the_text_leaves_out_not_its_twin():
+    """miss_param_56 turn 0 says the departure city and leaves the destination out; the next turn's two zip lookups
+    call one method. The withheld value is the second lookup's city (Rivermist), not yet said; reading the first
+    lookup's (San Francisco, said) counted the withheld value as stated and left the turn to no new words."""
+    from rods_agents.analysis.information_structure import withheld_value
+
+    task = _seed("miss_param_56")
+    trace = trace_task(task)
+    w = information_structure(task, trace).turns[0].withheld
+    assert w is not None and (w.method, w.param, w.index, w.stated_before) == ("get_zipcode_based_on_city", "city", 1, False)
+    assert withheld_value(task, trace, w) == ["Rivermist"]
+
+
 def test_miss_func_held_out_function_sits_on_the_turn_that_asks_for_it():
     s = information_structure(_seed("miss_func_0"))
     assert [(t.turn, t.held_out_function) for t in s.turns if t.held_out_function] == [(2, "sort")]

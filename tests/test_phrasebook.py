@@ -503,6 +503,19 @@ def test_a_booking_that_leaves_token_route_and_class_to_earlier_turns_is_worded_
     assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 2]
 
 
+def test_a_turn_withholding_the_city_a_lookup_turns_into_a_distance_argument_gets_new_words():
+    """miss_param_56 turn 0 ('my departure point is sunny San Francisco. Could you determine the distance ...?') leaves
+    out the destination, whose zip code the next turn's lookup gives the distance as ``cityB``: that argument is as
+    missing as the city, so a sentence for the distance from the departure alone words the turn, and the destination
+    stays unsaid until the next turn supplies it."""
+    seed, variant = _rewritten("multi_turn_miss_param_56")
+    after = _user(variant, 0)
+    assert containment(after, _user(seed, 0), mask=True) < 0.5, after
+    destination = re.search(r"get_zipcode_based_on_city\(city='([^']+)'\)", variant.ground_truth[1][1]).group(1)
+    assert destination not in after and destination in _user(variant, 1)
+    assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn in (0, 1)]
+
+
 def test_two_calls_that_share_the_values_said_once_are_asked_for_in_one_framed_request():
     seed, variant = _rewritten("multi_turn_base_184")  # turn 0: 'Schedule a first class flight ... from X to Y on ...'
     after = _user(variant, 0)

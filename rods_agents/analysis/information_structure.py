@@ -94,6 +94,8 @@ class Withheld(BaseModel):
     param: str
     supplied_at: int | None
     stated_before: bool = Field(default=False, description="The value is already said at or before the withholding turn.")
+    index: int | None = Field(default=None, description="Position of the supplying call in its turn: two lookups of "
+                              "one method (a zip code per city) withhold one city, not both.")
 
 
 class TurnStructure(BaseModel):
@@ -470,19 +472,20 @@ def withheld_of(task: Task, trace: Trace, turn: int) -> Withheld | None:
         return None
     before = "\n".join(turn_text(task, t) for t in range(nxt))
     supply = turn_text(task, nxt)
-    ranked: list[tuple[int, int, str, str]] = []
+    ranked: list[tuple[int, int, str, str, int]] = []
     for order, rec in enumerate(r for r in trace.calls if r.turn == nxt):
         for param, value in rec.args.items():
             single = rec.model_copy(update={"args": {param: value}})
             in_supply = bool(stated_values(single, supply)) or any(_value_in(x, supply) for x in _scalars(value))
             in_before = any(_value_in(x, before) for x in _scalars(value))
             rank = 0 if in_supply and not in_before else 1 if in_supply else 2 if not in_before else 3
-            ranked.append((rank, order, rec.name, param))
+            ranked.append((rank, order, rec.name, param, rec.index))
+    index = None
     if ranked:
-        _, _, method, param = min(ranked)
+        _, _, method, param, index = min(ranked)
     else:
         method, param = next(r.name for r in trace.calls if r.turn == nxt), ""
-    w = Withheld(turn=turn, method=method, param=param, supplied_at=nxt if supply.strip() else None)
+    w = Withheld(turn=turn, method=method, param=param, supplied_at=nxt if supply.strip() else None, index=index)
     said = "\n".join(turn_text(task, t) for t in range(turn + 1))
     w.stated_before = bool(param) and any(_value_in(x, said) for x in withheld_value(task, trace, w))
     return w
@@ -492,7 +495,7 @@ def withheld_value(task: Task, trace: Trace, w: Withheld) -> list[Any]:
     """The value(s) the withheld parameter takes in the supplying turn's call."""
     t = w.supplied_at if w.supplied_at is not None else w.turn + 1
     for r in trace.calls:
-        if r.turn == t and r.name == w.method and w.param in r.args:
+        if r.turn == t and r.name == w.method and w.param in r.args and w.index in (None, r.index):
             return _scalars(r.args[w.param])
     return []
 

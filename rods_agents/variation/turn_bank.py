@@ -153,17 +153,32 @@ def withholding_calls(task: Task, trace: Trace, sources: list[ArgSource], info: 
             or task.ground_truth[turn] or not _user_text(task, turn)):
         return None
     methods, slots = turn_slots(trace, sources, g)
-    slots = tuple(replace(x, source="withheld") if (methods[x.index], x.param) == (w.method, w.param) else x
-                  for x in slots)
+    slots = tuple(replace(x, source="withheld") if (methods[x.index], x.param) == (w.method, w.param)
+                  and w.index in (None, x.index) else x for x in slots)
     if not any(x.source == "withheld" for x in slots):
         return None
     from rods_agents.analysis.information_structure import _classify_calls
 
     implicit = {c.index for c in _classify_calls(trace, g, _user_text(task, turn)) if not c.explicit}
-    explicit, kept = split_calls(implicit, methods, slots)
+    explicit, kept = split_calls(implicit, methods, _fed_by_withheld(trace, g, implicit, slots))
     if not explicit or not any(x.source == "withheld" and x.index >= 0 for x in kept):
         return None
     return explicit, kept, withholding_signature(w.method, w.param)
+
+
+def _fed_by_withheld(trace: Trace, g: int, implicit: set[int], slots: tuple[Slot, ...]) -> tuple[Slot, ...]:
+    """``slots`` with an explicit call's argument marked withheld where an implicit lookup of the withheld value
+    produced it: 'my departure point is San Francisco. Could you determine the distance?' leaves out the destination
+    city, so the distance's ``cityB`` (the zip code the lookup of that city returns) is as missing as the city is, and
+    a sentence for the distance from San Francisco alone asks for the same call (miss_param_56, 85, 96)."""
+    held = {x.index for x in slots if x.source == "withheld" and x.index in implicit}
+    if not held:
+        return slots
+    records = {r.index: r for r in trace.calls if r.turn == g}
+    fed = {json.dumps(v, sort_keys=True) for i in held if i in records
+           for found in _keyed_result(records[i].result).values() for kind, v in found if kind == "scalar"}
+    return tuple(replace(x, source="withheld") if x.index not in implicit and x.source == "call" and x.value in fed
+                 else x for x in slots)
 
 
 def asked_turn(task: Task, turn: int) -> int | None:
