@@ -516,6 +516,38 @@ def test_a_turn_withholding_the_city_a_lookup_turns_into_a_distance_argument_get
     assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn in (0, 1)]
 
 
+def test_numbers_gathered_from_the_last_results_are_asked_for_as_those_numbers():
+    """'what's the total tire pressure?' after one ``check_tire_pressure`` (base_81 turn 3) and 'the average of the three
+    numerical value obtained' after three ``wc`` counts (base_15 turn 4): the list's every number is a result of one
+    method just before, so 'those numbers' points at them (``"from": {"numbers": ["*"]}``) and the turn gets new words.
+    A list whose numbers no recent result holds has no producer: its words must say where it comes from."""
+    from rods_agents.variation.turn_bank import gathered_producer
+
+    seed = bfcl_task("multi_turn_base_81")
+    trace = trace_task(seed)
+    consumer = next(p for p, r in enumerate(trace.calls) if r.turn == 3)
+    assert gathered_producer(trace, trace.calls[consumer].args["numbers"], consumer) == "check_tire_pressure"
+    assert gathered_producer(trace, [12345.5, 32.0], consumer) == ""  # 12345.5 is no result's
+    for seed_id, turn in (("multi_turn_base_81", 3), ("multi_turn_base_15", 4)):
+        seed, variant = _rewritten(seed_id)
+        after = _user(variant, turn)
+        assert containment(after, _user(seed, turn), mask=True) < 0.5, after
+        assert re.search(r"\b(?:those|them|the three values)\b", after), after
+        assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == turn]
+
+
+def test_the_first_words_of_a_task_point_back_at_nothing():
+    """base_26 turn 0 names its folder 'the temporary directory' (``cd('tmp')``, the state's only folder): 'Please
+    navigate over there for me.' or 'Go to that directory.' would open the task pointing at nothing. A pointer at a
+    value the sentence itself writes is fine ('Show me the file 'notes' in full. Forward it ...', long_context_41)."""
+    pointer = re.compile(r"\bover there\b|\b(?:that|these|those) (?:folder|directory)\b", re.I)
+    for v in (0, 1):
+        _, variant = _rewritten("multi_turn_base_26", v)
+        assert not pointer.search(_user(variant, 0)), _user(variant, 0)
+    seed, variant = _rewritten("multi_turn_long_context_41")
+    assert "'notes'" in _user(variant, 0) and containment(_user(variant, 0), _user(seed, 0), mask=True) < 0.5
+
+
 def test_two_calls_that_share_the_values_said_once_are_asked_for_in_one_framed_request():
     seed, variant = _rewritten("multi_turn_base_184")  # turn 0: 'Schedule a first class flight ... from X to Y on ...'
     after = _user(variant, 0)

@@ -24,7 +24,7 @@ from rods_agents.analysis.tracing import Trace
 from rods_agents.analysis.value_sources import _dates, _numbers, named_by_lookup
 from rods_agents.variation.cues import PICKED, brings_cues, names_other_work, said_out_of_order
 from rods_agents.variation.donor_fit import reinstantiate, value_map
-from rods_agents.variation.phrasebook import STATED, context_sentences, phrase_donors
+from rods_agents.variation.phrasebook import STATED, context_sentences, phrase_donors, spoken
 from rods_agents.variation.saying import (
     as_sentence,
     asked_as_said,
@@ -208,6 +208,9 @@ def unworded_options(methods: tuple[str, ...], own: list[Slot], span: str, earli
 _ANAPHOR = re.compile(r"\b(?:it|them)\b|\b(?:that|this|these|those|the) (?:stock|stocks|company|file|files|order|booking|"
                      r"flight|reservation|ticket|message|folder|directory|card|one)\b", re.I)
 """Words pointing back at a thing said before ('add it', 'that stock')."""
+_POINTER = re.compile(r"\b(?:it|them|over there)\b|\b(?:that|these|those) (?:stock|stocks|company|file|files|order|"
+                      r"booking|flight|reservation|ticket|message|folder|directory|card|one)\b", re.I)
+"""Words pointing back at a thing said before, short of 'this' ('this directory' is the one the user is in)."""
 _PRONOUN = re.compile(r"\b(?:it|them|they|their|that person|that user)\b"
                       r"|\b(?:that|this|these|those)(?=\s+(?:in|into|to|written|down|for|as|on|at|over|with|under)\b"
                       r"|\s*[.,?!])", re.I)
@@ -256,6 +259,14 @@ def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...
         # the task's first words: 'Please put it on my watchlist.' points at nothing said before (read of
         # 2026-12-03, miss_param_142); 'a company' or 'a stock' withholds which one without pointing back
         out = [d for d in out if not _ANAPHOR.search(d.text)]
+    elif start == 0 and not earlier.strip():
+        # nor does 'Go to that directory.' for the folder the seed calls 'the temporary directory' (base_26), though
+        # the state holds no other; a pointer at a value the sentence itself writes ('read the file 'notes' out and
+        # forward it', 'quote me ... and book it') points inside it
+        written = [w.lower() for w in (*(spoken(json.loads(x.value)) for x in own if x.source in STATED and not x.flag),
+                                       *named.values(), *picks.values()) if w]
+        out = [d for d in out if not _POINTER.search(_QUOTED.sub("''", d.text))
+               or any(w in d.text.lower() for w in written)]
     elif any(x.source == "withheld" for x in own):
         # later on, a pronoun in a sentence that leaves a value out stands for that value, which nothing before
         # names: 'Please pass along ... to them.' where the seed asked to write to 'my financial advisor' (read of

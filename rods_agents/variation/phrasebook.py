@@ -33,7 +33,9 @@ A phrasing asks for exactly one call and states exactly what the seed's turn sta
   on my flight.'): it words only a turn describing another such text, which then takes this one
   (:mod:`rods_agents.variation.free_text`), never a call whose text it does not describe;
 - ``"from": {"param": ["method", ...]}`` marks a phrasing that points at a value read from the result of one of
-  those methods ('Cancel the booking I just made.' for ``cancel_booking.booking_id`` from ``book_flight``). Such
+  those methods, ``"*"`` for any ('Cancel the booking I just made.' for ``cancel_booking.booking_id`` from ``book_flight``;
+  'I'd like those numbers averaged.' for a list of numbers the last results hold,
+  :func:`rods_agents.variation.turn_bank.gathered_producer`). Such
   a phrasing fits only a call whose value that result singles out
   (:func:`rods_agents.variation.turn_bank.singled_producer`): one booking made, not a booking history;
 - ``"same": ["param", ...]`` marks a phrasing that points back at values an earlier turn said and this one leaves
@@ -369,7 +371,7 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
         return None  # its words mark a value missing that this call has
     stated, read = _stated_and_read(own, named, picks)
     origin = dict(phrasing.results)
-    if origin.keys() != read.keys() or any(read[p] not in methods for p, methods in origin.items()):
+    if origin.keys() != read.keys() or any(read[p] not in methods and "*" not in methods for p, methods in origin.items()):
         return None  # it points at a result the call does not read, or leaves one unpointed
     when = {p for p, _ in phrasing.when}
     # every value said must be written; a value unsaid is not; an option may be worded by the sentence's own words
@@ -459,7 +461,7 @@ def check() -> list[str]:
         for p in phrasings:
             for name in (p.params | {r for r, _ in p.results} | p.same) - params:
                 problems.append(f"{p.cls}.{method}[{p.index}]: no parameter {name!r} ({p.text!r})")
-            for name in {m for _, ms in p.results for m in ms} - catalog.keys():
+            for name in {m for _, ms in p.results for m in ms} - catalog.keys() - {"*"}:
                 problems.append(f"{p.cls}.{method}[{p.index}]: 'from' names {name!r}, not a method of the catalog")
             for name, recipe in p.composes:  # a typo would leave the phrasing fitting nothing, silently
                 if name not in params or recipe not in (knowledge.value_recipes().get(f"{method}.{name}") or {}):

@@ -172,8 +172,9 @@ def _fed_by_withheld(trace: Trace, g: int, implicit: set[int], slots: tuple[Slot
     city, so the distance's ``cityB`` (the zip code the lookup of that city returns) is as missing as the city is, and
     a sentence for the distance from San Francisco alone asks for the same call (miss_param_56, 85, 96)."""
     held = {x.index for x in slots if x.source == "withheld" and x.index in implicit}
-    if not held:
-        return slots
+    values = {x.value for x in slots if x.source == "withheld"}
+    if not held or any(x.value in values for x in slots if x.index not in implicit):
+        return slots  # an explicit call takes the withheld value itself (the stock of a price lookup and an order)
     records = {r.index: r for r in trace.calls if r.turn == g}
     fed = {json.dumps(v, sort_keys=True) for i in held if i in records
            for found in _keyed_result(records[i].result).values() for kind, v in found if kind == "scalar"}
@@ -207,6 +208,8 @@ def turn_slots(trace: Trace, sources: list[ArgSource], turn: int) -> tuple[tuple
             a = src.get((r.index, param))
             producer = singled_producer(trace, a.producer, value, position[id(r)]) if a is not None and a.source == "call" \
                 else ""
+            if not producer and a is not None and a.source == "call" and isinstance(value, list):
+                producer = gathered_producer(trace, value, position[id(r)])
             recipe = recipe_of(r.name, param, r.result) if a is not None and a.source == "composed" else ""
             slots.append(Slot(r.index, param, json.dumps(value, sort_keys=True), a.source if a else "flag", flag,
                               producer, recipe))
@@ -294,6 +297,28 @@ def singled_producer(trace: Trace, producer: int | None, value: Any, consumer: i
             continue  # an order's 'id' is no second ticket: 'the ticket' points past the trading calls
         seen.update(json.dumps(v, sort_keys=True) for _, v in _keyed_result(r.result).get(keys[0], ()))
     return trace.calls[producer].name if seen == {json.dumps(value, sort_keys=True)} else ""
+
+
+def gathered_producer(trace: Trace, value: list, consumer: int) -> str:
+    """The method whose results, in the consumer's turn so far or the turn before it that made calls, hold every
+    number of a list ``value``: 'the average of the three numbers obtained' after three ``wc`` counts, 'the highest
+    tire pressure' after one ``check_tire_pressure``. A sentence pointing at 'those numbers' then points at them
+    (phrasebook ``"from": {"numbers": ["*"]}``); "" where an item is no such result's or two methods gave them (the
+    seed's words must say which)."""
+    if len(value) < 2 or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+        return ""
+    turn = trace.calls[consumer].turn
+    earlier = [r.turn for r in trace.calls[:consumer] if r.turn < turn]
+    recent = [r for r in trace.calls[:consumer] if r.turn == turn or (earlier and r.turn == max(earlier))]
+    found = [{v for vals in _keyed_result(r.result).values() for kind, v in vals
+              if isinstance(v, int | float) and not isinstance(v, bool)} for r in recent]
+    methods = set()
+    for item in value:
+        by = {r.name for r, nums in zip(recent, found, strict=True) if item in nums}
+        if not by:
+            return ""
+        methods |= by
+    return next(iter(methods)) if len(methods) == 1 else ""
 
 
 def world_strings(task: Task, trace: Trace | None = None) -> set[str]:
