@@ -228,7 +228,9 @@ def test_a_miss_param_withholding_turn_is_worded_only_by_a_turn_withholding_the_
     assert bank and all(d.task_id.startswith("multi_turn_miss_param_") for d in bank)
     for d in bank:
         held = [x for x in d.slots if x.source == "withheld"]
-        assert held and all(json.loads(d.signature)["withheld"].endswith("." + x.param) for x in held)
+        method, param = json.loads(d.signature)["withheld"].split(".")
+        # the withheld value itself, or where an implicit lookup takes it (a city's zip code), the arguments it feeds
+        assert held and all(x.param == param for x in held) or method not in d.methods, (d.task_id, held)
     # the withheld value is never carried: a donor and a target that both leave it out fit whatever the values
     donor = Donor("multi_turn_miss_param_0", 0, 3, "Show me the last lines of 'log.txt'.", ("tail",),
                   (_slot("file_name", "log.txt"), _slot("lines", 20, source="withheld")), "{}", frozenset({"log.txt"}))

@@ -281,14 +281,15 @@ def _keyed_result(result: str) -> dict[str, tuple[Any, ...]]:
 
 def singled_producer(trace: Trace, producer: int | None, value: Any, consumer: int) -> str:
     """The method of the call at trace position ``producer`` when its result singles ``value`` out for the call
-    at position ``consumer``: the value stands on its own under a key (not an item of a list), and no result
+    at position ``consumer``: the value stands on its own under a key (not an item of a list of several), and no result
     before the consumer holds another value under that key. 'Cancel the booking I just made' then points at one
     booking, whatever the state holds; after two bookings, or a booking history, it would not ("" then: the
     seed's words must say which). Only results of the producer's environment count: an order id the trading bot
     returned is no other ticket."""
     if producer is None or not 0 <= producer < consumer or isinstance(value, dict | list | bool) or value is None:
         return ""
-    keys = [k for k, found in _keyed_result(trace.calls[producer].result).items() if ("scalar", value) in found]
+    keys = [k for k, found in _keyed_result(trace.calls[producer].result).items()
+            if ("scalar", value) in found or found == (("list", value),)]  # a list of one ('travel_cost_list': [2400.0])
     if len(keys) != 1:
         return ""
     seen: set[str] = set()
