@@ -548,6 +548,22 @@ def test_the_first_words_of_a_task_point_back_at_nothing():
     assert "'notes'" in _user(variant, 0) and containment(_user(variant, 0), _user(seed, 0), mask=True) < 0.5
 
 
+def test_a_fare_from_a_result_list_of_one_is_converted_by_pointing_at_it():
+    """'Once I know the cost, I need that in pounds sterling' (base_173 turn 1): the fare comes back as
+    ``{'travel_cost_list': [2400.0]}``, a list of one, which singles it out as a scalar would; 'exchange it ...' then
+    points at it and the turn gets new words, the fare still read from the result."""
+    from rods_agents.variation.turn_bank import singled_producer
+
+    seed = bfcl_task("multi_turn_base_173")
+    trace = trace_task(seed)
+    consumer = next(p for p, r in enumerate(trace.calls) if r.name == "compute_exchange_rate")
+    assert singled_producer(trace, 0, trace.calls[consumer].args["value"], consumer) == "get_flight_cost"
+    seed, variant = _rewritten("multi_turn_base_173")
+    after = _user(variant, 1)
+    assert containment(after, _user(seed, 1), mask=True) < 0.5, after
+    assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 1]
+
+
 def test_two_calls_that_share_the_values_said_once_are_asked_for_in_one_framed_request():
     seed, variant = _rewritten("multi_turn_base_184")  # turn 0: 'Schedule a first class flight ... from X to Y on ...'
     after = _user(variant, 0)
