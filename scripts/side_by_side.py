@@ -37,6 +37,27 @@ def _cell(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
+def _leaves(obj: object, path: str = "") -> dict[str, object]:
+    """Every scalar of a config by its dotted path (lists as one value)."""
+    if isinstance(obj, dict):
+        out: dict[str, object] = {}
+        for k, v in obj.items():
+            out.update(_leaves(v, f"{path}.{k}" if path else str(k)))
+        return out
+    return {path: obj}
+
+
+def state_diff(seed: Task, variant: Task, limit: int = 12) -> str:
+    """The state the variant starts in where it differs from its seed's, as the accepted task holds it: after the
+    plan's state changes *and* the patch agent's repairs ('TradingBot.account_info.balance: 10000.0 -> 43500.0'),
+    so a reader sees the balance an order runs against, not the resampled one a patch replaced."""
+    old, new = _leaves(seed.initial_config), _leaves(variant.initial_config)
+    changed = [f"{k}: {json.dumps(old.get(k))[:60]} -> {json.dumps(new.get(k))[:60]}"
+               for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
+    more = f" (and {len(changed) - limit} more)" if len(changed) > limit else ""
+    return "; ".join(changed[:limit]) + more
+
+
 def example(variant: Task, seed: Task, index: int) -> str:
     prov = variant.provenance or {}
     lines = [f"### {index}. `{seed.id}` -> `{variant.id}`", ""]
@@ -44,6 +65,8 @@ def example(variant: Task, seed: Task, index: int) -> str:
                                         "patches", "donors") if prov.get(k)}
     if changes:
         lines += ["Changes: " + "; ".join(f"**{k}** `{json.dumps(v)[:300]}`" for k, v in changes.items()), ""]
+    if diff := state_diff(seed, variant):
+        lines += [f"State the variant starts in (changed from the seed's, patches applied): `{diff}`", ""]
     lines += ["| turn | seed | variant |", "|---|---|---|"]
     for t, (st, vt) in enumerate(zip(seed.turns, variant.turns, strict=False)):
         lines.append(f"| {t} | {_cell(_text(st))} | {_cell(_text(vt))} |")

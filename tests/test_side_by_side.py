@@ -1,0 +1,26 @@
+"""scripts/side_by_side.py: the pairs the independent reads judge show the state each variant starts in."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from pathlib import Path
+
+from envs.task import bfcl_task
+
+_SPEC = importlib.util.spec_from_file_location("side_by_side", Path(__file__).resolve().parent.parent / "scripts" / "side_by_side.py")
+side_by_side = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(side_by_side)
+
+
+def test_a_pair_shows_the_balance_the_order_runs_against_after_the_patch():
+    """Readers of 2026-12-05 judged two orders unaffordable from the plan's resampled balance, which the patch agent
+    had since raised: the pair now prints the accepted task's own starting state where it differs from the seed's."""
+    seed = bfcl_task("multi_turn_base_124")
+    config = copy.deepcopy(seed.initial_config)
+    old = config["TradingBot"]["account_info"]["balance"]
+    config["TradingBot"]["account_info"]["balance"] = 43500.0
+    variant = seed.model_copy(update={"id": seed.id + "__rods_test", "initial_config": config})
+    text = side_by_side.example(variant, seed, 1)
+    assert f"TradingBot.account_info.balance: {old} -> 43500.0" in text
+    assert "State the variant starts in" not in side_by_side.example(seed, seed, 1)  # nothing changed, nothing shown
