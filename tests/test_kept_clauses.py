@@ -167,3 +167,21 @@ def test_a_turn_of_paragraphs_is_cut_into_one_unit_per_errand():
     assert [(a, b) for a, b, _, _ in units] == [(0, 2), (2, 3), (3, 5)]
     assert all("\n\n" not in text[lo:hi] for _, _, lo, hi in units)
     assert "cancel" in text[units[1][2]:units[1][3]] and "tweet" in text[units[2][2]:units[2][3]]
+
+
+def test_a_sentence_naming_its_second_call_first_is_one_unit_and_its_rounding_sentence_stays():
+    """long_context_69 turn 0: 'Afterwards, fill the tank with 40 additional liters of gasoline ... Round the fill
+    amount to two decimal places.' The fill is asked for before the liters are named, so it was placed at the next
+    'fill' (the rounding sentence) and the fill's request was cut from the conversion's; now both calls are one unit,
+    the rounding sentence keeps the seed's words and the request before it gets new ones."""
+    from rods_agents.analysis.information_structure import structure_mismatches
+    from rods_agents.analysis.novelty import containment
+
+    text, info, units = _first_turn_units("multi_turn_long_context_69")
+    assert [(a, b) for a, b, _, _ in units] == [(0, 1), (1, 3)]
+    seed, variant, _, _ = _variant("multi_turn_long_context_69")
+    after = variant.turns[0][0].content
+    assert after.endswith("Round the fill amount to two decimal places.") and "40 liters" in after
+    assert containment(after, text, mask=True) < 0.5, after
+    mine, theirs = information_structure(variant), information_structure(bfcl_task(seed.id))
+    assert not [m for m in structure_mismatches(theirs, mine) if m.turn == 0]

@@ -374,6 +374,46 @@ def _conditioned_words(carried: str, unit: tuple[int, int, int, int], cut: Condi
     return pieces, [*(head[1] if head else []), *rest[1]]
 
 
+def transformation_sentence(carried: str, unit: tuple[int, int, int, int], info: Any) -> int | None:
+    """Where the last sentence of a unit starts when that sentence alone holds the unit's transformation cues and
+    the unit holds no condition or reference: 'Afterwards, fill the tank with 40 additional liters of gasoline.
+    Round the fill amount to two decimal places.' keeps its second sentence, which says how the value is built, and
+    the first can get new words. None for any other unit (a cue inside the request sentence, a one-sentence unit)."""
+    _, _, lo, hi = unit
+    text = carried[lo:hi]
+    ends = [m.end() for m in SENTENCE_END.finditer(text.rstrip())]
+    if not ends or ends[-1] >= len(text.rstrip()):
+        ends = ends[:-1]
+    if not ends:
+        return None
+    last = ends[-1]
+    lower = text.lower()
+    cues = [x.cue.strip().lower() for x in info.transformations if x.cue.strip()]
+    others = [c.cue for c in info.conditions] + [r.cue for r in info.references if r.cue.strip()]
+    if not cues or any(o.strip() and o.strip().lower() in lower for o in others) or cue_spans(text[:last]):
+        return None
+    at = [lower.find(c) for c in cues]
+    if any(p < 0 for p in at) and not all(p < 0 for p in at):
+        return None
+    return last if any(p >= last for p in at) and not any(0 <= p < last for p in at) else None
+
+
+def _transformed_words(carried: str, unit: tuple[int, int, int, int], start: int, methods: tuple[str, ...],
+                       target: tuple[Slot, ...], word: Wording) -> tuple[list[Piece], list[Donor]] | None:
+    """A unit whose last sentence says how a value is built (:func:`transformation_sentence`): new words for the
+    request before it, that sentence kept as it is; None when no wording asks for the unit's calls."""
+    a, b, lo, hi = unit
+    kept = carried[lo + start:hi]
+    elsewhere = frozenset(m for m in methods[a:b] if asks_for(m, kept))
+    # the kept sentence says how a composed value is built: the new words need not ('add 40 liters' + 'Round the
+    # fill amount to two decimal places.'), so such a value is no pick the words must make
+    sub = tuple(replace(x, sole=True) if x.source == "composed" else x for x in _rebased(target, a, b))
+    found = word(a, b, carried[lo:lo + start], sub, elsewhere)
+    if found is None:
+        return None
+    return [as_sentence(found[0]), (lo + start, hi)], found[1]
+
+
 def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...],
            world: set[str], allowed: set[float], values: str, used: set[str], rng: Any, slot: int | None,
            carried: str, earlier: str = "", aliases: dict[str, str] | None = None) -> tuple[str, list[Donor]] | None:
@@ -394,7 +434,9 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
                                                                     units[k][0], units[k][1])) is not None}
     conditioned = {k: cut for k in locked if (cut := condition_cut(carried[units[k][2]:units[k][3]], methods,
                                                                  units[k][0], units[k][1])) is not None}
-    cuttable = templated.keys() | conditioned.keys()
+    transformed = {k: at for k in locked - templated.keys() - conditioned.keys()
+                   if (at := transformation_sentence(carried, units[k], base_info.turns[g])) is not None}
+    cuttable = templated.keys() | conditioned.keys() | transformed.keys()
     if len(units) - len(locked) + len(cuttable) < 1 or (len(units) < 2 and not cuttable):
         return None  # nothing to re-word: every unit keeps its cue sentence whole
     pieces: list[Piece] = []
@@ -445,7 +487,9 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
             cut_words = (_templated_words(carried, units[k], templated[k], methods, target, word,
                                           f"{seed.scenario}|{turn}|{slot}") if k in templated else None) \
                 or (_conditioned_words(carried, units[k], conditioned[k], methods, target, word, uncued)
-                    if k in conditioned else None)
+                    if k in conditioned else None) \
+                or (_transformed_words(carried, units[k], transformed[k], methods, target, word)
+                    if k in transformed else None)
             if cut_words is None:
                 pieces.append((lo, hi))
             else:

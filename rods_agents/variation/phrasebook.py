@@ -492,6 +492,14 @@ _PICK_STANDIN = "that entry I keep coming back to in my "
 stock listed in my watchlist'), with no cue of its own."""
 
 
+def _params(method: str) -> frozenset[str]:
+    """The parameter names of a catalog method (none for one the catalog lacks)."""
+    from rods_agents.analysis.catalog import build_catalog
+
+    catalog = build_catalog()
+    return frozenset(p.name for p in catalog.spec(method).params) if method in catalog.methods else frozenset()
+
+
 def lint(phrasing: Phrasing) -> list[str]:
     """Why a phrasing would change a turn's structure: no cue of its method in the lexicon (the call would
     read as left to the assistant), or words the structure reads as a condition, reference or
@@ -504,7 +512,10 @@ def lint(phrasing: Phrasing) -> list[str]:
                       else m.group(1).upper(), phrasing.text)
     out = []
     for method in phrasing.method.split("+"):
-        if method in lex.methods and not any(p.search(text) for p in lex.methods[method][0]):
+        # a method the lexicon reads as asked for by its value ('fill the tank with 40 liters' asks for the
+        # liters-to-gallons conversion by stating 40 liters) is asked for where the sentence writes that value
+        by_value = method in lex.methods and lex.methods[method][1] and phrasing.fields & _params(method)
+        if method in lex.methods and not by_value and not any(p.search(text) for p in lex.methods[method][0]):
             out.append(f"no lexicon cue for {method} (the call would read as implicit)")
     if any(p.search(text) for p in lex.conditions) and not any(p.search(text) for p in lex.condition_exclusions):
         out.append("reads as one of the conditions")

@@ -383,7 +383,7 @@ def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[S
     sentence a condition governs: callers use it only for turns without one (:func:`rods_agents.variation.assembly._units`)."""
     explicit = [c for c in info.turns[g].calls if c.explicit]
     lower, out, start = text.lower(), [], 0
-    bounds = piece_bounds(text) if not ordered else []
+    bounds = piece_bounds(text)
     for i in range(n):
         words = [explicit[i].cue] if i < len(explicit) and explicit[i].cue else []
         words += [str(json.loads(x.value)) for x in slots if x.index == i and x.source == "user"
@@ -395,6 +395,14 @@ def call_positions(text: str, info: InformationStructure, g: int, slots: tuple[S
             every = [m.start() for w in words if w for m in re.finditer(re.escape(w.lower()), lower)]
             if len({piece_of(bounds, p) for p in every}) > 1:
                 return None
+        elif out:
+            # a sentence may name its second call first ('fill the tank with 40 additional liters': the liters are
+            # converted, then the tank filled): the call sits in the previous call's piece where its words occur there,
+            # not at the next mention ('Round the fill amount ...', the sentence after)
+            piece = piece_of(bounds, out[-1])
+            lo, hi = bounds[piece], bounds[piece + 1] if piece + 1 < len(bounds) else len(text)
+            if any(w and lower.find(w.lower(), lo, hi) >= 0 for w in words):
+                found = [out[-1]]
         out.append(min(found))
         start = out[-1] + 1 if ordered else 0
     return out
