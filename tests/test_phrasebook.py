@@ -962,3 +962,15 @@ def test_a_supplied_city_says_which_end_of_the_trip_it_is():
     assert "from San Francisco" in seed.turns[1][0].content
     said = variant.turns[1][0].content
     assert "San Francisco" in said and re.search(r"\b(starting|starts|leaving) (from|in)\b", said)
+
+
+def test_every_withholding_phrasing_can_word_a_turn():
+    """A phrasing marked ``withholds`` that names the withheld value ('in my usual class', 'the cabin class I prefer')
+    is refused by the filter for sentences describing the value (``_describes_withheld``): it was dead data (the two
+    book_flight ones, and miss_param_177 kept its seed's words in every sample). Each must leave the value open in
+    words ('in a specific class I usually take')."""
+    from rods_agents.variation.donor_search import _describes_withheld
+
+    dead = [p.text for ps in phrasebook().values() for p in ps if p.withholds and _describes_withheld(
+        re.sub(r"\{[^}]*\}", "Zed", p.text), (Slot(0, p.withholds, '"x"', "withheld", False),))]
+    assert not dead, dead
