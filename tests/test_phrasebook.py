@@ -974,3 +974,14 @@ def test_every_withholding_phrasing_can_word_a_turn():
     dead = [p.text for ps in phrasebook().values() for p in ps if p.withholds and _describes_withheld(
         re.sub(r"\{[^}]*\}", "Zed", p.text), (Slot(0, p.withholds, '"x"', "withheld", False),))]
     assert not dead, dead
+
+
+def test_a_shop_lookup_and_the_route_to_it_and_a_grep_of_the_listed_file_get_new_words():
+    """'kindly pinpoint the nearest tire shop for me and set navigation.' (base_94 turn 1, two calls, the route read
+    from the lookup) and 'let's pinpoint every mention of 'update' in this script.' (base_33 turn 2, the file read from
+    the listing) had no sentence pointing at those results, so every sample kept the seed's words."""
+    for seed_id, turn in (("multi_turn_base_94", 1), ("multi_turn_base_33", 2)):
+        seed, variant = _rewritten(seed_id)
+        after = _user(variant, turn)
+        assert containment(after, _user(seed, turn), mask=True) < 0.5, after
+        assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == turn]
