@@ -985,3 +985,14 @@ def test_a_shop_lookup_and_the_route_to_it_and_a_grep_of_the_listed_file_get_new
         after = _user(variant, turn)
         assert containment(after, _user(seed, turn), mask=True) < 0.5, after
         assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == turn]
+
+
+def test_a_booking_withholding_its_destination_leaves_a_token_said_before_unsaid():
+    """miss_param_160 turn 1 leaves the destination out and the token to an earlier turn: every sentence withholding
+    the destination stated the token again (says more than the seed's turn), so the turn kept the seed's words."""
+    seed, variant = _rewritten("multi_turn_miss_param_160")
+    after = _user(variant, 1)
+    assert containment(after, _user(seed, 1), mask=True) < 0.5, after
+    token = re.search(r"access_token='([^']+)'", variant.ground_truth[2][0]).group(1)
+    assert token not in after
+    assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn in (1, 2)]
