@@ -968,7 +968,7 @@ def test_every_withholding_phrasing_can_word_a_turn():
     """A phrasing marked ``withholds`` that names the withheld value ('in my usual class', 'the cabin class I prefer')
     is refused by the filter for sentences describing the value (``_describes_withheld``): it was dead data (the two
     book_flight ones, and miss_param_177 kept its seed's words in every sample). Each must leave the value open in
-    words ('in a specific class I usually take')."""
+    words ('in a specific class')."""
     from rods_agents.variation.donor_search import _describes_withheld
 
     dead = [p.text for ps in phrasebook().values() for p in ps if p.withholds and _describes_withheld(

@@ -113,3 +113,25 @@ def test_a_fare_the_text_quotes_stays_the_fare_of_the_flight_it_books():
     fixed = variant.model_copy(deep=True)
     fixed.turns = [[Message(role=m.role, content=m.content.replace("4700", "4000")) for m in turn] for turn in variant.turns]
     assert stale_fare(fixed, seed) == []
+
+
+def test_a_booking_capped_by_the_user_is_never_priced_over_the_cap():
+    """miss_param_160 books JFK -> LAX in business class 'costing no more that $2500' (fare 2280); its ground truth
+    never prices the flight, so no result shows a flip. A plan that reverses the route and flies first class (fare
+    6000) books what the user ruled out (read of 2026-12-05): the verdict names the fare and the cap; the seed and a
+    variant still under the cap are clean."""
+    from rods_agents.analysis.faithfulness import fare_over_cap
+
+    seed = bfcl_task("multi_turn_miss_param_160")
+    assert fare_over_cap(seed, seed) == []
+
+    def flown(frm: str, to: str, cls: str):
+        variant = seed.model_copy(deep=True)
+        variant.ground_truth = [[c.replace("travel_from='JFK'", f"travel_from='{frm}'").replace(
+            "travel_to='LAX'", f"travel_to='{to}'").replace("travel_class='business'", f"travel_class='{cls}'")
+            for c in calls] for calls in seed.ground_truth]
+        return variant
+
+    reasons = fare_over_cap(flown("LAX", "JFK", "first"), seed)
+    assert reasons and "fare=6000" in reasons[0] and "cap=2500" in reasons[0]
+    assert fare_over_cap(flown("LAX", "JFK", "economy"), seed) == []  # 600 x 1 x 2 = 1200, under the cap

@@ -15,6 +15,8 @@ classes (issue 13):
 - ``old_digits_left``: an id renamed with its old digits left in the state ('card_4455' -> 'card_7781' with
   the card number still ending in 4455);
 - ``stale_fare``: the text quotes the seed's fare for a flight whose route, date or class the plan changed;
+- ``fare_over_cap``: the text caps a booking ('costing no more than $2500') that the seed books under its cap, and the
+  plan's route, date or class prices the variant's booking over it: the ground truth books what the user ruled out;
 - ``round_made_odd``: a round number the user states in the seed ('$10,000', 'last 20 lines') replaced by
   an odd one ('$9,267');
 - ``dictated_cut``: a text the seed's user dictates word for word (a message, a tweet) that the variant's words
@@ -34,7 +36,7 @@ from typing import Any
 from envs.executor import Environment, to_call_string
 from envs.task import Task
 from rods_agents.analysis import knowledge
-from rods_agents.analysis.tracing import Trace
+from rods_agents.analysis.tracing import Trace, stated_limits
 from rods_agents.analysis.value_sources import ArgSource, _numbers, said_in, user_text_upto
 from rods_agents.analysis.variant_quality import _bound, parsed_ground_truth
 
@@ -210,6 +212,22 @@ def stale_fare(task: Task, seed: Task) -> list[str]:
     return out[:3]
 
 
+def fare_over_cap(task: Task, seed: Task) -> list[str]:
+    """A booking the user caps ('I'll take care of booking your flight ... costing no more that $2500') whose fare the
+    plan's route or class put over the cap, where the seed's booking stays under its own: the seed's ground truth books
+    without pricing the flight, so no result number shows the flip (:func:`rods_agents.analysis.tracing.limit_flips`),
+    and the variant books a $6000 first-class seat after 'I can't go above $2500 on it' (read of 2026-12-05,
+    miss_param_160). The caps said up to the booking's turn pair up with the seed's by position."""
+    mine, theirs = _fares(task), _fares(seed)
+    out: list[str] = []
+    for (t, call, fare), (st, _, seed_fare) in zip(mine, theirs, strict=False):
+        caps = [x for _, x in stated_limits([_text(task, i) for i in range(t + 1)])]
+        seed_caps = [x for _, x in stated_limits([_text(seed, i) for i in range(st + 1)])]
+        out += [f"unfaithful:fare_over_cap turn={t} call={call[:80]} fare={fare:g} cap={cap:g}"
+                for cap, seed_cap in zip(caps, seed_caps, strict=False) if seed_fare <= seed_cap and fare > cap]
+    return out[:3]
+
+
 # ----------------------------------------------------------------------------- tickers
 @lru_cache(maxsize=2)
 def known_symbols(long_context: bool) -> frozenset[str]:
@@ -331,10 +349,11 @@ def faithfulness_problems(task: Task, seed: Task, trace: Trace, sources: list[Ar
                           seed_sources: list[ArgSource], renames: dict[str, str] | None = None) -> list[str]:
     """Every located ``unfaithful:<kind>`` reason of ``task`` against ``seed`` (see the module docstring)."""
     return (old_choice_words(task, seed) + fill_not_full(task, seed) + knife_edge_balance(task, seed, trace)
-            + stale_fare(task, seed)
+            + stale_fare(task, seed) + fare_over_cap(task, seed)
             + unknown_symbols(task, seed) + old_digits_left(task, renames or {})
             + round_made_odd(task, seed, sources, seed_sources) + dictated_cut(task, seed))
 
 
 __all__ = ["DICTATED_WORDS", "KNIFE_EDGE", "choice_words", "dictated_cut", "faithfulness_problems", "fill_not_full", "is_round", "knife_edge_balance",
-           "known_symbols", "old_choice_words", "old_digits_left", "round_made_odd", "says", "stale_fare", "unknown_symbols"]
+           "fare_over_cap", "known_symbols", "old_choice_words", "old_digits_left", "round_made_odd", "says", "stale_fare",
+           "unknown_symbols"]
