@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -217,10 +218,31 @@ _PRONOUN = re.compile(r"\b(?:it|them|they|their|that person|that user)\b"
 """Words standing for a thing ('store that in the file', 'send it to them'); 'that file' names one."""
 
 
+EmptySearch = Callable[[Task, int, tuple[str, ...], tuple[Slot, ...], str], None]
+EMPTY_SEARCHES: list[EmptySearch] = []
+"""Observers of phrasebook searches that found no sentence, called with (seed, turn, the run of calls, its slots, the
+replaced words): ``scripts/phrasebook_gaps.py`` groups them by the calls and where each value comes from, which is
+how the data a phrasebook lacks is found (none observe by default)."""
+
+
 def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
                       used: set[str], picked: set[str], span: str = "", earlier: str = "",
                       picks: dict[str, str] | None = None, aliases: dict[str, str] | None = None,
                       describing: bool = False) -> list[Donor]:
+    """:func:`_phrasebook_donors`, telling :data:`EMPTY_SEARCHES` when it finds no sentence (a describing search aside:
+    most calls have no free text to describe)."""
+    out = _phrasebook_donors(seed, turn, start, methods, target, signature, used, picked, span, earlier, picks, aliases,
+                             describing)
+    if not out and not describing:
+        for observe in EMPTY_SEARCHES:
+            observe(seed, turn, methods, target, span)
+    return out
+
+
+def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
+                       used: set[str], picked: set[str], span: str = "", earlier: str = "",
+                       picks: dict[str, str] | None = None, aliases: dict[str, str] | None = None,
+                       describing: bool = False) -> list[Donor]:
     """The phrasebook's donors for a one-call segment, or two calls a frame asks for in one request
     (:mod:`rods_agents.variation.phrasebook`), in one order per scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out.
     ``describing``: the phrasings describing a free text of their own (:func:`rods_agents.variation.transplant._adopted`)."""
@@ -306,4 +328,4 @@ def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> boo
     return all(m in catalog.methods and p in catalog.spec(m).required and f"{m}.{p}" not in in_words for m, p in held)
 
 
-__all__ = ["MAX_TRIES", "PICK", "collect_fits", "find_wording", "hidden_said", "lookup_names", "ordered_donors", "phrasebook_donors", "sibling_rank", "unworded_options", "withholds_plainly"]
+__all__ = ["EMPTY_SEARCHES", "MAX_TRIES", "PICK", "collect_fits", "find_wording", "hidden_said", "lookup_names", "ordered_donors", "phrasebook_donors", "sibling_rank", "unworded_options", "withholds_plainly"]
