@@ -3,6 +3,7 @@
 Usage::
 
     .venv/bin/python scripts/phrasebook_gaps.py runs/train400 [--seed 3] [--variants_per_seed 2] [--top 40]
+    .venv/bin/python scripts/phrasebook_gaps.py runs/mine --tasks my_seeds.jsonl   # seeds of your own environment
 
 A refused sample often keeps a seed turn because no phrasebook sentence states exactly what that turn states for its
 calls (a booking that leaves the token to an earlier turn, a price an earlier lookup read, a withheld destination).
@@ -36,11 +37,6 @@ def pattern(methods: tuple[str, ...], target: tuple[Slot, ...]) -> str:
     return "+".join(methods) + " " + json.dumps(own, sort_keys=True)
 
 
-def _scenario(task_id: str) -> str:
-    """The BFCL scenario number of a task id ('multi_turn_miss_param_160' -> '160')."""
-    return task_id.rsplit("_", 1)[-1]
-
-
 def gaps(seeds: list[Task], seed: int, variants_per_seed: int) -> dict[str, set[tuple[str, int, str]]]:
     """Pattern -> {(seed id, turn, the replaced words)} of every empty phrasebook search while synthesizing ``seeds``."""
     from graphs.synthesis import synthesize
@@ -65,6 +61,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=3, help="the run's --seed")
     ap.add_argument("--variants_per_seed", "--variants-per-seed", type=int, default=2)
     ap.add_argument("--top", type=int, default=40, help="patterns to print")
+    ap.add_argument("--tasks", type=Path, default=None, help="the seeds' BFCL JSONL file (default: BFCL's own tasks)")
     args = ap.parse_args()
     path = args.run / "rejected.jsonl"
     if not path.exists():
@@ -72,8 +69,10 @@ def main() -> None:
     ids = sorted({json.loads(line)["seed_id"] for line in path.read_text().splitlines() if line.strip()})
     if not ids:
         sys.exit(f"{path}: no refused samples")
-    found = gaps(load_tasks(ids=ids), args.seed, args.variants_per_seed)
-    scenarios = {k: {_scenario(i) for i, _, _ in v} for k, v in found.items()}
+    seeds = load_tasks("all", None, str(args.tasks) if args.tasks else None, ids)
+    scenario_of = {t.id: t.scenario for t in seeds}  # BFCL's four categories share one; a task of yours is its own
+    found = gaps(seeds, args.seed, args.variants_per_seed)
+    scenarios = {k: {scenario_of.get(i, i) for i, _, _ in v} for k, v in found.items()}
     for key in sorted(found, key=lambda k: (-len(scenarios[k]), -len(found[k]), k))[:args.top]:
         print(f"{len(scenarios[key]):3d} scenarios {len(found[key]):3d} searches  {key}")
         for sid, turn, words in sorted(found[key])[:2]:
