@@ -218,6 +218,8 @@ def fare_over_cap(task: Task, seed: Task) -> list[str]:
     without pricing the flight, so no result number shows the flip (:func:`rods_agents.analysis.tracing.limit_flips`),
     and the variant books a $6000 first-class seat after 'I can't go above $2500 on it' (read of 2026-12-05,
     miss_param_160). The caps said up to the booking's turn pair up with the seed's by position."""
+    if not stated_limits([_text(task, i) for i in range(len(task.turns))]):
+        return []  # no cap said: nothing to price (most verdicts)
     mine, theirs = _fares(task), _fares(seed)
     out: list[str] = []
     for (t, call, fare), (st, _, seed_fare) in zip(mine, theirs, strict=False):

@@ -392,10 +392,7 @@ def transformation_sentence(carried: str, unit: tuple[int, int, int, int], info:
     others = [c.cue for c in info.conditions] + [r.cue for r in info.references if r.cue.strip()]
     if not cues or any(o.strip() and o.strip().lower() in lower for o in others) or cue_spans(text[:last]):
         return None
-    at = [lower.find(c) for c in cues]
-    if any(p < 0 for p in at) and not all(p < 0 for p in at):
-        return None
-    return last if any(p >= last for p in at) and not any(0 <= p < last for p in at) else None
+    return last if all(lower.find(c) >= last for c in cues) else None  # every cue found, all in the last sentence
 
 
 def _transformed_words(carried: str, unit: tuple[int, int, int, int], start: int, methods: tuple[str, ...],
@@ -419,8 +416,9 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
            carried: str, earlier: str = "", aliases: dict[str, str] | None = None) -> tuple[str, list[Donor]] | None:
     """A turn no donor words whole, re-worded unit by unit (:func:`_units`): each run of units without a cue
     from a donor asking for just those calls the same way (longest run first); a unit with a cue cut where it can
-    be, its dictated template's clause (:func:`_templated_words`) or its condition's (:func:`_conditioned_words`)
-    keeping the seed's words and the request around it getting new ones; the other units with a condition,
+    be, its dictated template's clause (:func:`_templated_words`), its condition's (:func:`_conditioned_words`) or
+    its closing sentence saying how a value is built (:func:`_transformed_words`) keeping the seed's words and the
+    request around it getting new ones; the other units with a condition,
     reference or transformation cue, and those no donor fits, in the carried wording. So a conditioned turn keeps
     'Should any tire fall below 40 PSI,' and gets new words for the rest, and a turn with one call no donor asks
     for keeps only that call's sentence."""

@@ -206,12 +206,13 @@ def unworded_options(methods: tuple[str, ...], own: list[Slot], span: str, earli
     return frozenset(out)
 
 
-_ANAPHOR = re.compile(r"\b(?:it|them)\b|\b(?:that|this|these|those|the) (?:stock|stocks|company|file|files|order|booking|"
-                     r"flight|reservation|ticket|message|folder|directory|card|one)\b", re.I)
+_THINGS = r"(?:stock|stocks|company|file|files|order|booking|flight|reservation|ticket|message|folder|directory|card|one)"
+_ANAPHOR = re.compile(rf"\b(?:it|them)\b|\b(?:that|this|these|those|the) {_THINGS}\b", re.I)
 """Words pointing back at a thing said before ('add it', 'that stock')."""
-_POINTER = re.compile(r"\b(?:it|them|over there)\b|\b(?:that|these|those) (?:stock|stocks|company|file|files|order|"
-                      r"booking|flight|reservation|ticket|message|folder|directory|card|one)\b", re.I)
+_POINTER = re.compile(rf"\b(?:it|them|over there)\b|\b(?:that|these|those) {_THINGS}\b", re.I)
 """Words pointing back at a thing said before, short of 'this' ('this directory' is the one the user is in)."""
+_SAME = re.compile(r"\b(?:same|identical)\b", re.I)
+"""Words pointing back at a value said before ('with the same card and token')."""
 _PRONOUN = re.compile(r"\b(?:it|them|they|their|that person|that user)\b"
                       r"|\b(?:that|this|these|those)(?=\s+(?:in|into|to|written|down|for|as|on|at|over|with|under)\b"
                       r"|\s*[.,?!])", re.I)
@@ -311,9 +312,6 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
         out = [replace(d, slots=target) for d in out]
     random.Random(f"{seed.scenario}|{turn}|{start}|phrasebook").shuffle(out)
     return out
-
-
-_SAME = re.compile(r"\b(?:same|identical)\b", re.I)
 
 
 def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:

@@ -445,16 +445,8 @@ def check() -> list[str]:
 
     catalog = build_catalog().methods
     problems = []
-    def params_of(method: str) -> set[str] | None:
-        names = method.split("+")
-        specs = [catalog.get(m) for m in names]
-        if None in specs:
-            return None
-        qualified = {f"{m}.{p.name}" for m, spec in zip(names, specs, strict=True) for p in spec.params} if len(names) > 1 else set()
-        return {p.name for spec in specs for p in spec.params} | qualified
-
     for method, phrasings in phrasebook().items():
-        params = params_of(method)
+        params = _params(method)
         if params is None:
             problems.append(f"{method}: not a method of the catalog")
             continue
@@ -469,7 +461,7 @@ def check() -> list[str]:
                                     "prompts/bfcl/value_recipes.json")
             problems += [f"{p.cls}.{method}[{p.index}]: {why} ({p.text!r})" for why in lint(p)]
     for method, fs in frames().items():
-        params = params_of(method) or set()
+        params = _params(method) or set()
         for frame in fs:
             names = {k for k, _ in frame.parts} | {k for k, _ in frame.reads} | set(frame.order) | frame.needs
             problems += [f"{frame.cls}.{method} frame: no parameter {n!r}" for n in sorted(names - params)]
@@ -492,12 +484,18 @@ _PICK_STANDIN = "that entry I keep coming back to in my "
 stock listed in my watchlist'), with no cue of its own."""
 
 
-def _params(method: str) -> frozenset[str]:
-    """The parameter names of a catalog method (none for one the catalog lacks)."""
+def _params(method: str) -> set[str] | None:
+    """The parameter names of a method, or of a run of them ('cp+mv': each name, and ``cp.destination`` for
+    each call's own); None when the catalog lacks one of them."""
     from rods_agents.analysis.catalog import build_catalog
 
-    catalog = build_catalog()
-    return frozenset(p.name for p in catalog.spec(method).params) if method in catalog.methods else frozenset()
+    catalog = build_catalog().methods
+    names = method.split("+")
+    specs = [catalog.get(m) for m in names]
+    if None in specs:
+        return None
+    qualified = {f"{m}.{p.name}" for m, spec in zip(names, specs, strict=True) for p in spec.params} if len(names) > 1 else set()
+    return {p.name for spec in specs for p in spec.params} | qualified
 
 
 def lint(phrasing: Phrasing) -> list[str]:
@@ -514,7 +512,7 @@ def lint(phrasing: Phrasing) -> list[str]:
     for method in phrasing.method.split("+"):
         # a method the lexicon reads as asked for by its value ('fill the tank with 40 liters' asks for the
         # liters-to-gallons conversion by stating 40 liters) is asked for where the sentence writes that value
-        by_value = method in lex.methods and lex.methods[method][1] and phrasing.fields & _params(method)
+        by_value = method in lex.methods and lex.methods[method][1] and phrasing.fields & (_params(method) or set())
         if method in lex.methods and not by_value and not any(p.search(text) for p in lex.methods[method][0]):
             out.append(f"no lexicon cue for {method} (the call would read as implicit)")
     if any(p.search(text) for p in lex.conditions) and not any(p.search(text) for p in lex.condition_exclusions):
