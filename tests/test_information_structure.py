@@ -162,3 +162,22 @@ def test_a_vehicle_said_to_be_secured_as_a_premise_asks_for_no_lock():
         ("lockDoors", False), ("startEngine", True)]
     lock = lexicon().methods["lockDoors"][0]
     assert any(p.search("Make sure the doors are locked, then start the engine.") for p in lock)
+
+
+def test_a_threshold_the_condition_reads_cannot_be_dropped():
+    # base_115: 'if AMZN appears promising, add it to my watchlist. By promising I mean the price is larger than 300.'
+    # Without its second sentence 'promising' decides nothing the text pins down
+    b115 = _seed("base_115")
+    assert information_structure(b115).turns[1].limits == [300.0]
+    kept = _edited(b115, t1="If 'AMZN' looks promising, meaning its price is larger than 300, put it on my watchlist.")
+    assert "information_structure:limit_dropped" not in _reasons(b115, kept)
+    dropped = _edited(b115, t1="Based on the insights gathered, if 'AMZN' appears promising, add it to my watchlist.")
+    assert "information_structure:limit_dropped" in _reasons(b115, dropped)
+
+
+def test_a_budget_the_user_sets_is_an_argument_not_a_threshold():
+    # 'let's set a budget limit of $1500' hands 1500 to set_budget_limit (miss_param_182 hands it over a turn later):
+    # saying it without 'limit of' keeps the task
+    assert information_structure(_seed("base_192")).turns[2].limits == []
+    assert all(not t.limits for t in information_structure(_seed("miss_param_182")).turns[1:3])
+    assert information_structure(_seed("base_115")).turns[1].limits  # while a bar the condition reads is one

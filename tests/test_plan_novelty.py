@@ -4,6 +4,7 @@ verdict rejects as ``novelty:digits_only``, so each case here checks the plan's 
 
 from __future__ import annotations
 
+import json
 import random
 from functools import lru_cache
 
@@ -256,3 +257,75 @@ def test_a_file_name_only_the_long_context_data_lists_is_renamed_outside_long_co
     assert all(_new_beyond_digits(seed, p) for p in plans)
     _, long_plans = _plans("multi_turn_long_context_49")
     assert not any(p.get("renames", {}).get("file3.txt") for p in long_plans)
+
+
+def test_a_stock_only_the_seeds_config_lists_becomes_one_the_environment_knows():
+    # base_115 prices Amazon, which the seed's stock table holds but no lookup of the environment names; every one
+    # of scenario 115's eight samples kept AMZN and was new only in digits. The new stock is a known one, and the
+    # condition 'promising: a price larger than 300' still holds for it
+    from rods_agents.analysis.faithfulness import known_symbols
+
+    seed, plans = _plans("multi_turn_base_115")
+    swapped = [p for p in plans if p["swaps"].get("AMZN")]
+    assert swapped, [p["swaps"] for p in plans]
+    stocks = seed.initial_config["TradingBot"]["stocks"]
+    for plan in swapped:
+        new = plan["swaps"]["AMZN"]
+        assert new in known_symbols(seed.long_context) and stocks[new]["price"] > 300
+        assert _calls(plan["ground_truth"], "add_to_watchlist")[0].kwargs["stock"] == new
+        assert _new_beyond_digits(seed, plan)
+
+
+def test_zip_codes_the_user_states_become_another_pair_and_the_tire_shop_stays_the_environments():
+    # base_92 states the zip codes itself ('Rivermist (zip 83214) to Greenway (zip 74532)'): the codes and the
+    # names beside them change together; the tire shop's address is read from find_nearest_tire_shop, whose answer
+    # does not move with the trip, so it stays what the environment says (the swap once wrote the new city into it)
+    from rods_agents.analysis.knowledge import zip_codes
+    from rods_agents.analysis.novelty import new_only_in_digits
+
+    seed = _train()["multi_turn_base_92"]
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plans = [anchored_plan(seed, profile, trace, random.Random(v), 0, slot=sibling_slot(seed.category, v) + 16 * k)
+             for v in range(2) for k in range(3)]
+    swapped = [p for p in plans if p["swaps"].get("83214") or p["swaps"].get("74532")]
+    assert swapped, [p["swaps"] for p in plans]
+    cities = {z: c for c, z in zip_codes().items()}
+    shop = json.loads(next(r.result for r in trace.calls if r.name == "find_nearest_tire_shop"))["shopLocation"]
+    for plan in swapped:
+        call = _calls(plan["ground_truth"], "estimate_distance")[0]
+        pair = (call.kwargs["cityA"], call.kwargs["cityB"])
+        assert pair != ("83214", "74532") and all(z in cities for z in pair)
+        assert _calls(plan["ground_truth"], "set_navigation")[0].kwargs["destination"] == shop
+        if plan["swaps"].get("83214"):
+            assert plan["swaps"]["Rivermist"] == cities[plan["swaps"]["83214"]]
+        if plan["swaps"].get("74532"):
+            assert plan["swaps"]["Greenway"] == cities[plan["swaps"]["74532"]]
+        variant = seed.model_copy(update={"ground_truth": plan["ground_truth"], "initial_config": plan["initial_config"],
+                                          "turns": [[m.model_copy(update={"content": "new words"}) for m in t]
+                                                    for t in seed.turns]})
+        assert not new_only_in_digits(variant, seed)  # another trip, not the same one with other numbers
+
+
+def test_a_renamed_folder_inside_a_found_path_is_followed():
+    # base_28: find returns './data/analysis_report.txt' and the task then cds into 'data'. A rename of 'data' used
+    # to end the plan (the folder is a middle part of the path, not a leaf), so scenario 28 kept every name
+    seed, plans = _plans("multi_turn_base_28")
+    renamed = [p for p in plans if p["renames"].get("data")]
+    assert renamed, [p["renames"] for p in plans]
+    for plan in renamed:
+        assert _calls(plan["ground_truth"], "cd")[0].kwargs["folder"] == plan["renames"]["data"]
+        assert _new_beyond_digits(seed, plan)
+
+
+def test_a_company_name_ending_a_sentence_keeps_one_full_stop():
+    # 'Pull up the stock info for {company}.' with 'Quasar Ltd.' read 'Quasar Ltd..'; 'cd ..' stays as it is
+    from envs.task import Message
+    from rods_agents.stages.coherence_rewrite import build_variant
+    from rods_agents.variation.plan import Plan
+
+    seed = _train()["multi_turn_base_115"]
+    turns = [[Message(role="user", content="Pull up the stock info for Quasar Ltd.. Then go up with cd .. please.")]]
+    plan = Plan(ground_truth=seed.ground_truth, initial_config=seed.initial_config)
+    task = build_variant(seed, turns + seed.turns[1:], plan, 0, 0)
+    assert task.turns[0][0].content == "Pull up the stock info for Quasar Ltd. Then go up with cd .. please."

@@ -39,7 +39,7 @@ from prompts import PROMPTS_DIR as PROMPTS
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.obtainability import public_state
-from rods_agents.analysis.tracing import CallRecord, Trace, trace_task
+from rods_agents.analysis.tracing import CallRecord, Trace, stated_limits, trace_task
 from rods_agents.analysis.value_sources import (
     ArgSource,
     _numbers,
@@ -108,6 +108,8 @@ class TurnStructure(BaseModel):
     held_out_function: str | None = None
     unresolved_picks: int = Field(default=0, description="Values picked from several candidates with no cue "
                                   "in the text: the text does not pin the ground truth down.")
+    limits: list[float] = Field(default_factory=list, description="Thresholds the user states that no call takes "
+                                "('By promising I mean the price is larger than 300'): a condition reads them.")
 
 
 class InformationStructure(BaseModel):
@@ -287,6 +289,18 @@ def _conditions(turn: int, text: str, trace: Trace) -> list[Condition]:
             if out and out[-1].cue == sent.group(0).strip()[:160]:
                 break
     return out
+
+
+def _thresholds(turn: int, text: str, trace: Trace) -> list[float]:
+    """The limits the turn states (:func:`rods_agents.analysis.tracing.stated_limits`) that none of its calls
+    takes as an argument (nor the next turn's, where a miss_param turn's call waits for another value): a budget the
+    user sets is an argument, a bar a price must clear is a threshold."""
+    args: set[float] = set()
+    for r in trace.calls:
+        if r.turn in (turn, turn + 1):
+            for v in r.args.values():
+                args |= {float(x) for x in _scalars(v) if isinstance(x, int | float) and not isinstance(x, bool)}
+    return [n for _t, n in stated_limits([unquoted(text)]) if n not in args]
 
 
 # ----------------------------------------------------------------------------- references
@@ -514,6 +528,7 @@ def information_structure(task: Task, trace: Trace | None = None,
         said = user_text_upto(task, t)  # a value stated in any turn so far is no transformation
         ts = TurnStructure(turn=t, calls=_classify_calls(trace, t, text))
         ts.conditions = _conditions(t, text, trace)
+        ts.limits = _thresholds(t, text, trace)
         cue = _reference_cue(text)
         for a in arg_sources:
             if a.turn != t or (a.turn, a.index) not in recs:
@@ -569,6 +584,8 @@ def structure_mismatches(seed: InformationStructure, variant: InformationStructu
                 out.append(Mismatch(reason="explicit_made_implicit", turn=t, detail=vc.method))
         if len(v.conditions) < len(s.conditions):
             out.append(Mismatch(reason="condition_dropped", turn=t, detail=s.conditions[0].cue))
+        if len(v.limits) < len(s.limits):
+            out.append(Mismatch(reason="limit_dropped", turn=t, detail=", ".join(f"{x:g}" for x in s.limits)))
         s_kinds, v_kinds = Counter(r.kind for r in s.references), Counter(r.kind for r in v.references)
         if len(v.references) < len(s.references):
             out.append(Mismatch(reason="reference_dropped", turn=t, detail=s.references[0].cue))

@@ -151,6 +151,19 @@ def symbol_lookups() -> frozenset[str]:
     return BFCL_SYMBOL_LOOKUPS
 
 
+@lru_cache(maxsize=1)
+def zip_codes() -> dict[str, str]:
+    """The vehicle environment's city -> zip code table, read by running its own lookup on the cities its
+    swappable-values table lists (a zip code stands for its city: swapping one swaps a place, not a number)."""
+    from envs.bfcl_data import env_class
+
+    cities = value_pools().get("swappable", {}).get("get_zipcode_based_on_city.city") or []
+    api = env_class("VehicleControlAPI")()
+    api._load_scenario({}, long_context=False)
+    codes = {c: api.get_zipcode_based_on_city(c).get("zipcode") for c in cities}
+    return {c: z for c, z in codes.items() if isinstance(z, str) and z != "00000"}
+
+
 # ----------------------------------------------------------------------------------------------- value kinds
 DERIVED_KINDS = ("handle", "name")
 

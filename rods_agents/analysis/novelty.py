@@ -28,6 +28,7 @@ import re
 from collections import Counter
 
 from envs.task import Task
+from rods_agents.analysis.knowledge import zip_codes
 from rods_agents.analysis.variant_quality import parsed_ground_truth, skeleton
 
 _WORD = re.compile(r"[a-z0-9#]+(?:'[a-z]+)?")
@@ -120,7 +121,13 @@ def _mutual(a: str, b: str, n: int = N) -> float:
 
 
 def _masked_calls(task: Task) -> list[list[tuple[str, str]]]:
-    return [[(m, mask_digits(args)) for m, args in turn] for turn in parsed_ground_truth(task)]
+    """The parsed calls with digits masked; a zip code the environment knows is its city first (another city
+    pair is another trip, not the same one with other numbers)."""
+    cities = {z: c for c, z in zip_codes().items()}
+
+    def masked(args: str) -> str:
+        return mask_digits(re.sub(r"(?<!\d)\d{5}(?!\d)", lambda m: cities.get(m.group(0), m.group(0)), args))
+    return [[(m, masked(args)) for m, args in turn] for turn in parsed_ground_truth(task)]
 
 
 def new_only_in_digits(variant: Task, seed: Task) -> bool:

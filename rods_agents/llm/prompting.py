@@ -532,7 +532,7 @@ def structure_text(structure: Any, profile: Profile | None = None, seed_ground_t
             parts.append("asked for: " + ", ".join(explicit))
         if implicit:
             parts.append("implicit (left to the assistant, keep unsaid): " + ", ".join(implicit))
-        for key in ("conditions", "references", "transformations", "withheld", "held_out_function"):
+        for key in ("conditions", "limits", "references", "transformations", "withheld", "held_out_function"):
             value = turn.get(key)
             if value:
                 value = _renamed(value, by_name)

@@ -13,6 +13,7 @@ easier).
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -82,9 +83,18 @@ def variant_id(seed: Task, variant: int, run_seed: int, attempt: int) -> str:
     return f"{seed.id.split('__rods_', 1)[0]}__rods_{digest}"
 
 
+_ABBREVIATION_THEN_STOP = re.compile(r"\b(Ltd|Inc|Corp|Co|Jr|Sr|St)\.\.(?=\s|$)")
+
+
+def _one_stop(turns: list[list[Message]]) -> list[list[Message]]:
+    """A name ending in its own full stop at the end of a sentence ('the stock info for Quasar Ltd..') keeps one."""
+    return [[m.model_copy(update={"content": _ABBREVIATION_THEN_STOP.sub(r"\1.", m.content)}) if m.role == "user" else m
+             for m in turn] for turn in turns]
+
+
 def build_variant(seed: Task, turns: list[list[Message]], plan: Plan, variant: int, run_seed: int) -> Task:
     return Task(id=variant_id(seed, variant, run_seed, plan.attempt), category=seed.category, scenario=seed.scenario,
-                turns=turns, initial_config=plan.initial_config, involved_classes=list(seed.involved_classes),
+                turns=_one_stop(turns), initial_config=plan.initial_config, involved_classes=list(seed.involved_classes),
                 missed_function=dict(seed.missed_function), ground_truth=plan.ground_truth)
 
 

@@ -20,7 +20,7 @@ counters group by the text before the first ':' (or space). Kinds:
   assistant must find in the state (``state_value_stated`` / ``state_value_added``; a value stated because
   the variant's state has no hint that singles it out is the documented fallback, ``detail['stated_fallbacks']``),
   conditions, references, transformations, the withheld value and the held-out function
-  (``condition_dropped``, ``reference_dropped``, ``reference_kind_changed``, ``reference_unresolved``,
+  (``condition_dropped``, ``limit_dropped`` (a threshold a condition reads, 'larger than 300'), ``reference_dropped``, ``reference_kind_changed``, ``reference_unresolved``,
   ``transformation_dropped``, ``withheld_stated``, ``withheld_other_param``, ``withheld_dropped``,
   ``withheld_not_supplied``, ``held_out_changed``) and the category's mechanics (``category``,
   ``long_context``, ``classes``, ``turn_count``, ``empty_turn``, ``reveal_turn``);

@@ -71,6 +71,9 @@ def _distance_pairs() -> tuple[tuple[str, str], ...]:
 def city_pair_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
     """Two cities whose distance the task estimates become another pair the tables know."""
     cities = [args.get("city") for rec, args in bound if rec.name == "get_zipcode_based_on_city"]
+    if not cities:
+        _zip_pair_swap(d, bound, swaps)
+        return
     if len(cities) != 2 or len(set(cities)) != 2 or not any(r.name == "estimate_distance" for r, _ in bound):
         return
     text = " ".join(d.turn_text)
@@ -88,6 +91,44 @@ def city_pair_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict
         for old, x in zip(cities, new, strict=True):
             if old != x:
                 swaps[old] = x
+
+
+def _zip_pair_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
+    """The user states the zip codes themselves ('from Rivermist (zip 83214) to Greenway (zip 74532)'): the codes
+    and the city names beside them become another pair the tables know (scenario 92 had no other entity to change,
+    and all eight samples were new only in digits)."""
+    pairs = [(a.get("cityA"), a.get("cityB")) for r, a in bound if r.name == "estimate_distance"]
+    if len(set(pairs)) != 1 or len(set(pairs[0])) != 2:
+        return
+    by_zip = {z: c for c, z in knowledge.zip_codes().items()}
+    text = " ".join(d.turn_text)
+    old = pairs[0]
+    if any(z not in by_zip or z in swaps or d.feeds_composed(z) or not re.search(rf"\b{z}\b", text) for z in old):
+        return
+    if any(d.sources.get((r.turn, r.index, p)) is None or d.sources[(r.turn, r.index, p)].source != "user"
+           for r, _a in bound if r.name == "estimate_distance" for p in ("cityA", "cityB")):
+        return
+    named = [by_zip[z] for z in old]
+    candidates = [p for p in _distance_pairs() if p != tuple(named) and not any(
+        x not in named and Substitution({x: "\0"}).found(text) for x in p)]
+    candidates = [p for p in candidates if (p[1], p[0]) not in candidates or p < (p[1], p[0])]
+    if candidates and d.p(0.7):
+        new = d.pick(candidates, "city_pair")
+        zips = knowledge.zip_codes()
+        for old_city, old_zip, city in zip(named, old, new, strict=True):
+            if city != old_city:
+                swaps[old_zip] = zips[city]
+                said = _named_with(old_zip, text)
+                if Substitution({old_city: "\0"}).found(text):
+                    swaps[old_city] = city
+                elif said and said not in zips:
+                    swaps[said] = city  # the seed's own name for the place ('Greenway (zip 74532)')
+
+
+def _named_with(code: str, text: str) -> str | None:
+    """The place name the text writes beside a zip code ('Greenway (zip 74532)'), if any."""
+    m = re.search(rf"\b([A-Z][a-z]+(?: [A-Z][a-z]+)?) \((?:zip(?: ?code)?:? )?{code}\)", text)
+    return m.group(1) if m else None
 
 
 _STOCK_PARAMS = {"symbol", "stock"}
@@ -154,7 +195,7 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     from rods_agents.analysis.faithfulness import known_symbols
 
     known = known_symbols(d.seed.long_context)
-    companies = {k: v for k, v in ticker_companies().items() if k in known}
+    companies = ticker_companies()  # the old stock may be one only the seed's config lists ('AMZN'); the new one is known
     # the watchlist counts only where the task touches it (adds to it, reads it, removes from it)
     touches_list = any("watchlist" in r.name for r, _ in bound)
     watched = set(d.seed.initial_config.get("TradingBot", {}).get("watch_list") or ()) if touches_list else set()
@@ -173,7 +214,7 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
                            for r, args in bound for p, v in args.items()):
             continue  # picked from a sector's list ('the third stock in the list', read 11): the list stays the
             # environment's, so a new stock would not be where the words point
-        choices = sorted(k for k in stocks if k in companies and k not in used and k not in swaps.values()
+        choices = sorted(k for k in stocks if k in companies and k in known and k not in used and k not in swaps.values()
                          and k not in fixed and sectors.get(k, frozenset()) == sectors.get(symbol, frozenset())
                          and k not in watched
                          and (not sums or _similar_price(stocks, symbol, k))

@@ -43,12 +43,12 @@ def _paths(obj: Any, value: Any, path: tuple = ()) -> list[tuple]:
 
 
 def _path_leaves(obj: Any, name: str, path: tuple = ()) -> list[tuple]:
-    """Paths at which a leaf of ``obj`` is a file-system path ending in ``name`` ('./a/b/name')."""
+    """Paths at which a leaf of ``obj`` is a file-system path through or ending in ``name`` ('./a/name/c', './a/b/name')."""
     if isinstance(obj, dict):
         return [p for k, v in obj.items() for p in _path_leaves(v, name, (*path, k))]
     if isinstance(obj, list):
         return [p for i, v in enumerate(obj) for p in _path_leaves(v, name, (*path, (i, len(obj))))]
-    return [path] if isinstance(obj, str) and len(name) >= 3 and obj.endswith("/" + name) else []
+    return [path] if isinstance(obj, str) and len(name) >= 3 and (obj.endswith("/" + name) or f"/{name}/" in obj) else []
 
 
 def _at(obj: Any, path: tuple, from_end: bool) -> Any:
@@ -90,9 +90,15 @@ def rederive(seed: Task, seed_trace: Trace, profile: Profile, gt: list[list[str]
         updates: dict[tuple[int, int], dict[str, Any]] = {}
         for a in call_args:
             seed_res, var_res = seed_trace.calls[a.producer].result, vtrace.calls[a.producer].result
-            if seed_res == var_res:
-                continue
             pos = next(p for p, r in enumerate(seed_trace.calls) if (r.turn, r.index) == (a.turn, a.index))
+            if seed_res == var_res:
+                old_value, cur_value = seed_trace.calls[pos].args.get(a.param), vtrace.calls[pos].args.get(a.param)
+                if cur_value != old_value and not vtrace.calls[a.producer].error:
+                    # the same result gives the same value: a swap that wrote a new city into the tire shop's
+                    # address ('456 Oakwood Avenue, Rivermist') took it where the environment still says Rivermist
+                    updates.setdefault((a.turn, a.index), {})[a.param] = old_value
+                    changed.append([old_value, old_value])
+                continue
             if vtrace.calls[a.producer].error:
                 continue  # the patch agent repairs the producer first; the verdict re-checks the result
             old_value = seed_trace.calls[pos].args.get(a.param)
