@@ -131,3 +131,25 @@ def test_a_dictated_message_said_only_in_part_is_rejected():
     v.turns[3] = [Message(role="user", content=said.replace(" Current balance in my account is $10000.", ""))]
     assert [r.split(" value=")[0] for r in dictated_cut(v, seed)] == [
         "unfaithful:dictated_cut turn=3 call=send_message param=message"]
+
+
+def test_an_option_the_seed_names_must_be_named_in_the_variant():
+    # read 23: base_187 asks for 'comprehensive travel insurance'; a donor sentence of base_185 (a seed that never names
+    # the type) stood for that turn, and the variant left the insurance type to a guess
+    from rods_agents.analysis.faithfulness import option_unsaid
+
+    seed = _seed("base_187")
+    assert option_unsaid(seed, seed) == []
+    v = _copy(seed, "__insurance")
+    v.turns[0] = [Message(role="user", content=(
+        "Relating to the travel itinerary I'm arranging, I would like to secure travel insurance with a fee of $1500 "
+        "linked to booking code insurance_12345. I'd prefer to utilize the payment method associated with card ID "
+        "'card_4893'. Kindly finalize this with my access code token_abc123."))]
+    found = option_unsaid(v, seed)
+    assert found == ["unfaithful:option_unsaid turn=0 call=purchase_insurance param=insurance_type "
+                     "value='comprehensive'"]
+    reasons, _ = judge(v, seed, profile_task(seed), trace_task(v))
+    assert found[0] in reasons
+    v.turns[0] = [Message(role="user", content=v.turns[0][0].content.replace("secure travel insurance",
+                                                                             "secure comprehensive travel insurance"))]
+    assert option_unsaid(v, seed) == []

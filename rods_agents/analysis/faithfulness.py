@@ -21,7 +21,9 @@ classes (issue 13):
   an odd one ('$9,267');
 - ``dictated_cut``: a text the seed's user dictates word for word (a message, a tweet) that the variant's words
   give only in part ('... order.' without 'Current balance in my account is $10000.'): the value source reads
-  most of the words as said, but the assistant could not send what the ground truth sends.
+  most of the words as said, but the assistant could not send what the ground truth sends;
+- ``option_unsaid``: a choice the seed's words say ('comprehensive travel insurance', 'in first class') that the
+  variant's words never say up to the call's turn: the choice is left open.
 
 Words per choice are data: ``prompts/bfcl/choice_words.json``.
 """
@@ -347,15 +349,33 @@ def dictated_cut(task: Task, seed: Task) -> list[str]:
     return out[:3]
 
 
+def option_unsaid(task: Task, seed: Task) -> list[str]:
+    """A choice the seed's user says in words (``prompts/bfcl/choice_words.json``: 'comprehensive travel insurance',
+    'in first class', 'the number of lines') that the variant's words, up to the call's turn, never say: the choice
+    is left open (read 23: a donor sentence without the insurance type stood for a turn that stated it). Options a
+    verb implies ('start the engine' for ignition mode START) have no words in the table and are not held to it."""
+    variant_calls = {(t, i, name): args for t, i, _c, name, args in _calls(task)}
+    out = []
+    for t, i, _call, name, args in _calls(seed):
+        mine = variant_calls.get((t, i, name), {})
+        for param, value in args.items():
+            words = choice_words().get(f"{name}.{param}", {})
+            new = mine.get(param)
+            if (str(value) in words and str(new) in words and says(words[str(value)], user_text_upto(seed, t))
+                    and not says(words[str(new)], user_text_upto(task, t))):
+                out.append(f"unfaithful:option_unsaid turn={t} call={name} param={param} value={new!r}")
+    return out[:3]
+
+
 def faithfulness_problems(task: Task, seed: Task, trace: Trace, sources: list[ArgSource],
                           seed_sources: list[ArgSource], renames: dict[str, str] | None = None) -> list[str]:
     """Every located ``unfaithful:<kind>`` reason of ``task`` against ``seed`` (see the module docstring)."""
     return (old_choice_words(task, seed) + fill_not_full(task, seed) + knife_edge_balance(task, seed, trace)
             + stale_fare(task, seed) + fare_over_cap(task, seed)
             + unknown_symbols(task, seed) + old_digits_left(task, renames or {})
-            + round_made_odd(task, seed, sources, seed_sources) + dictated_cut(task, seed))
+            + round_made_odd(task, seed, sources, seed_sources) + dictated_cut(task, seed) + option_unsaid(task, seed))
 
 
 __all__ = ["DICTATED_WORDS", "KNIFE_EDGE", "choice_words", "dictated_cut", "faithfulness_problems", "fill_not_full", "is_round", "knife_edge_balance",
-           "fare_over_cap", "known_symbols", "old_choice_words", "old_digits_left", "round_made_odd", "says", "stale_fare",
+           "fare_over_cap", "known_symbols", "old_choice_words", "old_digits_left", "option_unsaid", "round_made_odd", "says", "stale_fare",
            "unknown_symbols"]

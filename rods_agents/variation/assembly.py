@@ -100,6 +100,11 @@ def assemble_turn(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[
         untied = stray_picks(carried, stray, methods, target)
         if not untied:
             return None  # cue words the structure did not tie to a call: mixed_turn keeps their sentences
+    elif not delicate and not whole_only and len(methods) == 1 and picks_something(target) and (
+            cues := cue_spans(carried)):
+        # cue words that read as the call's own ('output the content of the first file you find'): where they are
+        # one noun phrase naming the value, a sentence around it keeps the pick (else the sentence stays whole)
+        untied = stray_picks(carried, cues, methods, target) or None
     if (delicate or untied) and not whole_only and (picks := untied or turn_picks(seed_info, g, carried, methods)):
         whole = _rebased(target, 0, 1, True)
         phrases = phrasebook_donors(seed, turn, 0, methods, whole, sig, used, set(), carried, earlier, picks, aliases)

@@ -140,15 +140,24 @@ def says_value(value: Any, text: str, dates: set[str], nums: set[float]) -> bool
     return bool(city) and any(word_in(c, text) for c in (city, *CITY_ALIASES.get(city, ())))
 
 
+@lru_cache(maxsize=1)
+def _worded_choices() -> frozenset[str]:
+    return frozenset(o for options in choice_words().values() for o in options if len(o) >= 5)
+
+
 def keeps_said(text: str, target: tuple[Slot, ...], span: str) -> bool:
     """Every value of ``target`` that the replaced words (``span``) write, ``text`` writes too: a donor that
     leaves a value to an earlier turn of its own conversation ('book the flight' after a turn naming it)
     would leave the variant's value unsaid, which the re-measure then rejects (a wasted try)."""
     span_dates, dates, span_nums, nums = _dates(span), _dates(text), _numbers(span), _numbers(text)
     for x in target:
-        if x.flag or x.source == "withheld":
+        if x.source == "withheld":
             continue
         for v in scalars_of(json.loads(x.value)):
+            if x.flag and not (isinstance(v, str) and v in _worded_choices() and word_in(v, span)):
+                continue  # an option a verb implies ('start the engine': START) may go unsaid; a choice the table of
+                # choice words knows, named as itself ('comprehensive travel insurance'), must be named, or the
+                # variant leaves the choice open (the verdict's unfaithful:option_unsaid)
             if says_value(v, span, span_dates, span_nums) and not says_value(v, text, dates, nums):
                 return False
     return True
