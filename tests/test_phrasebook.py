@@ -1006,3 +1006,24 @@ def test_a_pick_in_words_the_lexicon_reads_as_the_calls_own_gets_new_words_aroun
     assert "the first file" in after.lower()
     assert containment(after, before, mask=True) < 0.5, after
     assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 2]
+
+
+def test_a_person_named_with_their_id_keeps_the_id_in_new_words():
+    # long_context_184 turn 3: 'inform my friend, Sam (id USR006) ... a concise message 'Hi Sam, ... soon'.'' (the seed
+    # quotes the message without its closing stop). A sentence naming only 'Sam' leaves the id to a lookup the ground
+    # truth never makes, so every sentence was refused and the turn stayed the seed's in 5 accepted variants
+    seed, variant = _rewritten("multi_turn_long_context_184")
+    after = _user(variant, 3)
+    receiver = re.search(r"receiver_id='(USR\d+)'", variant.ground_truth[3][0]).group(1)
+    assert f"Sam (id {receiver})" in after and "Hi Sam, my travel plans have changed" in after
+    assert "Subsequent to the cancellation" not in after and "concise message" not in after, after  # its own words
+    assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 3]
+
+
+def test_an_invoice_wanted_as_a_summary_for_the_records_gets_new_words():
+    # miss_param_192 turn 5: 'fetch the invoice ... I need a summary for my records': 'summary' read as a
+    # transformation cue the structure tied to no call, so the sentence stayed whole in 6 accepted variants
+    seed, variant = _rewritten("multi_turn_miss_param_192")
+    after = _user(variant, 5)
+    assert re.search(r"invoice|receipt|bill", after) and containment(after, _user(seed, 5), mask=True) < 0.5, after
+    assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 5]

@@ -161,9 +161,13 @@ _OPEN = re.compile(r"\b(?:a|an|one|some|certain|particular|specific)\s+(?:\w+\s+
 
 
 def _alias(value: Any, span: str, aliases: dict[str, str] | None) -> str | None:
-    """The name ``span`` gives a looked-up value by (:func:`lookup_names`), or None."""
+    """The name ``span`` gives a looked-up value by (:func:`lookup_names`), or None; with the value itself where
+    ``span`` says both ('my friend, Sam (id USR006)'): the name alone would leave the id to a lookup the ground
+    truth never makes."""
     name = (aliases or {}).get(value) if isinstance(value, str) else None
-    return name if name and word_in(name, span) else None
+    if not name or not word_in(name, span):
+        return None
+    return f"{name} (id {value})" if word_in(value, span) else name
 
 
 def lookup_names(trace: Trace, config: dict[str, Any] | None = None) -> dict[str, str]:

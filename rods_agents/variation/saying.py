@@ -136,6 +136,8 @@ def says_value(value: Any, text: str, dates: set[str], nums: set[float]) -> bool
         return False
     if value.lower() in text.lower() or stated_as_date(value, dates):
         return True
+    if len(value) > 20 and value.rstrip(".!").lower() in text.lower():
+        return True  # a dictated message quoted without its closing stop ('... update you soon'.')
     city = airport_cities().get(value)
     return bool(city) and any(word_in(c, text) for c in (city, *CITY_ALIASES.get(city, ())))
 
@@ -209,7 +211,7 @@ def said_as_is(value: Any, text: str, nums: set[float]) -> bool:
         return False
     if CODE_PATTERN.fullmatch(value):
         return word_in(value, text)
-    return value.lower() in text.lower()
+    return value.lower() in text.lower() or (len(value) > 20 and value.rstrip(".!").lower() in text.lower())
 
 
 def named_as(value: Any, span: str) -> str | None:
