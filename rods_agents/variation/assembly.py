@@ -100,10 +100,11 @@ def assemble_turn(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[
         untied = stray_picks(carried, stray, methods, target)
         if not untied:
             return None  # cue words the structure did not tie to a call: mixed_turn keeps their sentences
-    elif not delicate and not whole_only and len(methods) == 1 and picks_something(target) and (
-            cues := cue_spans(carried)):
+    elif not delicate and not whole_only and len(methods) == 1 and picks_something(target) and not any(
+            x.producer for x in target) and (cues := cue_spans(carried)):
         # cue words that read as the call's own ('output the content of the first file you find'): where they are
-        # one noun phrase naming the value, a sentence around it keeps the pick (else the sentence stays whole)
+        # one noun phrase naming a value no one result singles out, a sentence around it keeps the pick (a value
+        # one result holds is pointed at by the sentences for that result: 'cancel the order we placed')
         untied = stray_picks(carried, cues, methods, target) or None
     if (delicate or untied) and not whole_only and (picks := untied or turn_picks(seed_info, g, carried, methods)):
         whole = _rebased(target, 0, 1, True)
