@@ -154,6 +154,14 @@ def test_new_values_keep_their_kind():
     new = fresh("final_report.pdf", "file", rng, set())
     assert new.endswith(".pdf") and "_" in new
     assert re.fullmatch(r"([A-Z][a-z]+)+\.txt", fresh("TeamNotes.txt", "file", rng, set()))  # CamelCase stays
+    # a one-word name gets a word a file goes by alone, never the head of a two-word stem ('user.txt', read 23)
+    assert {fresh("usage.txt", "file", rng_for("kinds", i), set()) for i in range(20)} <= {
+        f"{w}.txt" for w in pools()["file_words"]}
+    # a report stays a report, notes stay notes: the new name still says what the file holds (read 23: quarterly
+    # revenue in 'test_results.txt', study notes in 'TravelPlans2023.txt')
+    assert all(fresh("finance_report.txt", "file", rng_for("kinds", i), set()).endswith("_report.txt") for i in range(10))
+    assert all(re.fullmatch(r"[A-Z][a-z]+Notes2023\.txt", fresh("Notes2023.txt", "file", rng_for("kinds", i), set()))
+               for i in range(10))
     assert fresh("Michael Thompson", "person", rng, set()).count(" ") == 1
     assert kind_of("Tire Pressure Issue", "create_ticket", "title") == "title"
     assert re.fullmatch(r"card_\d{4}", fresh("card_4455", "id", rng, set()))

@@ -105,6 +105,14 @@ def _style(old: str, words: list[str]) -> str:
     return out
 
 
+def _document_head(stem: str, words: list[str]) -> str | None:
+    """The word a file name says what kind of document it is by, when it ends in one ('finance_report' -> 'report',
+    'TeamNotes2023' -> 'notes'), lower-cased; None otherwise."""
+    parts = re.findall(r"[A-Z]?[a-z]+", stem)
+    last = parts[-1].lower() if parts else ""
+    return last if last in words else None
+
+
 def _new_digits(old: str, rng: Any) -> str:
     """Same letters, new digits (the first digit of a run stays non-zero when it was)."""
     out = []
@@ -138,7 +146,14 @@ def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None
             if not m:
                 return None
             n = len(re.findall(r"[A-Z]?[a-z]+|\d+", m.group("stem"))) or 1
-            stem_words = rng.choice(p["file_stems"]).split("_")[: max(1, min(3, n))]
+            # a one-word name gets a word a file is named by on its own ('usage.txt' -> 'stats.txt'): the first
+            # word of a two-word stem reads oddly alone ('user.txt' for a disk usage log, read 23)
+            stem_words = ([rng.choice(p["file_words"])] if n == 1 and p.get("file_words")
+                          else rng.choice(p["file_stems"]).split("_")[: max(1, min(3, n))])
+            head = _document_head(m.group("stem"), p.get("file_words", []))
+            if head and len(stem_words) > 1 and stem_words[-1] != head:
+                stem_words = [*stem_words[:-1], head]  # a report stays a report ('finance_report' -> 'sales_report'):
+                # quarterly revenue in 'test_results.txt' read as a file that does not hold what its name says
             new = _style(m.group("stem"), stem_words) + "." + m.group("ext")
         elif kind in ("folder", "folder_like_file"):
             words = rng.choice(p["folders"]).split("_")
