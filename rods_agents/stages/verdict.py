@@ -33,8 +33,8 @@ counters group by the text before the first ':' (or space). Kinds:
 - ``leftover_name:<where> value=V``: a name the plan renamed is still in the text, config or ground truth;
 - ``unfaithful:<kind> turn=T call=... value=V``: the unfaithful classes found in accepted variants
   (:mod:`rods_agents.analysis.faithfulness`: ``old_choice_words``, ``fill_not_full``,
-  ``knife_edge_balance``, ``unknown_symbol``, ``old_digits_left``, ``round_made_odd``, ``dictated_cut``), each held only where
-  the seed does not do the same;
+  ``knife_edge_balance``, ``unknown_symbol``, ``old_digits_left``, ``round_made_odd``, ``dictated_cut``,
+  ``stale_fare``, ``fare_over_cap``, ``option_unsaid``), each held only where the seed does not do the same;
 - ``filler_argument:sentence|options|person_name turn=T call=M param=P value=V``
   (:mod:`rods_agents.analysis.variant_quality`);
 - novelty (:mod:`rods_agents.analysis.novelty`): ``novelty:seed_text_copy`` (the seed's sentences: word
