@@ -1027,3 +1027,15 @@ def test_an_invoice_wanted_as_a_summary_for_the_records_gets_new_words():
     after = _user(variant, 5)
     assert re.search(r"invoice|receipt|bill", after) and containment(after, _user(seed, 5), mask=True) < 0.5, after
     assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 5]
+
+
+def test_a_fuel_level_read_as_a_whole_number_is_singled_out_by_its_reading():
+    # base_59 turn 1: displayCarStatus gives {"fuelLevel": 10.0}, gallon_to_liter takes gallon=10; 10 and 10.0 compared
+    # as JSON text counted as two values, so no sentence could say 'that reading' and the turn stayed the seed's
+    seed = bfcl_task("multi_turn_base_59")
+    trace = trace_task(seed)
+    at = next(i for i, r in enumerate(trace.calls) if r.name == "gallon_to_liter")
+    assert singled_producer(trace, at - 1, 10, at) == "displayCarStatus"
+    _, variant = _rewritten("multi_turn_base_59")
+    assert containment(_user(variant, 1), _user(seed, 1), mask=True) < 0.5, _user(variant, 1)
+    assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 1]

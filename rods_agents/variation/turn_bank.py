@@ -292,12 +292,17 @@ def singled_producer(trace: Trace, producer: int | None, value: Any, consumer: i
             if ("scalar", value) in found or found == (("list", value),)]  # a list of one ('travel_cost_list': [2400.0])
     if len(keys) != 1:
         return ""
+    def same(v: Any) -> str:  # 10 and 10.0 are one fuel level ('gallon_to_liter(gallon=10)' of '{"fuelLevel": 10.0}')
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            v = float(v)
+        return json.dumps(v, sort_keys=True)
+
     seen: set[str] = set()
     for r in trace.calls[:consumer]:
         if r.cls != trace.calls[producer].cls:
             continue  # an order's 'id' is no second ticket: 'the ticket' points past the trading calls
-        seen.update(json.dumps(v, sort_keys=True) for _, v in _keyed_result(r.result).get(keys[0], ()))
-    return trace.calls[producer].name if seen == {json.dumps(value, sort_keys=True)} else ""
+        seen.update(same(v) for _, v in _keyed_result(r.result).get(keys[0], ()))
+    return trace.calls[producer].name if seen == {same(value)} else ""
 
 
 def gathered_producer(trace: Trace, value: list, consumer: int) -> str:
