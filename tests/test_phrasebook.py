@@ -19,7 +19,7 @@ from rods_agents.analysis.novelty import containment
 from rods_agents.analysis.tracing import CallRecord, Trace, trace_task
 from rods_agents.analysis.value_sources import classify_arguments
 from rods_agents.variation.phrasebook import check, context_sentences, parse_phrasing, phrase_donors, phrasebook, render
-from rods_agents.variation.turn_bank import Slot, segment_signature, singled_producer
+from rods_agents.variation.turn_bank import Slot, donors_for, segment_signature, singled_producer
 from tests.test_transplant import _variant
 
 
@@ -1039,3 +1039,17 @@ def test_a_fuel_level_read_as_a_whole_number_is_singled_out_by_its_reading():
     _, variant = _rewritten("multi_turn_base_59")
     assert containment(_user(variant, 1), _user(seed, 1), mask=True) < 0.5, _user(variant, 1)
     assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 1]
+
+
+def test_no_donor_speaks_of_the_user_in_the_second_person_or_asks_after_its_own_storys_work():
+    # read 24: 'Post cancellation, you're driven to survey your financial standing.' (base_130's narrator voice) worded
+    # a first-person task's turn, and 'What's left in the current directory including the hidden files?' opened one
+    from rods_agents.variation.turn_bank import turn_bank
+
+    texts = {d.text for donors in turn_bank().values() for d in donors}
+    narrated = {t for t in texts if "you're driven" in t or "What's left in the current directory" in t}
+    assert narrated  # the bank holds them (their own seeds keep their voice) ...
+    for methods, donors in turn_bank().items():
+        for signature in {d.signature for d in donors if d.text in narrated}:
+            found = donors_for(methods, signature, -1)
+            assert not {x.text for x in found} & narrated  # ... but no other task gets them as words

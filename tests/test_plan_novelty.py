@@ -325,7 +325,9 @@ def test_a_company_name_ending_a_sentence_keeps_one_full_stop():
     from rods_agents.variation.plan import Plan
 
     seed = _train()["multi_turn_base_115"]
-    turns = [[Message(role="user", content="Pull up the stock info for Quasar Ltd.. Then go up with cd .. please.")]]
+    turns = [[Message(role="user", content="Pull up the stock info for Quasar Ltd.. Then go up with cd .. please. "
+                                           "Pay with card card_0901.")]]
     plan = Plan(ground_truth=seed.ground_truth, initial_config=seed.initial_config)
     task = build_variant(seed, turns + seed.turns[1:], plan, 0, 0)
-    assert task.turns[0][0].content == "Pull up the stock info for Quasar Ltd. Then go up with cd .. please."
+    assert task.turns[0][0].content == ("Pull up the stock info for Quasar Ltd. Then go up with cd .. please. "
+                                        "Pay with card ID card_0901.")  # not 'card card_0901' (read 24)

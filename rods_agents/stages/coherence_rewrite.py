@@ -84,12 +84,20 @@ def variant_id(seed: Task, variant: int, run_seed: int, attempt: int) -> str:
 
 
 _ABBREVIATION_THEN_STOP = re.compile(r"\b(Ltd|Inc|Corp|Co|Jr|Sr|St)\.\.(?=\s|$)")
+_NOUN_THEN_ITS_ID = re.compile(r"\b(card|token) ((?:card|token)_[A-Za-z0-9]+)\b", re.I)
+
+
+def _tidy(text: str) -> str:
+    """A name ending in its own full stop at the end of a sentence ('the stock info for Quasar Ltd..') keeps one; an
+    id that starts with its own noun is not read 'card card_0901' (read 24) but 'card ID card_0901'."""
+    text = _ABBREVIATION_THEN_STOP.sub(r"\1.", text)
+    return _NOUN_THEN_ITS_ID.sub(lambda m: f"{m.group(1)} ID {m.group(2)}"
+                                 if m.group(2).lower().startswith(m.group(1).lower()) else m.group(0), text)
 
 
 def _one_stop(turns: list[list[Message]]) -> list[list[Message]]:
-    """A name ending in its own full stop at the end of a sentence ('the stock info for Quasar Ltd..') keeps one."""
-    return [[m.model_copy(update={"content": _ABBREVIATION_THEN_STOP.sub(r"\1.", m.content)}) if m.role == "user" else m
-             for m in turn] for turn in turns]
+    return [[m.model_copy(update={"content": _tidy(m.content)}) if m.role == "user" else m for m in turn]
+            for turn in turns]
 
 
 def build_variant(seed: Task, turns: list[list[Message]], plan: Plan, variant: int, run_seed: int) -> Task:

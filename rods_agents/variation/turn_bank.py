@@ -516,14 +516,27 @@ def _build_turn_bank(tasks: tuple[Task, ...]) -> dict[tuple[str, ...], tuple[Don
     return {k: tuple(v) for k, v in bank.items()}
 
 
+_NARRATOR = re.compile(r"\b(?:you(?:'re| are| were)\s+(?:driven|eager|keen|curious|interested|resolved)|you've\s+resolved|"
+                       r"you'd\s+prefer|your\s+(?:\w+\s+)?(?:account|booking|financial|portfolio|watchlist|itinerary|"
+                       r"trading|travel|bakery)\b)", re.I)
+"""A few BFCL seeds tell the user's story in the second person ('Post cancellation, you're driven to survey your
+financial standing'): their own variants keep that voice, but as a donor for a first-person task such a sentence
+reads as a narrator speaking (read 24)."""
+
+_AFTERMATH = re.compile(r"\bwhat(?:'s| is)\s+(?:left|remaining)\b|\bwhat remains\b", re.I)
+"""'What's left in the current directory including the hidden files?' asks after a removal in its donor's story; as the
+first words of another task it presupposes work nobody did (read 24)."""
+
+
 def donors_for(methods: tuple[str, ...], signature: str, exclude_scenario: int | str, cues: str | None = None) -> list[Donor]:
     """Bank turns of other scenarios asking for ``methods`` with the same portable signature (and, when
-    given, the same cue words); one per distinct text (the four categories of a scenario repeat their turns)."""
+    given, the same cue words); one per distinct text (the four categories of a scenario repeat their turns), none
+    told in the second person (:data:`_NARRATOR`) or asking after work of its own story (:data:`_AFTERMATH`)."""
     seen: set[str] = set()
     out = []
     for d in turn_bank().get(methods, ()):
         if d.scenario == exclude_scenario or d.signature != signature or d.text in seen or (
-                cues is not None and d.cues != cues):
+                cues is not None and d.cues != cues) or _NARRATOR.search(d.text) or _AFTERMATH.search(d.text):
             continue
         seen.add(d.text)
         out.append(d)
