@@ -291,6 +291,25 @@ def test_a_stated_limit_holds_in_the_variant():
         assert invoices and all(inv["invoice"]["travel_cost"] < 1200 for inv in invoices), (variant, invoices)
 
 
+def test_limits_pair_up_turn_by_turn_when_a_turn_is_reworded():
+    """base_94 turn 0 'a stretch of over 300 miles' re-worded as 'Would the vehicle make it 250 miles on what's left?'
+    states no limit; paired across turns, the seed's 300 met turn 1's '40 PSI' and a fuel level of 45 counted as a
+    flipped outcome (every sample of scenario 94 was refused as an execution error). A limit a turn keeps still holds."""
+    from rods_agents.analysis.tracing import limit_flips
+
+    seed = load_tasks(ids=["multi_turn_base_94"])[0]
+    texts = [" ".join(m.content for m in turn) for turn in seed.turns]
+    fuller = seed.model_copy(update={"initial_config": {**seed.initial_config, "VehicleControlAPI": {
+        **seed.initial_config["VehicleControlAPI"], "fuelLevel": 15.0}}})
+    reworded = ["Would the vehicle make it 300 miles on what's left? Should the range fall short, put 30 gallons in.",
+                *texts[1:]]
+    assert limit_flips(trace_task(seed), trace_task(fuller), texts, reworded) == []
+    softer = seed.model_copy(update={"initial_config": {**seed.initial_config, "VehicleControlAPI": {
+        **seed.initial_config["VehicleControlAPI"], "frontLeftTirePressure": 45.0, "frontRightTirePressure": 45.0,
+        "rearLeftTirePressure": 45.0, "rearRightTirePressure": 45.0}}})
+    assert limit_flips(trace_task(seed), trace_task(softer), texts, reworded)  # turn 1's 40 PSI is still held
+
+
 def test_a_ticker_whose_company_the_text_names_keeps_its_ticker():
     """'Apple, with symbol AAPL' (miss_param_124): a new ticker next to the old company name names two stocks."""
     seed = load_tasks(ids=["multi_turn_miss_param_124"])[0]

@@ -194,9 +194,14 @@ def limit_flips(seed_trace: Trace, trace: Trace, seed_texts: list[str], texts: l
 
     "Book it if the cost is below $1200" decides the booking by a result number; a variant whose new date
     makes the flight cost 1320 while its ground truth still books it is no longer determined by its text.
-    Limits pair up by position (the variant's text is the seed's with its numbers carried in)."""
+    Limits pair up by position inside each turn: a re-worded turn may state a limit the seed's states in other
+    words, or none ('Would the vehicle make it 250 miles' for 'a stretch of over 300 miles'), and pairing across
+    turns then set the next turn's 40 PSI against the seed's 300 miles (scenario 94: every sample refused)."""
     flips: list[str] = []
-    for (_turn, t0), (_, t1) in zip(stated_limits(seed_texts), stated_limits(texts), strict=False):
+    mine, theirs = stated_limits(texts), stated_limits(seed_texts)
+    pairs = [(t0, t1) for turn in sorted({t for t, _ in theirs})
+             for t0, t1 in zip([n for t, n in theirs if t == turn], [n for t, n in mine if t == turn], strict=False)]
+    for t0, t1 in pairs:
         for pos, (a, b) in enumerate(zip(seed_trace.calls, trace.calls, strict=False)):
             if a.name != b.name or a.error or b.error or a.result == b.result:  # any turn: miss_func acts later
                 continue
