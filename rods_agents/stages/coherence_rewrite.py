@@ -95,14 +95,14 @@ def _tidy(text: str) -> str:
                                  if m.group(2).lower().startswith(m.group(1).lower()) else m.group(0), text)
 
 
-def _one_stop(turns: list[list[Message]]) -> list[list[Message]]:
+def _tidied(turns: list[list[Message]]) -> list[list[Message]]:
     return [[m.model_copy(update={"content": _tidy(m.content)}) if m.role == "user" else m for m in turn]
             for turn in turns]
 
 
 def build_variant(seed: Task, turns: list[list[Message]], plan: Plan, variant: int, run_seed: int) -> Task:
     return Task(id=variant_id(seed, variant, run_seed, plan.attempt), category=seed.category, scenario=seed.scenario,
-                turns=_one_stop(turns), initial_config=plan.initial_config, involved_classes=list(seed.involved_classes),
+                turns=_tidied(turns), initial_config=plan.initial_config, involved_classes=list(seed.involved_classes),
                 missed_function=dict(seed.missed_function), ground_truth=plan.ground_truth)
 
 

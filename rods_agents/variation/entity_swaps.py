@@ -62,9 +62,8 @@ def _distance_pairs() -> tuple[tuple[str, str], ...]:
 
     api = env_class("VehicleControlAPI")()
     api._load_scenario({}, long_context=False)
-    cities = list(dict.fromkeys(options("get_zipcode_based_on_city", "city")))
-    zips = {c: api.get_zipcode_based_on_city(c).get("zipcode") for c in cities}
-    return tuple((a, b) for a, b in permutations(cities, 2)
+    zips = knowledge.zip_codes()
+    return tuple((a, b) for a, b in permutations(zips, 2)
                  if "distance" in api.estimate_distance(cityA=zips[a], cityB=zips[b]))
 
 
@@ -100,7 +99,8 @@ def _zip_pair_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict
     pairs = [(a.get("cityA"), a.get("cityB")) for r, a in bound if r.name == "estimate_distance"]
     if len(set(pairs)) != 1 or len(set(pairs[0])) != 2:
         return
-    by_zip = {z: c for c, z in knowledge.zip_codes().items()}
+    zips = knowledge.zip_codes()
+    by_zip = {z: c for c, z in zips.items()}
     text = " ".join(d.turn_text)
     old = pairs[0]
     if any(z not in by_zip or z in swaps or d.feeds_composed(z) or not re.search(rf"\b{z}\b", text) for z in old):
@@ -114,7 +114,6 @@ def _zip_pair_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict
     candidates = [p for p in candidates if (p[1], p[0]) not in candidates or p < (p[1], p[0])]
     if candidates and d.p(0.7):
         new = d.pick(candidates, "city_pair")
-        zips = knowledge.zip_codes()
         for old_city, old_zip, city in zip(named, old, new, strict=True):
             if city != old_city:
                 swaps[old_zip] = zips[city]

@@ -125,6 +125,13 @@ def scalars_of(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
+def _written(value: str, text: str) -> bool:
+    """``value`` in ``text`` in any case; a long one (a dictated message) also without its closing stop, as a seed
+    may quote it ('... I'll update you soon'.')."""
+    low = text.lower()
+    return value.lower() in low or (len(value) > 20 and value.rstrip(".!").lower() in low)
+
+
 def says_value(value: Any, text: str, dates: set[str], nums: set[float]) -> bool:
     """``value`` is written in ``text``: as itself (any case), an ISO date in words, a number in any form, an
     airport code by its city's name."""
@@ -134,10 +141,8 @@ def says_value(value: Any, text: str, dates: set[str], nums: set[float]) -> bool
         return float(value) in nums
     if not isinstance(value, str) or len(value) < 3:
         return False
-    if value.lower() in text.lower() or stated_as_date(value, dates):
+    if _written(value, text) or stated_as_date(value, dates):
         return True
-    if len(value) > 20 and value.rstrip(".!").lower() in text.lower():
-        return True  # a dictated message quoted without its closing stop ('... update you soon'.')
     city = airport_cities().get(value)
     return bool(city) and any(word_in(c, text) for c in (city, *CITY_ALIASES.get(city, ())))
 
@@ -211,7 +216,7 @@ def said_as_is(value: Any, text: str, nums: set[float]) -> bool:
         return False
     if CODE_PATTERN.fullmatch(value):
         return word_in(value, text)
-    return value.lower() in text.lower() or (len(value) > 20 and value.rstrip(".!").lower() in text.lower())
+    return _written(value, text)
 
 
 def named_as(value: Any, span: str) -> str | None:
