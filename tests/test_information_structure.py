@@ -181,3 +181,27 @@ def test_a_budget_the_user_sets_is_an_argument_not_a_threshold():
     assert information_structure(_seed("base_192")).turns[2].limits == []
     assert all(not t.limits for t in information_structure(_seed("miss_param_182")).turns[1:3])
     assert information_structure(_seed("base_115")).turns[1].limits  # while a bar the condition reads is one
+
+
+def test_a_call_the_seed_asks_for_by_its_goal_cannot_be_named_outright():
+    # read of 2026-12-05, miss_func_177: the seed's 'confirm their flight booking's details' left the assistant to
+    # see that retrieve_invoice is the step; the variant's 'Please pull up the invoice for the flight we booked.'
+    # named it. Naming it is refused; other words for the goal are not, and the verdict names turn and call
+    seed = _seed("base_177")
+    call = information_structure(seed).turns[1].calls[0]
+    assert call.method == "retrieve_invoice" and call.by_goal and not call.named
+    named = _edited(seed, t1="Please pull up the invoice for the flight we booked.")
+    assert "information_structure:goal_made_named" in _reasons(seed, named)
+    assert _reasons(seed, _edited(seed, t1="Could you go over the details of the booking we made?")) == []
+    reasons, _ = judge(named, seed, profile_task(seed), trace_task(named))
+    assert any(r.startswith("information_structure:goal_made_named turn=1 call=retrieve_invoice(") for r in reasons)
+
+
+def test_naming_a_call_the_seed_named_by_goal_words_is_recorded_not_refused():
+    # the other way round is harder, not easier: the verdict records it, and the re-wording keeps seed's level
+    seed = _seed("base_153")  # 'Could you generate an invoice for this latest purchase?'
+    assert information_structure(seed).turns[4].calls[0].named
+    goal = _edited(seed, t4="Finally, I'd like a summary of that booking for my records.")
+    assert "information_structure:named_made_goal" in _reasons(seed, goal)
+    reasons, _ = judge(goal, seed, profile_task(seed), trace_task(goal))
+    assert not any("named_made_goal" in r for r in reasons)

@@ -331,3 +331,19 @@ def test_a_company_name_ending_a_sentence_keeps_one_full_stop():
     task = build_variant(seed, turns + seed.turns[1:], plan, 0, 0)
     assert task.turns[0][0].content == ("Pull up the stock info for Quasar Ltd. Then go up with cd .. please. "
                                         "Pay with card ID card_0901.")  # not 'card card_0901' (read 24)
+
+
+def test_a_made_up_company_becomes_another_made_up_one():
+    # read of 2026-12-05, pair 17: 'Quasar Ltd.' became 'Microsoft', whose ticker the assistant knows without the
+    # get_symbol_by_name lookup the seed needs. A made-up company the text names by name stays made up
+    from rods_agents.analysis.value_sources import household_tickers
+
+    household = household_tickers()
+    companies = knowledge.value_pools()["company_of_ticker"]
+    swapped = []
+    for scenario in (105, 107, 113, 134, 137, 142, 143):
+        for plan in _scenario_plans(scenario):
+            swapped += [(old, plan["swaps"].get(old)) for name, old in ((n, t) for t, n in companies.items())
+                        if name in plan["swaps"] and old not in household]
+    assert len(swapped) >= 8, swapped
+    assert not [new for _, new in swapped if new in household], swapped

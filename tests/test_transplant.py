@@ -948,3 +948,20 @@ def test_a_sentence_that_leaves_the_recipient_out_points_at_nobody():
     whole = _rebased(target, 0, len(methods), True)
     texts = [d.text for d in phrasebook_donors(seed, 5, 0, methods, whole, signature, set(), set(), span, earlier)]
     assert texts and not any(re.search(r"\b(?:them|they|it)\b", _QUOTED.sub("''", t)) for t in texts), texts
+
+
+def test_a_call_asked_for_by_its_goal_gets_new_words_that_still_do_not_name_it():
+    # read of 2026-12-05, miss_func_177: 'confirm their flight booking's details' became 'Please pull up the invoice
+    # for the flight we booked.' New words for such a turn come from the goal phrasings, never the naming ones
+    from rods_agents.analysis.information_structure import asked_by_goal
+
+    reworded = 0
+    for seed_id in ("multi_turn_base_177", "multi_turn_miss_func_177"):
+        g = next(t for t, calls in enumerate(bfcl_task(seed_id).ground_truth) if any("retrieve_invoice" in c for c in calls))
+        for v in range(4):
+            seed, variant, _plan, donors = _variant(seed_id, v)
+            t = g - 1 if variant.turns[g] == [] or not any(m.role == "user" for m in variant.turns[g]) else g
+            text = " ".join(m.content for m in variant.turns[t] if m.role == "user")
+            assert asked_by_goal("retrieve_invoice", text) is not False, text
+            reworded += any(d["turn"] == t for d in donors)
+    assert reworded >= 2

@@ -7,7 +7,10 @@ per-method lexicon kept as data (``prompts/bfcl/method_lexicon.json``). Per turn
   turn's own text, plus the withholding / pre-reveal turn before it) carries one of the method's
   lexicon phrases, or states one of its argument values (``by_value``; not for navigation,
   preconditions, logins and id lookups, which the assistant infers: ``cd``, ``pressBrakePedal``,
-  ``ticket_login``, ``get_user_id``, ...);
+  ``ticket_login``, ``get_user_id``, ...). An explicit call is asked for *by goal* when only a phrase of the
+  method's ``hints`` asks for it ('confirm my flight booking's details' for ``retrieve_invoice``) and *named* when
+  words naming it do ('the invoice'): a variant that names a call its seed asks for by goal tells the assistant
+  which step to take (read of 2026-12-05), and is refused (``goal_made_named``);
 - **conditions**: a condition cue ("Should any tire fall below", "if", "unless", "in case") in a
   sentence of a turn whose calls follow an earlier call whose result decides it;
 - **references**: an argument value picked out of an earlier result (or the explorable state)
@@ -64,6 +67,9 @@ class CallInfo(BaseModel):
     method: str
     explicit: bool
     cue: str | None = Field(default=None, description="The text span that asks for the call.")
+    by_goal: bool = Field(default=False, description="Asked for only by what it is for ('confirm my booking's "
+                          "details' for retrieve_invoice: a lexicon ``hints`` phrase), no words naming the call.")
+    named: bool = Field(default=False, description="Words naming the call ask for it ('the invoice').")
 
 
 class Condition(BaseModel):
@@ -143,7 +149,10 @@ class InformationStructure(BaseModel):
 # ----------------------------------------------------------------------------- lexicon
 class _Lexicon:
     def __init__(self, data: dict) -> None:
-        self.methods = {m: ([re.compile(p, re.I) for p in spec["phrases"]], bool(spec.get("by_value", True)))
+        # a method's hints ask for it too (by what it is for): ``methods`` holds them after its names
+        self.names = {m: [re.compile(p, re.I) for p in spec["phrases"]] for m, spec in data["methods"].items()}
+        self.hints = {m: [re.compile(p, re.I) for p in spec.get("hints", ())] for m, spec in data["methods"].items()}
+        self.methods = {m: (self.names[m] + self.hints[m], bool(spec.get("by_value", True)))
                         for m, spec in data["methods"].items()}
         self.conditions = [re.compile(p, re.I) for p in data["conditions"]]
         self.condition_exclusions = [re.compile(p, re.I) for p in data["condition_exclusions"]]
@@ -235,10 +244,22 @@ def _classify_calls(trace: Trace, turn: int, text: str) -> list[CallInfo]:
                 cue = m.group(0)
                 if per_method[rec.name] > 1 and not stated:
                     named_once.add(rec.name)
+        named = m is not None and cue is not None and _first(lex.names.get(rec.name, []), text) is not None
+        by_goal = m is not None and cue is not None and not named
         if cue is None and by_value and stated:
             cue = stated[0]
-        out.append(CallInfo(turn=turn, index=rec.index, method=rec.name, explicit=cue is not None, cue=cue))
+        out.append(CallInfo(turn=turn, index=rec.index, method=rec.name, explicit=cue is not None, cue=cue,
+                            by_goal=by_goal, named=named))
     return out
+
+
+def asked_by_goal(method: str, text: str) -> bool | None:
+    """How ``text`` asks for ``method``: True by what it is for only (a hint, no words naming it), False by words
+    naming it, None not by the lexicon at all (quoted values blanked). A method without hints is never asked by goal."""
+    lex, plain = lexicon(), unquoted(text)
+    if _first(lex.names.get(method, []), plain) is not None:
+        return False
+    return True if _first(lex.hints.get(method, []), plain) is not None else None
 
 
 def unquoted(text: str) -> str:
@@ -582,6 +603,10 @@ def structure_mismatches(seed: InformationStructure, variant: InformationStructu
                 out.append(Mismatch(reason="implicit_made_explicit", turn=t, detail=f"{vc.method}: {vc.cue}"))
             elif c.explicit and not vc.explicit:
                 out.append(Mismatch(reason="explicit_made_implicit", turn=t, detail=vc.method))
+            elif c.by_goal and vc.named:
+                out.append(Mismatch(reason="goal_made_named", turn=t, detail=f"{vc.method}: {c.cue} -> {vc.cue}"))
+            elif c.named and vc.by_goal:
+                out.append(Mismatch(reason="named_made_goal", turn=t, detail=f"{vc.method}: {c.cue} -> {vc.cue}"))
         if len(v.conditions) < len(s.conditions):
             out.append(Mismatch(reason="condition_dropped", turn=t, detail=s.conditions[0].cue))
         if len(v.limits) < len(s.limits):
@@ -629,6 +654,6 @@ def compare_structure(seed: InformationStructure, variant: InformationStructure)
     return sorted({f"{REASON}:{m.reason}" for m in structure_mismatches(seed, variant)})
 
 
-__all__ = ["asks_for", "reads_as_condition", "CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
+__all__ = ["asked_by_goal", "asks_for", "reads_as_condition", "CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
            "TurnStructure", "Withheld", "asking_text", "compare_structure", "information_structure", "lexicon",
            "structure_mismatches"]

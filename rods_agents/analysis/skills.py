@@ -52,7 +52,8 @@ KINDS = ("navigation", "precondition", "authentication", "lookup", "action")
 # a call the lexicon stops seeing asked for is as often a paraphrase the lexicon lacks as a step the text no
 # longer asks for (held-out precision on implicit calls 0.53 before tuning, docs/information-structure.md):
 # recorded, never a rejection
-ADVISORY = frozenset({"information_structure:explicit_made_implicit"})
+# a call named in the seed and asked for by its goal in the variant is harder, not easier: recorded too
+ADVISORY = frozenset({"information_structure:explicit_made_implicit", "information_structure:named_made_goal"})
 
 
 # ----------------------------------------------------------------------------- skill classes (data)
@@ -113,6 +114,8 @@ class SkillCall(BaseModel):
     kind: str
     explicit: bool
     cue: str | None = None
+    by_goal: bool = Field(default=False, description="Asked for only by what it is for, no words naming it.")
+    named: bool = Field(default=False, description="Words naming the call ask for it.")
 
 
 class FlowEdge(BaseModel):
@@ -171,6 +174,7 @@ class SkillProfile(BaseModel):
             inflow = [e for e in self.data_edges if e.target[0] == t.turn]
             out.append({"turn": t.turn, "skills": [c.skill.split("/", 1)[1] for c in t.calls],
                         "asked_for": t.asked_by_kind(), "implicit": t.implicit_by_kind(),
+                        "asked_by_goal_only": [c.skill.split("/", 1)[1] for c in t.calls if c.by_goal],
                         "data_flow_within_turn": sum(e.source[0] == t.turn for e in inflow),
                         "data_flow_from_earlier_turns": sum(e.source[0] < t.turn for e in inflow),
                         "values_found_in_state": len(t.discovered), "conditions": len(t.conditions),
@@ -206,7 +210,8 @@ def skill_profile(task: Task, trace: Trace | None = None, profile: Any = None) -
         if rec.turn < len(turns):
             turns[rec.turn].calls.append(SkillCall(
                 turn=rec.turn, index=rec.index, call=rec.call, method=rec.name, skill=skill_class(rec.cls, rec.name),
-                kind=call_kind(rec.name), explicit=bool(ci and ci.explicit), cue=ci.cue if ci else None))
+                kind=call_kind(rec.name), explicit=bool(ci and ci.explicit), cue=ci.cue if ci else None,
+                by_goal=bool(ci and ci.by_goal), named=bool(ci and ci.named)))
     edges: list[FlowEdge] = []
     seen: set = set()
     for a in arg_sources:
@@ -298,6 +303,10 @@ def _calls(t: int, s: TurnSkills, v: TurnSkills) -> list[str]:
             out.append(_reason("information_structure:implicit_made_explicit", t, vc.call, kind=vc.kind, cue=vc.cue or ""))
         elif sc.explicit and not vc.explicit:
             out.append(_reason("information_structure:explicit_made_implicit", t, vc.call, kind=vc.kind))
+        elif sc.by_goal and vc.named:
+            out.append(_reason("information_structure:goal_made_named", t, vc.call, seed_cue=sc.cue or "", cue=vc.cue or ""))
+        elif sc.named and vc.by_goal:
+            out.append(_reason("information_structure:named_made_goal", t, vc.call, seed_cue=sc.cue or "", cue=vc.cue or ""))
     return out
 
 

@@ -232,6 +232,13 @@ def ticker_companies() -> dict[str, str]:
     return {k: v for k, v in table.items() if not k.startswith("_")}
 
 
+@lru_cache(maxsize=1)
+def household_tickers() -> frozenset[str]:
+    """Tickers of companies a model knows before it looks anything up (Apple, Microsoft): a made-up company's ticker
+    is found only by the lookup, a known one's is common knowledge (prompts/bfcl/offline_value_kinds.json)."""
+    return frozenset(knowledge.value_pools().get("household_tickers", {}).get("tickers", ()))
+
+
 def named_by_lookup(value: Any, text: str) -> str | None:
     """The name ``text`` gives ``value`` by, which the assistant looks the value up with, or None: an airport
     code by its city ('Los Angeles' for LAX), a ticker by its company ('Zeta Corp' for ZETA, 'Tesla' for TSLA)

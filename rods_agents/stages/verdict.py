@@ -15,7 +15,9 @@ counters group by the text before the first ':' (or space). Kinds:
   compared: a plan may swap a function for another of its skill class (``cp`` -> ``mv``, ``mean`` ->
   ``standard_deviation``), change every entity and the state. What is compared: per turn, the calls' skill
   classes (``skill_changed``, ``call_count``), which are asked for and which left implicit
-  (``implicit_made_explicit``; ``explicit_made_implicit`` is recorded, never rejects), the data flow
+  (``implicit_made_explicit``; ``explicit_made_implicit`` is recorded, never rejects) and which are asked for
+  only by what they are for (``goal_made_named``: 'the invoice' where the seed said 'confirm my booking's details';
+  ``named_made_goal`` is recorded, never rejects), the data flow
   between calls within and across turns (``data_flow_dropped`` / ``data_flow_added``), values the
   assistant must find in the state (``state_value_stated`` / ``state_value_added``; a value stated because
   the variant's state has no hint that singles it out is the documented fallback, ``detail['stated_fallbacks']``),

@@ -20,7 +20,7 @@ from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.faithfulness import choice_words
-from rods_agents.analysis.information_structure import _QUOTED
+from rods_agents.analysis.information_structure import _QUOTED, asked_by_goal, lexicon
 from rods_agents.analysis.tracing import Trace
 from rods_agents.analysis.value_sources import _dates, _numbers, named_by_lookup
 from rods_agents.variation.cues import PICKED, brings_cues, names_other_work, said_out_of_order
@@ -278,6 +278,7 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks,
                                     marked_only=marked, describing=describing)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
+    out = _at_goal_level(seed, turn, methods, span, out)
     if any(re.search(rf"\b(?:same|identical)\s+(?:\w+\s+)?{re.escape(p.split('_')[0])}", span, re.I) for p in unsaid):
         # the seed points back at a value it leaves out ('a new ticket with same title'): the new words do too, or
         # the value is left to nothing (read of 2026-12-05, long_context_27)
@@ -316,6 +317,21 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
         out = [replace(d, slots=target) for d in out]
     random.Random(f"{seed.scenario}|{turn}|{start}|phrasebook").shuffle(out)
     return out
+
+
+def _at_goal_level(seed: Task, turn: int, methods: tuple[str, ...], span: str, donors: list[Donor]) -> list[Donor]:
+    """The donors that ask for each call as the seed does: a call the seed asks for by what it is for stays unnamed,
+    a named one named (read of 2026-12-05: 'confirm their flight booking's details' became 'pull up the invoice', which
+    tells the assistant the step). Words for another call of the turn never name one the seed leaves to its goal
+    either ('set my budget to the exchanged figure' after 'an equivalence of 20,000 RMB in US dollars')."""
+    whole = " ".join(m.content for m in seed.turns[turn] if m.role == "user") if turn < len(seed.turns) else span
+    called = {c.split("(", 1)[0] for calls in seed.ground_truth for c in calls}
+    others = [m for m, hints in lexicon().hints.items() if hints and m in called and m not in methods]
+    for m in (*methods, *others):
+        goal = asked_by_goal(m, span if m in methods else whole)
+        if goal is not None and (m in methods or goal):
+            donors = [d for d in donors if asked_by_goal(m, d.text) is not (not goal)]
+    return donors
 
 
 def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from rods_agents.analysis import knowledge
-from rods_agents.analysis.value_sources import ticker_companies
+from rods_agents.analysis.value_sources import household_tickers, ticker_companies
 from rods_agents.variation.draw import Draw, fs_kinds
 from rods_agents.variation.seed_anchor import Substitution
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
@@ -184,7 +184,9 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     the same sectors ('MSFT' -> 'NVDA' after the Technology list), so the list the assistant reads still holds it;
     next to a price filter, whose answer depends on every price, it stays. Never a stock the watchlist already holds:
     adding it would change nothing (read 18: AAPL -> NVDA where the list held NVDA), and a task reading the list
-    would find it there before the task put it there."""
+    would find it there before the task put it there. A made-up company the text names becomes another made-up one
+    (:func:`~rods_agents.analysis.value_sources.household_tickers`): 'Quasar Ltd.' -> 'Microsoft' lets the assistant
+    write MSFT without the lookup the seed needs (read of 2026-12-05)."""
     stocks = d.seed.initial_config.get("TradingBot", {}).get("stocks")
     if not isinstance(stocks, dict):
         return
@@ -195,6 +197,7 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
 
     known = known_symbols(d.seed.long_context)
     companies = ticker_companies()  # the old stock may be one only the seed's config lists ('AMZN'); the new one is known
+    household = household_tickers()
     # the watchlist counts only where the task touches it (adds to it, reads it, removes from it)
     touches_list = any("watchlist" in r.name for r, _ in bound)
     watched = set(d.seed.initial_config.get("TradingBot", {}).get("watch_list") or ()) if touches_list else set()
@@ -209,13 +212,15 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
             continue
         if any(_inside_word(symbol, x) for _r, args in bound for x in _scalar_strings(list(args.values()))):
             continue  # part of a longer token of an argument ('ZETA_report'): that name is not the stock's
+        # a made-up company the text names stays made up: the assistant must find its ticker, not know it
+        made_up = symbol not in household and Substitution({companies[symbol]: "\0"}, derived_forms=False).found(text)
         if sectors and any(v == symbol and (a := d.sources.get((r.turn, r.index, p))) is not None and a.source == "call"
                            for r, args in bound for p, v in args.items()):
             continue  # picked from a sector's list ('the third stock in the list', read 11): the list stays the
             # environment's, so a new stock would not be where the words point
         choices = sorted(k for k in stocks if k in companies and k in known and k not in used and k not in swaps.values()
                          and k not in fixed and sectors.get(k, frozenset()) == sectors.get(symbol, frozenset())
-                         and k not in watched
+                         and k not in watched and not (made_up and k in household)
                          and (not sums or _similar_price(stocks, symbol, k))
                          and not Substitution({k: "\0", companies[k]: "\0"}, derived_forms=False).found(text))
         if not choices:
