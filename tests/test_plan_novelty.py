@@ -347,3 +347,23 @@ def test_a_made_up_company_becomes_another_made_up_one():
                         if name in plan["swaps"] and old not in household]
     assert len(swapped) >= 8, swapped
     assert not [new for _, new in swapped if new in household], swapped
+
+
+def test_a_stock_picked_by_what_its_company_makes_swaps_with_its_words_its_watchlist_place_and_its_price():
+    # scenario 108: 'let's act on one that's making GPUs' picks NVDA from the watchlist; the stock named in neither
+    # form never swapped, so all eight samples were new only in digits. The words, the watchlist entry and the
+    # price read from the new stock's info follow the swap, in long context too, where a moving average in the
+    # padded result happened to equal NVDA's price and the stale 220.34 was kept
+    from rods_agents.analysis.value_sources import ticker_products
+
+    products = ticker_products()
+    plans = _scenario_plans(108)
+    swapped = [p for p in plans if p["swaps"].get("NVDA")]
+    assert len(swapped) >= 6, [p["swaps"] for p in plans]
+    for plan in swapped:
+        new = plan["swaps"]["NVDA"]
+        assert plan["swaps"]["making GPUs"] == products[new]
+        assert plan["initial_config"]["TradingBot"]["watch_list"] == [new]
+        order = _calls(plan["ground_truth"], "place_order")[0].kwargs
+        assert order["symbol"] == new
+        assert order["price"] == plan["initial_config"]["TradingBot"]["stocks"][new]["price"]

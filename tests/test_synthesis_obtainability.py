@@ -88,6 +88,30 @@ def test_fs_hints_are_unique_among_siblings():
     assert all(h.kind != "extension" for h in state_hints("a_report.pdf", rec2, {}, "file"))
 
 
+def test_the_alphabetically_first_file_and_both_files_of_a_pair_are_singled_out_and_renames_keep_the_order():
+    # base_13: 'It's alphabetically first file in that directory' (report.txt beside summary.txt) and 'review both
+    # files in this directory': without these hints the two files could never be renamed, and every sample of
+    # scenario 13 was the seed again. A rename keeps the pick true: the new names keep the old names' order
+    from rods_agents.analysis.obtainability import state_obtainable
+    from rods_agents.variation.anchored_plan import anchored_plan, sibling_slot
+
+    rec = CallRecord(turn=0, index=0, call="tail(file_name='report.txt')", name="tail", cls="GorillaFileSystem",
+                     siblings={"report.txt": "file", "summary.txt": "file"})
+    assert state_obtainable("report.txt", rec, {}, "It's the alphabetically first file in that directory.")
+    assert not state_obtainable("summary.txt", rec, {}, "It's the alphabetically first file in that directory.")
+    assert state_obtainable("summary.txt", rec, {}, "Review both files in this directory.")
+    seed = load_tasks(ids=["multi_turn_base_13"])[0]
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    renamed = 0
+    for v in range(6):
+        plan = anchored_plan(seed, profile, trace, rng_for(3, seed.id, v, 0), 0, slot=sibling_slot(seed.category, v))
+        first, second = re.findall(r"file_name\d='([^']+)'", plan["ground_truth"][1][0])
+        assert re.search(rf"tail\(file_name='{re.escape(first)}'", plan["ground_truth"][0][1]) and first < second
+        renamed += first != "report.txt"
+    assert renamed >= 3
+
+
 def test_composed_values_need_obtainable_pieces():
     assert recipe("Kelly Total Score: 96", "send Kelly her total score", ['{"content": "Score: 96"}'], {}, "send_message")
     assert recipe("Kelly Total Score: 96", "send Kelly her total score", ['{"content": "nothing"}'], {},

@@ -64,6 +64,11 @@ def _fs_hints(value: str, siblings: dict[str, str], noun: str) -> list[Hint]:
     out: list[Hint] = []
     if len(same) == 1:
         out.append(Hint(kind="only", phrase=f"only {word}", say=f"the only {word} there"))
+    if len(same) == 2:  # 'review both files in this directory' (base_13): the pair is all there is
+        out.append(Hint(kind="only", phrase=f"both {word}s", say=f"both {word}s there"))
+    if len(same) > 1 and value in (min(same), max(same)):  # 'the alphabetically first file' (base_13)
+        end = "first" if value == min(same) else "last"
+        out.append(Hint(kind="position", phrase=f"alphabetically {end}", say=f"the alphabetically {end} {word} there"))
     if kind == "file" and "." in value:
         ext = value.rsplit(".", 1)[1]
         if sum(1 for n in same if n.rsplit(".", 1)[-1] == ext and "." in n) == 1:

@@ -239,6 +239,11 @@ def household_tickers() -> frozenset[str]:
     return frozenset(knowledge.value_pools().get("household_tickers", {}).get("tickers", ()))
 
 
+def ticker_products() -> dict[str, str]:
+    """Ticker -> what the company makes, in the words a user picks its stock by ('making GPUs' for NVDA)."""
+    return {k: v for k, v in knowledge.value_pools().get("ticker_products", {}).items() if not k.startswith("_")}
+
+
 def named_by_lookup(value: Any, text: str) -> str | None:
     """The name ``text`` gives ``value`` by, which the assistant looks the value up with, or None: an airport
     code by its city ('Los Angeles' for LAX), a ticker by its company ('Zeta Corp' for ZETA, 'Tesla' for TSLA)

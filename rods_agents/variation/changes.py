@@ -206,6 +206,8 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                 taken.add(new)
     _digit_companions(renames, config_strings)
     _untangle(renames, d.rng, taken, fs)
+    if re.search(r"\balphabetic", all_text, re.I):
+        _keep_order(renames, fs)
     option_swaps = sorted(swaps)  # documented options (a sector, a class): dropped before the entities are
     # entity swaps on every attempt: a later attempt that kept the seed's entities would be new only in
     # digits (the verdict's novelty:digits_only), so it draws other entities instead (another sibling slot)
@@ -273,6 +275,15 @@ def _renamable_in_context(value: str, kind: str, text: str, strings: set[str]) -
     return True
 
 
+def _keep_order(renames: dict[str, str], fs: dict[str, str]) -> None:
+    """The new names of renamed files keep the old names' alphabetical order among themselves: 'the alphabetically
+    first file' (base_13) still points at the file the plan reads. Only the new names are permuted."""
+    for kind in ("file", "directory"):
+        old = sorted(o for o in renames if fs.get(o) == kind)
+        new = sorted(renames[o] for o in old)
+        renames.update(zip(old, new, strict=True))
+
+
 def _ticker_renamable(symbol: str, text: str) -> bool:
     """Only a ticker the text spells out, and whose company it does not name: 'the one making GPUs' or 'Apple,
     with symbol AAPL' would point at nothing (or at two stocks) after a new ticker."""
@@ -328,6 +339,11 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
     if any(u in renames for u in users):  # a default user renamed: the new state names its users itself
         base.setdefault("MessageAPI", {})["user_map"] = dict(users)
     config = sub.obj(base)
+    trading = config.get("TradingBot")
+    if isinstance(trading, dict) and isinstance(trading.get("watch_list"), list):
+        # a swapped stock keeps its place on the watchlist: 'one that's making GPUs' among the stocks I watch is the
+        # new stock only where the list holds it (base_108); the stock tables stay the environment's
+        trading["watch_list"] = [swaps.get(x, x) if isinstance(x, str) else x for x in trading["watch_list"]]
     return gt, config
 
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from rods_agents.analysis import knowledge
-from rods_agents.analysis.value_sources import household_tickers, ticker_companies
+from rods_agents.analysis.value_sources import household_tickers, ticker_companies, ticker_products
 from rods_agents.variation.draw import Draw, fs_kinds
 from rods_agents.variation.seed_anchor import Substitution
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
@@ -197,7 +197,7 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
 
     known = known_symbols(d.seed.long_context)
     companies = ticker_companies()  # the old stock may be one only the seed's config lists ('AMZN'); the new one is known
-    household = household_tickers()
+    household, products = household_tickers(), ticker_products()
     # the watchlist counts only where the task touches it (adds to it, reads it, removes from it)
     touches_list = any("watchlist" in r.name for r, _ in bound)
     watched = set(d.seed.initial_config.get("TradingBot", {}).get("watch_list") or ()) if touches_list else set()
@@ -207,8 +207,10 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     for symbol in dict.fromkeys(used):
         if symbol in swaps or symbol in fixed or symbol not in stocks or symbol not in companies or not d.p(0.7):
             continue
+        # the stock picked by what its company makes ('one that's making GPUs', base_108): the words follow the stock
+        by_product = symbol in products and Substitution({products[symbol]: "\0"}, derived_forms=False).found(text)
         forms = [symbol, companies[symbol]]
-        if not any(Substitution({f: "\0"}, derived_forms=False).found(text) for f in forms):
+        if not by_product and not any(Substitution({f: "\0"}, derived_forms=False).found(text) for f in forms):
             continue
         if any(_inside_word(symbol, x) for _r, args in bound for x in _scalar_strings(list(args.values()))):
             continue  # part of a longer token of an argument ('ZETA_report'): that name is not the stock's
@@ -220,7 +222,7 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
             # environment's, so a new stock would not be where the words point
         choices = sorted(k for k in stocks if k in companies and k in known and k not in used and k not in swaps.values()
                          and k not in fixed and sectors.get(k, frozenset()) == sectors.get(symbol, frozenset())
-                         and k not in watched and not (made_up and k in household)
+                         and k not in watched and not (made_up and k in household) and (not by_product or k in products)
                          and (not sums or _similar_price(stocks, symbol, k))
                          and not Substitution({k: "\0", companies[k]: "\0"}, derived_forms=False).found(text))
         if not choices:
@@ -228,6 +230,8 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
         new = d.pick(choices, f"stock|{symbol}")
         swaps[symbol] = new
         swaps[companies[symbol]] = companies[new]
+        if by_product:
+            swaps[products[symbol]] = products[new]
         head_o, head_n = companies[symbol].split()[0], companies[new].split()[0]
         if head_o != companies[symbol] and re.search(rf"\b{re.escape(head_o)}\b", text):
             swaps.setdefault(head_o, head_n)  # 'Zeta' on its own
