@@ -367,3 +367,24 @@ def test_a_stock_picked_by_what_its_company_makes_swaps_with_its_words_its_watch
         order = _calls(plan["ground_truth"], "place_order")[0].kwargs
         assert order["symbol"] == new
         assert order["price"] == plan["initial_config"]["TradingBot"]["stocks"][new]["price"]
+
+
+def test_a_task_with_nothing_but_numbers_to_change_yields_one_variant_in_words_of_its_own():
+    # base_94 (feasibility, refuel, tires, start): every string argument is an option or the environment's own tire
+    # shop, so every variant of scenario 94 was refused as new only in digits and the scenario got nothing. One
+    # variant with its own words, numbers and vehicle state is taken; a sibling with the same calls is a copy
+    from graphs.synthesis import synthesize
+    from rods_agents.analysis.novelty import _masked_calls, containment, masked_text
+    from rods_agents.stages.state import SynthesisContext
+    from rods_agents.variation.draw import numbers_only
+
+    train = _train()
+    assert numbers_only(train["multi_turn_base_94"]) and numbers_only(train["multi_turn_base_84"])
+    assert not numbers_only(train["multi_turn_base_108"]) and not numbers_only(train["multi_turn_base_51"])
+    seeds = [train[f"multi_turn_{c}_94"] for c in ("base", "miss_func")]
+    result = synthesize(seeds, SynthesisContext(seed=3, variants_per_seed=2))
+    assert len(result.accepted) == 1, [r["reasons"] for r in result.rejected]
+    variant, seed = result.accepted[0], seeds[0]
+    assert _masked_calls(variant) == _masked_calls(seed) and variant.ground_truth != seed.ground_truth
+    assert containment(masked_text(variant), masked_text(seed), mask=True) <= 0.5
+    assert all(any("sibling_copy" in x or "seed_text_copy" in x for x in r["reasons"]) for r in result.rejected)

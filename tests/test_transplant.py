@@ -965,3 +965,13 @@ def test_a_call_asked_for_by_its_goal_gets_new_words_that_still_do_not_name_it()
             assert asked_by_goal("retrieve_invoice", text) is not False, text
             reworded += any(d["turn"] == t for d in donors)
     assert reworded >= 2
+
+
+def test_a_detail_no_call_takes_stays_said_when_the_seeds_sentence_for_it_goes():
+    # read of 2026-12-05, long_context_189: 'The cardholder's name matches mine, Michael Thompson, and I can provide
+    # the CVV when needed, which is 456.' was not read as a CVV, so it was carried whole and then dropped as the seed's
+    # story; the CVV the assistant had to leave aside went with it. The sentence goes, the CVV stays, in new words
+    for v in range(2):
+        seed, variant, _plan, donors = _variant("multi_turn_long_context_189", v, 3)
+        text = " ".join(m.content for m in variant.turns[0] if m.role == "user")
+        assert "456" in text and "Michael Thompson" not in text, text

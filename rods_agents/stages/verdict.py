@@ -41,7 +41,8 @@ counters group by the text before the first ':' (or space). Kinds:
   (:mod:`rods_agents.analysis.variant_quality`);
 - novelty (:mod:`rods_agents.analysis.novelty`): ``novelty:seed_text_copy`` (the seed's sentences: word
   5-gram containment above ``SEED_TEXT_COPY``), ``novelty:digits_only`` (new only in numbers, ids or
-  dates), ``novelty:sibling_copy of=<id>`` (a near-copy of an accepted variant of the same scenario, when
+  dates; not for a task with nothing to change but numbers, when its words are its own: ``NUMBERS_ONLY_TEXT``),
+  ``novelty:sibling_copy of=<id>`` (a near-copy of an accepted variant of the same scenario, when
   ``siblings`` are given; the run's dedupe applies the same rule through
   :func:`rods_agents.analysis.contamination.same_substance`), ``near_duplicate_seed`` (the seed's parsed
   ground truth, or its config with 90% of its calls; ``detail['seed_copy']``), ``contamination`` (too
@@ -63,7 +64,14 @@ from rods_agents.analysis.contamination import contamination_threshold, fingerpr
 from rods_agents.analysis.execution import classify_error
 from rods_agents.analysis.faithfulness import faithfulness_problems
 from rods_agents.analysis.information_structure import InformationStructure, information_structure
-from rods_agents.analysis.novelty import containment, seed_copy_reasons, sibling_copy_reason, user_text
+from rods_agents.analysis.novelty import (
+    containment,
+    mask_digits,
+    masked_text,
+    seed_copy_reasons,
+    sibling_copy_reason,
+    user_text,
+)
 from rods_agents.analysis.obtainability import public_state, recomposable, state_hints, state_obtainable
 from rods_agents.analysis.profile import Profile, profile_task
 from rods_agents.analysis.skills import SkillProfile, compare_skill_profiles, rejecting, skill_profile
@@ -71,6 +79,7 @@ from rods_agents.analysis.tracing import CONFIG_ERROR, Trace, trace_task
 from rods_agents.analysis.value_sources import state_values, user_text_upto
 from rods_agents.analysis.variant_quality import filler_arguments, leftover_names, same_config, same_ground_truth
 from rods_agents.run.runtime import emit, stage_timer
+from rods_agents.variation.draw import numbers_only
 from rods_agents.stages.state import (
     SampleState,
     SynthesisContext,
@@ -315,12 +324,23 @@ def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace,
     return reasons, detail
 
 
+NUMBERS_ONLY_TEXT = 0.5
+"""A task with nothing to change but numbers (:func:`~rods_agents.variation.draw.numbers_only`) counts as new only in
+words of its own: at most this share of its masked word 5-grams in its seed's (the issue's target mean)."""
+
+
 def novelty_reasons(task: Task, seed: Task, siblings: list[Task] | None, detail: dict[str, Any]) -> list[str]:
     """Copies: the seed's text (``novelty:seed_text_copy``), the seed with other digits
     (``novelty:digits_only``), the seed's parsed ground truth or config (``near_duplicate_seed``), an
     accepted variant of the same scenario (``novelty:sibling_copy``), a test-split task (``contamination``)."""
     reasons = seed_copy_reasons(task, seed)
     detail["seed_text_containment"] = round(containment(user_text(task), user_text(seed)), 4)
+    if numbers_only(seed) and mask_digits(user_text(task)) != mask_digits(user_text(seed)) and containment(
+            masked_text(task), masked_text(seed), mask=True) <= NUMBERS_ONLY_TEXT:
+        # a task with nothing to change but numbers (base_84: refuel, start, check the tires) is new in its numbers,
+        # its vehicle state and its own words; a sibling with the same calls is still a copy (one per scenario)
+        detail["numbers_only_task"] = True
+        reasons = [r for r in reasons if not r.startswith("novelty:digits_only")]
     fp = fingerprint(task)
     seed_fp = fingerprint(seed)
     detail["seed_similarity"] = round(similarity(fp, seed_fp), 4)  # recorded in provenance

@@ -310,7 +310,8 @@ _AMOUNT = re.compile(r"(?P<amount>\$\s?\d(?:[\d,]*\d)?(?:\.\d+)?|\d(?:[\d,]*\d)?
 
 
 _FACTS = {  # kind -> where a sentence states it; 'value': the number as written
-    "cvv": re.compile(r"\bCVV\b(?:\s+(?:code|number))?(?:\s+(?:of|is))?\s*(?P<value>\d{3,4})\b", re.I),
+    "cvv": re.compile(r"\bCVV\b(?:\s+(?:code|number))?(?:\s+(?:of|is))?(?:[^.?!\d]{0,25}\b(?:which|that) is)?\s*"
+                      r"(?P<value>\d{3,4})\b", re.I),  # 'the CVV when needed, which is 456'
     "expiry": re.compile(r"\bexpir\w*(?:\s+date)?(?:\s+(?:on|in|of|is|at))?\s*(?P<value>\d{1,2}/\d{2,4}|\d{4})\b", re.I),
     "estimate": re.compile(r"\bestimated\s+(?:at|to be)\s*(?P<value>\$\s?\d(?:[\d,]*\d)?(?:\.\d+)?)", re.I),
 }
