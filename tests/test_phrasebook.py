@@ -289,10 +289,14 @@ def test_a_sentence_giving_a_value_the_new_words_lack_stays_beside_them():
     budget = "Check the fare and make sure I can afford it. My max spending limit is 7000."
     capped = with_specifics("What's the fare?", budget, ("get_flight_cost",), "get_flight_cost(travel_class='first')")
     assert capped is not None and capped.startswith("What's the fare? ") and "7000" in capped
-    # one that bounds nothing is context: it follows the new words as it is (base_189's CVV no call takes)
+    # one that bounds nothing is context: base_189's CVV no call takes is said again in words of its own (the seed's
+    # sentence, kept whole, was then dropped as the seed's story, and the CVV with it: read of 2026-12-05)
     cvv = "Check the fare for me. The cardholder's name matches mine, and I can give the CVV when needed, which is 456."
     assert with_specifics("What's the fare?", cvv, ("get_flight_cost",), "get_flight_cost(travel_class='first')") == (
-        "What's the fare? The cardholder's name matches mine, and I can give the CVV when needed, which is 456.")
+        "What's the fare? The security code on the card is 456.")
+    context = "Check the fare for me. My passport number ends in 4821, if that matters."
+    assert with_specifics("What's the fare?", context, ("get_flight_cost",), "get_flight_cost(travel_class='first')") == (
+        "What's the fare? My passport number ends in 4821, if that matters.")
     assert with_specifics("What's the fare?", "Check the fare. I have 300 dollars at most.", ("get_flight_cost",),
                           "get_flight_cost(travel_class='first')") is None
     # a sentence restating a value the new words already say belongs to their request: it would be said twice
@@ -1053,3 +1057,20 @@ def test_no_donor_speaks_of_the_user_in_the_second_person_or_asks_after_its_own_
         for signature in {d.signature for d in donors if d.text in narrated}:
             found = donors_for(methods, signature, -1)
             assert not {x.text for x in found} & narrated  # ... but no other task gets them as words
+
+
+def test_a_branch_the_task_never_takes_stays_beside_new_words_with_its_own_quoted_value():
+    # base_66: 'If it is reachable, set navigation to '1914 7th St, Apt B, Berkeley, CA 94710'.' The trip is not
+    # reachable, so no call takes the address; new words for the feasibility check must keep the branch (the
+    # assistant has to see it is not taken), and the address's own numbers are no bound on anything
+    from rods_agents.variation.saying import with_specifics
+
+    span = ("That's quite a stretch—450 miles in one go today. Is this something I could realistically pull off? "
+            "If it is reachable, set navigation to '1914 7th St, Apt B, Berkeley, CA 94710'.")
+    out = with_specifics("Check whether the car can handle 450 miles.", span,
+                         ("estimate_drive_feasibility_by_mileage",), "estimate_drive_feasibility_by_mileage(distance=450.0)")
+    assert out == ("Check whether the car can handle 450 miles. If it is reachable, set navigation to "
+                   "'1914 7th St, Apt B, Berkeley, CA 94710'.")
+    # a quoted value of no call and no branch is still another world's: no new words keep it
+    assert with_specifics("Check whether the car can handle 450 miles.", "Drive 450 miles to 'Elm Court'.",
+                          ("estimate_drive_feasibility_by_mileage",), "estimate_drive_feasibility_by_mileage(distance=450.0)") is None

@@ -975,3 +975,18 @@ def test_a_detail_no_call_takes_stays_said_when_the_seeds_sentence_for_it_goes()
         seed, variant, _plan, donors = _variant("multi_turn_long_context_189", v, 3)
         text = " ".join(m.content for m in variant.turns[0] if m.role == "user")
         assert "456" in text and "Michael Thompson" not in text, text
+
+
+def test_a_withholding_turn_never_takes_words_whose_pronoun_points_at_the_withheld_value():
+    # read of 2026-12-05, miss_param_49: 'For a different file, could you determine the total number of lines it
+    # holds?' (the assistant must ask which) took another seed's 'I need its length in lines, please.': 'its' is the
+    # third file of the turn before, so the question was answered and the empty ground truth of the turn was wrong
+    from rods_agents.variation.donor_search import says_withheld_by_pronoun
+
+    assert says_withheld_by_pronoun("I need its length in lines, please.")
+    assert not says_withheld_by_pronoun("How many lines does a file have? Post 'it works' too.")
+    for v in range(4):
+        seed, variant, _plan, _donors = _variant("multi_turn_miss_param_49", v, 3)
+        text = " ".join(m.content for m in variant.turns[2] if m.role == "user")
+        own = " ".join(m.content for m in seed.turns[2] if m.role == "user")  # 'it' is 'a different file' there
+        assert not variant.ground_truth[2] and (text == own or not says_withheld_by_pronoun(text)), text

@@ -79,7 +79,6 @@ from rods_agents.analysis.tracing import CONFIG_ERROR, Trace, trace_task
 from rods_agents.analysis.value_sources import state_values, user_text_upto
 from rods_agents.analysis.variant_quality import filler_arguments, leftover_names, same_config, same_ground_truth
 from rods_agents.run.runtime import emit, stage_timer
-from rods_agents.variation.draw import numbers_only
 from rods_agents.stages.state import (
     SampleState,
     SynthesisContext,
@@ -90,6 +89,7 @@ from rods_agents.stages.state import (
     task_of,
     trace_of,
 )
+from rods_agents.variation.draw import numbers_only
 
 NEAR_COPY_CALLS = 0.9
 

@@ -21,7 +21,13 @@ from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import asks_for, lexicon, reads_as_condition, unquoted
 from rods_agents.variation.condition_clauses import ConditionCut, condition_cut
 from rods_agents.variation.cues import cue_spans, picks_something, stray_cues, stray_picks, turn_picks
-from rods_agents.variation.donor_search import find_wording, hidden_said, ordered_donors, phrasebook_donors
+from rods_agents.variation.donor_search import (
+    find_wording,
+    hidden_said,
+    ordered_donors,
+    phrasebook_donors,
+    says_withheld_by_pronoun,
+)
 from rods_agents.variation.phrasebook import context_sentences
 from rods_agents.variation.saying import (
     ISO_DATE,
@@ -169,7 +175,8 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             pool = [] if single_only else [  # the sentence-by-sentence pass: the phrasebook only, no other story
                 d for d in donors_for(methods[start:stop], seg_sig, knowledge.donor_key(seed),
                                       cue_key(seed_info, g) if delicate and not whole_only else None)
-                if d.task_id not in used and d.text not in picked]
+                if d.task_id not in used and d.text not in picked
+                and not (whole_only and says_withheld_by_pronoun(d.text))]
             pool = ordered_donors(pool, seed, turn, start, stop, rng, slot)
             seg_target = _rebased(target, start, stop, (start, stop) == (0, n))
             # a miss_param turn withholding a value of its one call: a sentence for that call without the value

@@ -217,7 +217,7 @@ _POINTER = re.compile(rf"\b(?:it|them|over there)\b|\b(?:that|these|those) {_THI
 """Words pointing back at a thing said before, short of 'this' ('this directory' is the one the user is in)."""
 _SAME = re.compile(r"\b(?:same|identical)\b", re.I)
 """Words pointing back at a value said before ('with the same card and token')."""
-_PRONOUN = re.compile(r"\b(?:it|them|they|their|that person|that user)\b"
+_PRONOUN = re.compile(r"\b(?:it|its|them|they|their|that person|that user)\b"
                       r"|\b(?:that|this|these|those)(?=\s+(?:in|into|to|written|down|for|as|on|at|over|with|under)\b"
                       r"|\s*[.,?!])", re.I)
 """Words standing for a thing ('store that in the file', 'send it to them'); 'that file' names one."""
@@ -300,7 +300,7 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
         # names: 'Please pass along ... to them.' where the seed asked to write to 'my financial advisor' (read of
         # 2026-12-04, miss_param_131); 'Can you store that in the file X?' before the content is given (miss_param_15,
         # read of 2026-12-04, third session); 'Could you send over a message that reads ...?' leaves the recipient out
-        out = [d for d in out if not _PRONOUN.search(_QUOTED.sub("''", d.text))]  # a dictated text's own words aside
+        out = [d for d in out if not says_withheld_by_pronoun(d.text)]
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them, unless the
         # sentence itself names them ('How far is it from Sunset Valley to Shadowridge?' after 'There's a trip from
         # Sunset Valley to Shadowridge on my mind.' named both cities twice, read 18)
@@ -334,6 +334,13 @@ def _at_goal_level(seed: Task, turn: int, methods: tuple[str, ...], span: str, d
     return donors
 
 
+def says_withheld_by_pronoun(text: str) -> bool:
+    """A sentence that leaves a value out says a pronoun for it, which points at something said before ('I need its
+    length in lines, please.' after a turn about the third file, where the seed's 'For a different file' made the
+    assistant ask which: read of 2026-12-05, miss_param_49); a dictated text's own words aside."""
+    return _PRONOUN.search(_QUOTED.sub("''", text)) is not None
+
+
 def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> bool:
     """Every value the turn withholds is a required parameter of its call that a person would not fill in unasked:
     a sentence for the call without it leaves the assistant no way to make the call but to ask ('Please make a
@@ -346,4 +353,4 @@ def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> boo
     return all(m in catalog.methods and p in catalog.spec(m).required and f"{m}.{p}" not in in_words for m, p in held)
 
 
-__all__ = ["EMPTY_SEARCHES", "MAX_TRIES", "PICK", "collect_fits", "find_wording", "hidden_said", "lookup_names", "ordered_donors", "phrasebook_donors", "sibling_rank", "unworded_options", "withholds_plainly"]
+__all__ = ["EMPTY_SEARCHES", "MAX_TRIES", "PICK", "collect_fits", "find_wording", "hidden_said", "lookup_names", "ordered_donors", "phrasebook_donors", "says_withheld_by_pronoun", "sibling_rank", "unworded_options", "withholds_plainly"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.faithfulness import choice_words, says
-from rods_agents.analysis.information_structure import _QUOTED, lexicon
+from rods_agents.analysis.information_structure import _QUOTED, lexicon, reads_as_condition
 from rods_agents.analysis.value_sources import (
     CITY_ALIASES,
     _dates,
@@ -394,9 +394,11 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
         if any(len(q) >= 3 and q in said for q in quoted):
             return None  # it restates what the new words say: part of their request, said twice ("..., description
             # 'Y.' Details write 'Y.', priority be level 4.", read of 2026-12-03)
-        if (untaken_limit(x, _numbers(x) - _numbers(text) - taken)
-                or any(q and q not in lower and q not in (world or ()) for q in quoted)):
-            return None
+        if untaken_limit(x, _numbers(_QUOTED.sub(" ", x)) - _numbers(text) - taken):
+            return None  # (a number inside a quoted value is part of that value, not a bound: '1914 7th St')
+        if any(q and q not in lower and q not in (world or ()) for q in quoted) and not reads_as_condition(x):
+            return None  # a value of another world; a branch the task never takes keeps its own ('If it is
+            # reachable, set navigation to '1914 7th St, ...'', base_66: the assistant must see it is not reachable)
     out = " ".join([as_sentence(text), *(as_sentence(x) for x in kept), *again])
     return out if keeps_specifics(out, _unquote_said(span, earlier, out)) else None
 
