@@ -388,3 +388,16 @@ def test_a_task_with_nothing_but_numbers_to_change_yields_one_variant_in_words_o
     assert _masked_calls(variant) == _masked_calls(seed) and variant.ground_truth != seed.ground_truth
     assert containment(masked_text(variant), masked_text(seed), mask=True) <= 0.5
     assert all(any("sibling_copy" in x or "seed_text_copy" in x for x in r["reasons"]) for r in result.rejected)
+
+
+def test_a_swap_or_a_new_hashtag_never_duplicates_what_the_state_already_holds():
+    # read of 2026-12-05: MSFT -> NVDA left the watchlist ['NVDA', 'NVDA'] (scenario 128), and '#Adventure' ->
+    # '#Explore' left a tweet tagged ['#explore', '#explore', '#travel'] (scenario 68)
+    for plan in _scenario_plans(128):
+        listed = plan["initial_config"]["TradingBot"].get("watch_list") or []
+        assert len(listed) == len(set(listed)), (plan["swaps"], listed)
+    for plan in _scenario_plans(68):
+        state = json.dumps(_train()["multi_turn_base_68"].initial_config).lower()
+        for old, new in plan["renames"].items():
+            if old.startswith("#"):
+                assert new.lower() not in state, (old, new)

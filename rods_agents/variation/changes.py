@@ -343,7 +343,9 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
     if isinstance(trading, dict) and isinstance(trading.get("watch_list"), list):
         # a swapped stock keeps its place on the watchlist: 'one that's making GPUs' among the stocks I watch is the
         # new stock only where the list holds it (base_108); the stock tables stay the environment's
-        trading["watch_list"] = [swaps.get(x, x) if isinstance(x, str) else x for x in trading["watch_list"]]
+        listed = trading["watch_list"]  # never a stock listed twice: one already there stays as it is (read of 2026-12-05)
+        trading["watch_list"] = [swaps[x] if isinstance(x, str) and x in swaps and swaps[x] not in listed else x
+                                 for x in listed]
     return gt, config
 
 

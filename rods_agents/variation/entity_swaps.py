@@ -7,6 +7,7 @@ and sector lists, the fare table's routes, ``prompts/bfcl/offline_dictated.json`
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from typing import Any
@@ -33,6 +34,7 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
     text = " ".join(d.turn_text)
     arg_strings = {x for r in d.trace.calls for x in _scalar_strings(list(r.args.values()))}
     changed = [o for o in {**renames, **swaps} if len(o) >= 3]
+    state = json.dumps(d.seed.initial_config).lower()
     fs_names = {n for n in fs_kinds(d.seed.initial_config.get("GorillaFileSystem", {}), {}) if len(n) >= 4}
     for rec, args in bound:
         for param, value in args.items():
@@ -48,7 +50,9 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
                     continue
                 if any(re.search(rf"\b{re.escape(n)}\b", s, re.I) for n in fs_names):
                     continue  # it speaks of a file or folder of the state ('Managed to archive ...' beside 'archive')
-                choices = [c for c in pool[s] if c not in text]
+                # nor one the state already holds ('#Explore' where a tweet is tagged '#explore': its tags read
+                # ['#explore', '#explore', '#travel'] after the rename, read of 2026-12-05)
+                choices = [c for c in pool[s] if c not in text and c.lower() not in state]
                 if choices:
                     renames[s] = d.pick(choices, f"dictated|{s}")
 
