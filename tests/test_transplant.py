@@ -990,3 +990,21 @@ def test_a_withholding_turn_never_takes_words_whose_pronoun_points_at_the_withhe
         text = " ".join(m.content for m in variant.turns[2] if m.role == "user")
         own = " ".join(m.content for m in seed.turns[2] if m.role == "user")  # 'it' is 'a different file' there
         assert not variant.ground_truth[2] and (text == own or not says_withheld_by_pronoun(text)), text
+
+
+def test_a_value_withheld_from_an_implicit_lookup_is_withheld_from_the_call_it_feeds_too():
+    # miss_param_124: 'acquire a hefty slice—say, 100 shares of the company at the prevailing market price' leaves out
+    # AAPL, the symbol of the implicit price lookup and of the order alike. Only the lookup's was marked withheld, so
+    # the turn (the order, its one explicit call) had nothing withheld and always kept the seed's words
+    from rods_agents.variation.donor_search import _phrasebook_donors
+    from rods_agents.variation.transplant import _measure
+    from rods_agents.variation.turn_bank import withholding_calls
+
+    seed = bfcl_task("multi_turn_miss_param_124")
+    trace = trace_task(seed)
+    _sources, info, sources = _measure(seed, trace)
+    methods, target, signature = withholding_calls(seed, trace, sources, info, 0)
+    assert methods == ("place_order",) and any(x.param == "symbol" and x.source == "withheld" for x in target)
+    texts = [d.text for d in _phrasebook_donors(seed, 0, 0, methods, target, signature, set(), set(),
+                                                seed.turns[0][0].content, "")]
+    assert texts and all("AAPL" not in t and "Apple" not in t for t in texts), texts

@@ -155,6 +155,11 @@ def withholding_calls(task: Task, trace: Trace, sources: list[ArgSource], info: 
     methods, slots = turn_slots(trace, sources, g)
     slots = tuple(replace(x, source="withheld") if (methods[x.index], x.param) == (w.method, w.param)
                   and w.index in (None, x.index) else x for x in slots)
+    # the same value under the same name in another call of the turn is as missing ('buy 100 shares of a company'
+    # leaves out the symbol of the implicit price lookup and of the order alike, miss_param_124)
+    held_values = {x.value for x in slots if x.source == "withheld"}
+    slots = tuple(replace(x, source="withheld") if x.param == w.param and x.value in held_values
+                  and x.source == "user" else x for x in slots)
     if not any(x.source == "withheld" for x in slots):
         return None
     from rods_agents.analysis.information_structure import _classify_calls
