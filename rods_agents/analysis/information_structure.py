@@ -589,6 +589,21 @@ def _same_role(a: str, b: str) -> bool:
     return a in catalog.methods and b in catalog.alternatives(a)
 
 
+def call_shift(seed: Any, variant: Any) -> str | None:
+    """How the variant's words ask for a call differently from the seed's (``implicit_made_explicit``,
+    ``explicit_made_implicit``, ``goal_made_named``, ``named_made_goal``), or None; for a :class:`CallInfo` or a
+    skill profile's call alike (both carry ``explicit``, ``by_goal`` and ``named``)."""
+    if not seed.explicit and variant.explicit:
+        return "implicit_made_explicit"
+    if seed.explicit and not variant.explicit:
+        return "explicit_made_implicit"
+    if seed.by_goal and variant.named:
+        return "goal_made_named"
+    if seed.named and variant.by_goal:
+        return "named_made_goal"
+    return None
+
+
 def structure_mismatches(seed: InformationStructure, variant: InformationStructure) -> list[Mismatch]:
     """Every way ``variant`` breaks ``seed``'s information structure, per turn (see :func:`compare_structure`)."""
     out: list[Mismatch] = []
@@ -599,14 +614,11 @@ def structure_mismatches(seed: InformationStructure, variant: InformationStructu
             vc = v_calls.get(c.index)
             if vc is None:
                 continue
-            if not c.explicit and vc.explicit:
-                out.append(Mismatch(reason="implicit_made_explicit", turn=t, detail=f"{vc.method}: {vc.cue}"))
-            elif c.explicit and not vc.explicit:
-                out.append(Mismatch(reason="explicit_made_implicit", turn=t, detail=vc.method))
-            elif c.by_goal and vc.named:
-                out.append(Mismatch(reason="goal_made_named", turn=t, detail=f"{vc.method}: {c.cue} -> {vc.cue}"))
-            elif c.named and vc.by_goal:
-                out.append(Mismatch(reason="named_made_goal", turn=t, detail=f"{vc.method}: {c.cue} -> {vc.cue}"))
+            shift = call_shift(c, vc)
+            if shift is not None:
+                detail = {"implicit_made_explicit": f"{vc.method}: {vc.cue}", "explicit_made_implicit": vc.method
+                          }.get(shift, f"{vc.method}: {c.cue} -> {vc.cue}")
+                out.append(Mismatch(reason=shift, turn=t, detail=detail))
         if len(v.conditions) < len(s.conditions):
             out.append(Mismatch(reason="condition_dropped", turn=t, detail=s.conditions[0].cue))
         if len(v.limits) < len(s.limits):
@@ -654,6 +666,6 @@ def compare_structure(seed: InformationStructure, variant: InformationStructure)
     return sorted({f"{REASON}:{m.reason}" for m in structure_mismatches(seed, variant)})
 
 
-__all__ = ["asked_by_goal", "asks_for", "reads_as_condition", "CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
+__all__ = ["asked_by_goal", "asks_for", "call_shift", "reads_as_condition", "CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
            "TurnStructure", "Withheld", "asking_text", "compare_structure", "information_structure", "lexicon",
            "structure_mismatches"]

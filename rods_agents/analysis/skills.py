@@ -43,7 +43,7 @@ from pydantic import BaseModel, Field
 from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
-from rods_agents.analysis.information_structure import InformationStructure, information_structure
+from rods_agents.analysis.information_structure import InformationStructure, call_shift, information_structure
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import ArgSource, classify_arguments
 
@@ -299,14 +299,11 @@ def _calls(t: int, s: TurnSkills, v: TurnSkills) -> list[str]:
         if sc.skill != vc.skill:
             out.append(_reason("skill_profile:skill_changed", t, vc.call, seed_call=sc.call,
                                seed_skill=sc.skill, skill=vc.skill))
-        elif not sc.explicit and vc.explicit:
-            out.append(_reason("information_structure:implicit_made_explicit", t, vc.call, kind=vc.kind, cue=vc.cue or ""))
-        elif sc.explicit and not vc.explicit:
-            out.append(_reason("information_structure:explicit_made_implicit", t, vc.call, kind=vc.kind))
-        elif sc.by_goal and vc.named:
-            out.append(_reason("information_structure:goal_made_named", t, vc.call, seed_cue=sc.cue or "", cue=vc.cue or ""))
-        elif sc.named and vc.by_goal:
-            out.append(_reason("information_structure:named_made_goal", t, vc.call, seed_cue=sc.cue or "", cue=vc.cue or ""))
+        elif (shift := call_shift(sc, vc)) is not None:
+            fields = ({"kind": vc.kind, "cue": vc.cue or ""} if shift == "implicit_made_explicit" else
+                      {"kind": vc.kind} if shift == "explicit_made_implicit" else
+                      {"seed_cue": sc.cue or "", "cue": vc.cue or ""})
+            out.append(_reason(f"information_structure:{shift}", t, vc.call, **fields))
     return out
 
 

@@ -239,6 +239,7 @@ def household_tickers() -> frozenset[str]:
     return frozenset(knowledge.value_pools().get("household_tickers", {}).get("tickers", ()))
 
 
+@lru_cache(maxsize=1)
 def ticker_products() -> dict[str, str]:
     """Ticker -> what the company makes, in the words a user picks its stock by ('making GPUs' for NVDA)."""
     return {k: v for k, v in knowledge.value_pools().get("ticker_products", {}).items() if not k.startswith("_")}

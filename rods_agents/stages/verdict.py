@@ -335,12 +335,13 @@ def novelty_reasons(task: Task, seed: Task, siblings: list[Task] | None, detail:
     accepted variant of the same scenario (``novelty:sibling_copy``), a test-split task (``contamination``)."""
     reasons = seed_copy_reasons(task, seed)
     detail["seed_text_containment"] = round(containment(user_text(task), user_text(seed)), 4)
-    if numbers_only(seed) and mask_digits(user_text(task)) != mask_digits(user_text(seed)) and containment(
-            masked_text(task), masked_text(seed), mask=True) <= NUMBERS_ONLY_TEXT:
+    digits_only = [r for r in reasons if r.startswith("novelty:digits_only")]
+    if digits_only and mask_digits(user_text(task)) != mask_digits(user_text(seed)) and containment(
+            masked_text(task), masked_text(seed), mask=True) <= NUMBERS_ONLY_TEXT and numbers_only(seed):
         # a task with nothing to change but numbers (base_84: refuel, start, check the tires) is new in its numbers,
         # its vehicle state and its own words; a sibling with the same calls is still a copy (one per scenario)
         detail["numbers_only_task"] = True
-        reasons = [r for r in reasons if not r.startswith("novelty:digits_only")]
+        reasons = [r for r in reasons if r not in digits_only]
     fp = fingerprint(task)
     seed_fp = fingerprint(seed)
     detail["seed_similarity"] = round(similarity(fp, seed_fp), 4)  # recorded in provenance

@@ -97,17 +97,24 @@ def _hardcoded(value: str, classes: tuple[str, ...], long_context: bool) -> bool
                for src in sources)
 
 
+@lru_cache(maxsize=1)
+def _swappable_names() -> frozenset[str]:
+    """Stocks, cities, zip codes and airports: the environment's code writes them, and its tables can still swap them."""
+    from rods_agents.analysis.knowledge import zip_codes
+    from rods_agents.analysis.value_sources import airport_cities, ticker_companies
+
+    return frozenset({*ticker_companies(), *zip_codes(), *zip_codes().values(), *airport_cities(),
+                      *airport_cities().values()})
+
+
 def numbers_only(seed: Task) -> bool:
     """The seed's calls take nothing a variant could change but numbers: every string argument is a documented option
     ('START', the doors) or a value the environment's own code writes (the tire shop's address). Such a task
     (base_84: refuel, start, check the tires) is new in its numbers, its vehicle state and its words, or not at all."""
     from envs.executor import parse_call
-    from rods_agents.analysis.knowledge import zip_codes
-    from rods_agents.analysis.value_sources import airport_cities, ticker_companies
     from rods_agents.variation.value_kinds import options
 
-    # a stock, a city, a zip code or an airport the environment's code writes is still one its tables can swap
-    swappable = {*ticker_companies(), *zip_codes(), *zip_codes().values(), *airport_cities(), *airport_cities().values()}
+    swappable = _swappable_names()
     for call in (c for turn in seed.ground_truth for c in turn):
         parsed = parse_call(call)
         for param, value in parsed.kwargs.items():

@@ -110,8 +110,8 @@ def rederive(seed: Task, seed_trace: Trace, profile: Profile, gt: list[list[str]
             positional = bool(_POSITION.search(text))
             # a number is read by its path ('price'), never found anywhere else in the result: a long-context
             # moving average that happens to equal the old price is not the new stock's price (long_context_108)
-            by_path = isinstance(cur_value, int | float) and not isinstance(cur_value, bool) and bool(
-                sj is not None and _paths(sj, old_value))
+            paths = _paths(sj, old_value) if sj is not None else []
+            by_path = isinstance(cur_value, int | float) and not isinstance(cur_value, bool) and bool(paths)
             if not positional and not by_path and (_paths(vj, cur_value) if vj is not None else
                                                    (isinstance(cur_value, str) and cur_value in var_res)):
                 continue  # the same entity (renamed alike) is still there: nothing to re-derive
@@ -120,7 +120,6 @@ def rederive(seed: Task, seed_trace: Trace, profile: Profile, gt: list[list[str]
                 if seed_at and seed_at == var_at:
                     continue  # a file a listing names by its path ('./projects/photography/a.jpg'), renamed
                     # alike and at the same place: the reference still holds
-            paths = _paths(sj, old_value) if sj is not None else []
             keyed = [p for p in paths if not any(isinstance(step, tuple) for step in p)]
             if len(paths) > 1 and keyed and by_path:
                 paths = keyed  # the price under its own key, not a list entry that happens to equal it
