@@ -185,3 +185,47 @@ def test_a_sentence_naming_its_second_call_first_is_one_unit_and_its_rounding_se
     assert containment(after, text, mask=True) < 0.5, after
     mine, theirs = information_structure(variant), information_structure(bfcl_task(seed.id))
     assert not [m for m in structure_mismatches(theirs, mine) if m.turn == 0]
+
+
+def test_a_clause_holding_the_turns_specifics_follows_the_new_words():
+    """base_75's 'top it up with an additional 30 gallons before I turn on the ignition using the 'START' mode.' asks
+    for the fill and names a mode no call takes, so it could not follow new words whole and the turn kept the seed's
+    sentences in all eight samples. The time clause is carried after the new request, a leading place before it; a
+    clause naming a value neither the task nor the catalog knows is not (fails without saying._with_clauses)."""
+    from rods_agents.variation.saying import with_specifics
+
+    span = ("I'm planning ahead for our big trip and realized our car's fuel tank is running low. It would be great if "
+            "you could top it up with an additional 30 gallons before I turn on the ignition using the 'START' mode.")
+    out = with_specifics("Add 30 gallons of fuel to the tank.", span, ("fillFuelTank",), "fillFuelTank(fuelAmount=30.0)")
+    assert out == "Add 30 gallons of fuel to the tank before I turn on the ignition using the 'START' mode."
+    place = "In my existing folder called 'Lectures', I'd like to set up a new file called 'Notes2023.txt'."
+    out = with_specifics("Create a file named 'Notes2023.txt'.", place, ("touch",), "touch(file_name='Notes2023.txt')",
+                         {"lectures"})
+    assert out == "In my existing folder called 'Lectures', create a file named 'Notes2023.txt'."
+    assert with_specifics("Create a file named 'Notes2023.txt'.", place, ("touch",),
+                          "touch(file_name='Notes2023.txt')", set()) is None  # 'Lectures': a folder of no state
+    stale = span.replace("'START'", "'Turbo'")
+    assert with_specifics("Add 30 gallons of fuel to the tank.", stale, ("fillFuelTank",),
+                          "fillFuelTank(fuelAmount=30.0)") is None
+
+
+def test_siblings_words_are_passed_over_where_another_wording_fits():
+    """The eight samples of a scenario drew the same sentence where few fit, and the verdict refused the later ones
+    as near-copies after the whole plan had run. Inside avoiding_siblings, find_wording takes a fitting wording no
+    accepted sibling says, and a sibling's only where nothing else fits (fails without donor_search.said_by_sibling)."""
+    from rods_agents.variation.donor_search import avoiding_siblings, find_wording, said_by_sibling
+    from rods_agents.variation.phrasebook import phrase_donors as donors_of
+
+    target = (Slot(0, "fuelAmount", json.dumps(30.0), "user", False),)
+    span = "Please add 30 gallons of fuel."
+    phrases = donors_of("fillFuelTank", target, segment_signature())
+    found = find_wording([], target, set(), {30.0}, "fillFuelTank(fuelAmount=30.0)", span, 0, phrases, True)
+    assert found is not None
+    with avoiding_siblings([f"Hello. {found[0]} Thanks."]):
+        assert said_by_sibling(found[0])
+        other = find_wording([], target, set(), {30.0}, "fillFuelTank(fuelAmount=30.0)", span, 0, phrases, True)
+        assert other is not None and other[0] != found[0] and not said_by_sibling(other[0])
+        only = find_wording([], target, set(), {30.0}, "fillFuelTank(fuelAmount=30.0)", span, 0,
+                            [d for d in phrases if d.text == found[1].text], True)
+        assert only is not None and only[0] == found[0]
+    assert not said_by_sibling(found[0])

@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 
 from envs.task import Message, Task
 from rods_agents.analysis.information_structure import information_structure
+from rods_agents.analysis.novelty import user_text
 from rods_agents.analysis.profile import Profile
 from rods_agents.llm.accounting import charge, gave_up
 from rods_agents.llm.backbone import LLMStageError, backbone_for
@@ -33,6 +34,7 @@ from rods_agents.stages.state import (
     profile_of,
     seed_of,
     seed_trace_of,
+    siblings_of,
     task_of,
 )
 from rods_agents.variation.free_text import apply_adoptions
@@ -116,8 +118,11 @@ def rewrite_turns(state: SampleState, runtime: Runtime[SynthesisContext] | None 
         rng = rng_for(run_seed, seed.id, variant, plan.attempt, "rewrite")
         from rods_agents.variation.anchored_plan import sibling_slot
 
-        turns, donors = rewrite_plan(seed, profile, plan, rng,
-                                     sibling_slot(seed.category, variant, plan.attempt))
+        from rods_agents.variation.donor_search import avoiding_siblings
+
+        with avoiding_siblings(user_text(t) for t in siblings_of(state)):
+            turns, donors = rewrite_plan(seed, profile, plan, rng,
+                                         sibling_slot(seed.category, variant, plan.attempt))
         # a donor turn that describes its own free text (a concern for customer support) brought that text along
         plan = plan.model_copy(update={"ground_truth": apply_adoptions(plan.ground_truth, donors)})
         task = build_variant(seed, turns, plan, variant, run_seed)

@@ -4,7 +4,9 @@
 words pass every check of :mod:`rods_agents.variation.saying` and :mod:`rods_agents.variation.cues`;
 :func:`find_wording` picks one by the sample's sibling slot, so the eight samples of a scenario (four categories x two
 variants) take different words. :func:`phrasebook_donors` turns the phrasebook's sentences for the calls into donors
-(with their picks, aliases and hidden values).
+(with their picks, aliases and hidden values). Inside :func:`avoiding_siblings` (the rewrite stage opens it with the
+scenario's variants accepted so far), :func:`find_wording` passes over a wording a sibling already says when
+another one fits, so the eight samples do not keep drawing the one sentence that fits first.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
@@ -21,6 +25,7 @@ from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.faithfulness import choice_words
 from rods_agents.analysis.information_structure import _QUOTED, asked_by_goal, lexicon
+from rods_agents.analysis.novelty import N, SIBLING_TEXT_COPY, ngrams
 from rods_agents.analysis.tracing import Trace
 from rods_agents.analysis.value_sources import _dates, _numbers, named_by_lookup
 from rods_agents.variation.cues import PICKED, brings_cues, names_other_work, said_out_of_order
@@ -48,6 +53,32 @@ from rods_agents.variation.turn_bank import Donor, Slot
 
 MAX_TRIES = 16  # donors tried per segment (siblings pick among the fitting ones)
 PICK = 8  # fitting donors a sibling slot picks among (the 8 samples of a scenario: 4 categories x 2 variants)
+
+_SIBLING_GRAMS: ContextVar[frozenset[tuple[str, ...]]] = ContextVar("sibling_grams", default=frozenset())
+
+
+@contextmanager
+def avoiding_siblings(texts: Iterable[str]) -> Iterator[None]:
+    """Within the block, :func:`find_wording` prefers wordings the user ``texts`` of the scenario's accepted variants
+    do not already say (word 5-grams, digits masked, as the verdict's ``novelty:sibling_copy`` test reads them).
+
+    Why: the slot rotation alone left siblings on the same sentence wherever few donors fit (a vegetarian-meal
+    request for customer support in five samples of one scenario), and the verdict then refused the later ones as
+    near-copies after the whole plan had run. A context variable scopes this to one rewrite without threading the
+    texts through every assembly helper."""
+    token = _SIBLING_GRAMS.set(frozenset(g for text in texts for g in ngrams(text, N, True)))
+    try:
+        yield
+    finally:
+        _SIBLING_GRAMS.reset(token)
+
+
+def said_by_sibling(text: str) -> bool:
+    """More than ``SIBLING_TEXT_COPY`` of ``text``'s 5-grams are in an accepted sibling's words (see
+    :func:`avoiding_siblings`)."""
+    grams = _SIBLING_GRAMS.get()
+    mine = ngrams(text, N, True) if grams else set()
+    return bool(mine) and len(mine & grams) / len(mine) > SIBLING_TEXT_COPY
 
 
 def ordered_donors(pool: list[Donor], seed: Task, turn: int, start: int, stop: int, rng: Any, slot: int | None) -> list[Donor]:
@@ -125,6 +156,7 @@ def find_wording(pool: list[Donor], target: tuple[Slot, ...], world: set[str], a
     for source in (first, then):  # a piece of a turn takes the phrasebook first: a human piece brings its story
         collect_fits(source, fits, target, world, allowed, values, span, PICK if slot is not None or after else 1,
                  whole_span, earlier)
+    fits = [f for f in fits if not said_by_sibling(f[0])] or fits  # a sibling's words only where nothing else fits
     if not fits or (distinct and rank is not None and rank >= len(fits)):
         return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words
     if after:

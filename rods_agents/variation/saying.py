@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from rods_agents.analysis import knowledge
+from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.faithfulness import choice_words, says
 from rods_agents.analysis.information_structure import _QUOTED, lexicon, reads_as_condition
 from rods_agents.analysis.value_sources import (
@@ -23,6 +24,7 @@ from rods_agents.analysis.value_sources import (
     _dates,
     _numbers,
     airport_cities,
+    enum_values,
     stated_as_date,
     ticker_companies,
 )
@@ -387,8 +389,15 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
             kept.append(x)
         else:
             again += restated
-    if not (kept or again) or any(p.search(x) for x in kept for p in cues):
+    joined = text
+    if any(p.search(x) for x in kept for p in cues):
+        joined, kept = _with_clauses(text, kept, cues, earlier)
+    if not (kept or again or joined != text) or any(p.search(x) for x in kept for p in cues):
         return None
+    if any(q not in lower and q not in (world or ()) and q not in _documented_options()
+           for q in _quoted_in(joined) - _quoted_in(text)):
+        return None  # a clause carried beside the new words names a value of another world
+    text = joined
     for x in kept:
         quoted = [m.group(0)[1:-1].strip().lower() for m in _QUOTED.finditer(x)]
         if any(len(q) >= 3 and q in said for q in quoted):
@@ -401,6 +410,47 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
             # reachable, set navigation to '1914 7th St, ...'', base_66: the assistant must see it is not reachable)
     out = " ".join([as_sentence(text), *(as_sentence(x) for x in kept), *again])
     return out if keeps_specifics(out, _unquote_said(span, earlier, out)) else None
+
+
+_LEADING_CLAUSE = re.compile(r"^((?:In|Inside|Within|From|At)\b[^,.;:!?]{3,80}),\s+(?=\S)")
+_FIRST_PERSON = re.compile(r"I\b")  # 'I'd like ...' keeps its capital after a leading clause
+_TRAILING_CLAUSE = re.compile(r"\s((?:before|after|once|until|while)\s[^,.;:!?]{3,100})[.!?]?$", re.I)
+
+
+def _quoted_in(text: str) -> set[str]:
+    return {m.group(0)[1:-1].strip().lower() for m in _QUOTED.finditer(text)} - {""}
+
+
+@lru_cache(maxsize=1)
+def _documented_options() -> frozenset[str]:
+    """Every option a catalog parameter documents ('START' of ``startEngine.ignitionMode``), lower-cased: a clause
+    naming one ('before I turn on the ignition using the 'START' mode') names no value of another world."""
+    return frozenset(v.lower() for m in build_catalog().methods.values() for p in m.params
+                     for v in enum_values(m.name, p.name))
+
+
+def _with_clauses(text: str, kept: list[str], cues: list[re.Pattern], earlier: str) -> tuple[str, list[str]]:
+    """``text`` with the clause of a kept sentence that holds its specifics, where the rest of that sentence asks
+    for the call ``text`` words: a leading place ('In my existing folder called 'Lectures', ...') goes before the
+    new words, a trailing time clause ('... before I turn on the ignition using the 'START' mode.') after them.
+    Why: such a sentence asks for the call again, so it cannot follow the new words whole, and before this the
+    turn kept the seed's sentence (scenarios 42 and 75). The sentences it leaves are returned for the usual checks."""
+    rest: list[str] = []
+    for x in kept:
+        lead, trail = _LEADING_CLAUSE.match(x), _TRAILING_CLAUSE.search(x)
+        clause = next((m.group(1) for m in (lead, trail) if m is not None and not any(
+            p.search(m.group(1)) for p in cues) and not keeps_specifics("", _unquote_said(m.group(1), earlier, text))),
+            None)
+        if clause is None or not keeps_specifics(f"{text} {clause}", _unquote_said(x, earlier, text)):
+            rest.append(x)
+        elif lead is not None and clause == lead.group(1):
+            head = text if _FIRST_PERSON.match(text) else text[:1].lower() + text[1:]
+            text = f"{clause}, {head}"
+        else:
+            body = text.rstrip()
+            end = body[-1] if body[-1:] in ".!?" else "."
+            text = f"{body.rstrip('.!?')} {clause}{end}"
+    return text, rest
 
 
 def _restated_only(sentence: str, text: str, taken: set[float], earlier: str) -> list[str] | None:
