@@ -117,7 +117,6 @@ def rewrite_turns(state: SampleState, runtime: Runtime[SynthesisContext] | None 
         run_seed = getattr(getattr(runtime, "context", None), "seed", 0) if runtime is not None else 0
         rng = rng_for(run_seed, seed.id, variant, plan.attempt, "rewrite")
         from rods_agents.variation.anchored_plan import sibling_slot
-
         from rods_agents.variation.donor_search import avoiding_siblings
 
         with avoiding_siblings(user_text(t) for t in siblings_of(state)):

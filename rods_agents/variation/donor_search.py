@@ -25,7 +25,7 @@ from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.faithfulness import choice_words
 from rods_agents.analysis.information_structure import _QUOTED, asked_by_goal, lexicon
-from rods_agents.analysis.novelty import N, SIBLING_TEXT_COPY, ngrams
+from rods_agents.analysis.novelty import SIBLING_TEXT_COPY, N, ngrams
 from rods_agents.analysis.tracing import Trace
 from rods_agents.analysis.value_sources import _dates, _numbers, named_by_lookup
 from rods_agents.variation.cues import PICKED, brings_cues, names_other_work, said_out_of_order
