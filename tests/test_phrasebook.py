@@ -251,6 +251,10 @@ def test_a_code_the_seeds_turn_names_by_its_city_company_or_date_words_is_writte
     assert named_as("ZETA", "track Zeta Corp's stock") == "Zeta Corp"
     assert named_as("2026-10-15", "this Thursday October 15th 2026") == "October 15th, 2026"
     assert named_as("2026-10-15", "on the 15th of October") == "October 15th"
+    # a month cut short with its year ('next week Oct 10 2026', base_181): the year is written too, or the year the
+    # turn states is missing from the new words and the turn kept the seed's sentence in all eight samples
+    assert named_as("2026-10-10", "to the sun-drenched coast of Los Angeles next week Oct 10 2026.") == "October 10th, 2026"
+    assert named_as("2026-10-10", "on Oct 10, sometime") == "October 10th"
     assert named_as("LAX", "fly to LAX") is None  # said as it is: a phrasing writes it as it is
     # a route the seed names by its cities (the codes read from the state): the phrasings write the cities and the
     # date in words, never the codes or the ISO date, which would hand the assistant its lookups

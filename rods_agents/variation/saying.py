@@ -89,8 +89,8 @@ def _date_words(year: int, month: int, day: int) -> list[str]:
     m, mon = _MONTHS[month - 1], _MONTHS[month - 1][:3]
     d, o = str(day), _ordinal(day)
     return [f"{m} {o}, {year}", f"{m} {d}, {year}", f"{m} {o} {year}", f"{m} {d} {year}", f"{o} of {m}, {year}",
-            f"{o} of {m} {year}", f"{d} {m} {year}", f"{o} of {m}", f"{m} {o}", f"{m} {d}", f"{mon} {o}",
-            f"{mon} {d}", f"{mon}. {d}"]
+            f"{o} of {m} {year}", f"{d} {m} {year}", f"{mon} {o}, {year}", f"{mon} {d}, {year}", f"{mon}. {d}, {year}",
+            f"{mon} {d} {year}", f"{o} of {m}", f"{m} {o}", f"{m} {d}", f"{mon} {o}", f"{mon} {d}", f"{mon}. {d}"]
 
 
 def date_forms(old: str, new: str, text: str) -> list[tuple[str, str]]:
@@ -233,8 +233,8 @@ def named_as(value: Any, span: str) -> str | None:
     if date := ISO_DATE.match(value):
         found = [old for old, _ in date_forms(value, value, span)]
         year, month, day = (int(x) for x in date.groups())
-        forms = _date_words(year, month, day)
-        return None if not found else forms[0] if any(str(year) in f for f in found) else forms[8]
+        words = f"{_MONTHS[month - 1]} {_ordinal(day)}"
+        return None if not found else f"{words}, {year}" if any(str(year) in f for f in found) else words
     if not CODE_PATTERN.fullmatch(value):
         return None
     city = airport_cities().get(value)
