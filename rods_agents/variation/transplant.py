@@ -77,6 +77,7 @@ from rods_agents.variation.donor_search import (
 from rods_agents.variation.free_text import adopted_ground_truth, adopted_slots, described, quoted_later, tied_elsewhere
 from rods_agents.variation.phrasebook import spoken, story_sentences, supply_sentences
 from rods_agents.variation.saying import as_sentence, dictated, keeps_specifics, said_as_is, word_in
+from rods_agents.variation.set_picks import set_phrase, set_pick_turn
 from rods_agents.variation.turn_bank import (
     SENTENCE_END,
     Donor,
@@ -465,10 +466,12 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             assert g is not None
             methods, target = explicit_calls(seed_info, g, *turn_slots(trace, sources, g))
             target = mark_sole(variant, trace, g, target)
-        if not methods or seed_info.turns[g].unresolved_picks:
-            continue  # words that pick a value the lexicon cannot read ('the one with a substantial order value',
-            # read 10) stay the seed's: new words would leave the pick to no words, and the re-measure cannot tell
         carried = next(m.content for m in turns[t] if m.role == "user")
+        set_pick = bool(seed_info.turns[g].unresolved_picks)
+        if not methods or (set_pick and (signature is not None or set_phrase(carried) is None)):
+            continue  # words that pick a value the lexicon cannot read ('the one with a substantial order value',
+            # read 10) stay the seed's: new words would leave the pick to no words, and the re-measure cannot tell;
+            # a set the turn names ('each stock in my watchlist') keeps its phrase inside new words (set_picks)
         if quoted_later(carried, variant, t):
             continue  # 'Write my last question in it': a later call writes these words, so they stay (read 15)
         allowed = _numbers(gt_text) | _numbers(carried)
@@ -476,9 +479,13 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
         for i in range(ASSEMBLIES):
             s_i = None if slot is None else slot + i
             earlier = " ".join(m.content for x in turns[:t] for m in x if m.role == "user")
-            built = assemble_turn(seed, seed_info, t, g, methods, target, world, allowed, gt_text, used, rng, s_i, carried,
-                              signature, earlier, aliases)
-            if built is None and signature is None:
+            if set_pick:
+                built = set_pick_turn(seed, t, methods, target, world, allowed, gt_text, used, s_i, carried, earlier,
+                                      aliases)
+            else:
+                built = assemble_turn(seed, seed_info, t, g, methods, target, world, allowed, gt_text, used, rng, s_i,
+                                      carried, signature, earlier, aliases)
+            if built is None and signature is None and not set_pick:
                 built = mixed_turn(seed, base_info, t, g, methods, target, world, allowed, gt_text, used, rng, s_i, carried,
                                earlier, aliases)
             if built is None:
