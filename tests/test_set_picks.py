@@ -34,7 +34,7 @@ def test_the_set_phrase_is_the_one_noun_phrase_naming_every_member():
 def test_the_set_is_a_run_of_one_method_differing_only_in_a_picked_value():
     calls = ("get_watchlist", "get_stock_info", "get_stock_info")
     picked = (_slot(1, "symbol", "NVDA"), _slot(2, "symbol", "QUAS"))
-    assert set_group(calls, picked) == (1, "symbol")
+    assert set_group(calls, picked) == (1, ("symbol",))
     stated = (_slot(1, "symbol", "NVDA", "user"), _slot(2, "symbol", "QUAS", "user"))
     assert set_group(calls, stated) is None  # the user names each stock: no set to keep
     two_ways = ("mkdir", "cp", "cp")
@@ -42,6 +42,16 @@ def test_the_set_is_a_run_of_one_method_differing_only_in_a_picked_value():
              _slot(2, "destination", "y"))
     assert set_group(two_ways, apart) is None  # each copy goes elsewhere: no one set phrase says both
     assert set_group(("get_stock_info",), picked[:1]) is None
+    both = (_slot(0, "file_name1", "report.txt", "state"), _slot(0, "file_name2", "summary.txt", "state"))
+    assert set_group(("diff",), both) == (0, ("file_name1", "file_name2"))  # 'review both files in this directory'
+    assert set_group(("diff",), (both[0], _slot(0, "file_name2", "summary.txt", "user"))) is None  # one is named
+
+
+def test_both_members_of_a_one_call_set_are_left_to_the_set_phrase():
+    seed, variant, _, _ = _variant("multi_turn_base_13")
+    said = " ".join(m.content for m in variant.turns[1] if m.role == "user")
+    assert "both files in this directory" in said and said != " ".join(m.content for m in seed.turns[1])
+    assert "diff(" in variant.ground_truth[1][0]
 
 
 def test_a_set_pick_turn_gets_new_words_around_its_set_phrase():

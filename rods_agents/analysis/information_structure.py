@@ -409,12 +409,14 @@ def _picked(a: ArgSource, rec: CallRecord, trace: Trace, task: Task, cache: dict
 
 def _reference_cue(text: str) -> tuple[str, str] | None:
     """(kind, cue) of the earliest reference cue; the cue spans every match of its kind that overlaps it
-    ('the last' + 'last stock on the list' -> 'the last stock on the list')."""
+    ('the last' + 'last stock on the list' -> 'the last stock on the list'). A filter cue counts only where the turn
+    has no position or property cue: 'there's a file that piques my curiosity ... It's alphabetically first file'
+    picks by the order, and the filter's words say nothing of which file (base_13)."""
     text = unquoted(text)
     best: tuple[int, int, str] | None = None
     for kind in ("position", "property", "filter"):
         spans = sorted((m.start(), m.end()) for p in lexicon().references[kind] for m in p.finditer(text))
-        if not spans:
+        if not spans or (kind == "filter" and best is not None):
             continue
         start, end = spans[0]
         for s, e in spans[1:]:

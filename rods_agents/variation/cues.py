@@ -41,6 +41,8 @@ def pick_phrase(cue: str, span: str) -> str | None:
     while (more := _PICK_TAIL.match(span, end)) is not None:
         end = more.end()
     phrase = _PICK_END.sub("", span[start:end])
+    if phrase.lower().startswith("alphabetically "):
+        phrase = "the " + phrase  # 'It's alphabetically first file in that directory': the noun phrase it means
     words = phrase.lower().split()
     if not _PICK_LEAD.match(phrase) or len(words) < 2 or words[-1] not in _PICK_HEADS:
         return None

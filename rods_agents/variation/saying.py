@@ -374,11 +374,11 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
     ``earlier`` turns already said is no specific the new words must repeat ('Copy X to the 'Archives' directory
     inside the 'Documentation' folder' after 'I should have X in the 'Documentation' folder'): the re-measure of
     the re-worded turn still checks that every value stays as findable as before."""
-    if keeps_specifics(text, _unquote_said(span, earlier, text)):
+    if keeps_specifics(text, _specifics_of(span, earlier, text)):
         return text
     bounds = [0, *(m.end() for m in SENTENCE_END.finditer(span))]
     sentences = [span[a:b].strip() for a, b in zip(bounds, [*bounds[1:], len(span)], strict=True)]
-    missing = [x for x in sentences if x and not keeps_specifics(text, _unquote_said(x, earlier, text))]
+    missing = [x for x in sentences if x and not keeps_specifics(text, _specifics_of(x, earlier, text))]
     cues = [p for name in methods for p in lexicon().methods.get(name, ((), None))[0]]
     lower, taken, said = values.lower(), _numbers(values), text.lower()
     kept: list[str] = []  # sentences that follow the new words as they are
@@ -390,9 +390,9 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
         else:
             again += restated
     joined = text
-    if any(p.search(x) for x in kept for p in cues):
+    if any(asks(x, cues) for x in kept):
         joined, kept = _with_clauses(text, kept, cues, earlier)
-    if not (kept or again or joined != text) or any(p.search(x) for x in kept for p in cues):
+    if not (kept or again or joined != text) or any(asks(x, cues) for x in kept):
         return None
     if any(q not in lower and q not in (world or ()) and q not in _documented_options()
            for q in _quoted_in(joined) - _quoted_in(text)):
@@ -409,12 +409,22 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
             return None  # a value of another world; a branch the task never takes keeps its own ('If it is
             # reachable, set navigation to '1914 7th St, ...'', base_66: the assistant must see it is not reachable)
     out = " ".join([as_sentence(text), *(as_sentence(x) for x in kept), *again])
-    return out if keeps_specifics(out, _unquote_said(span, earlier, out)) else None
+    return out if keeps_specifics(out, _specifics_of(span, earlier, out)) else None
 
 
 _LEADING_CLAUSE = re.compile(r"^((?:In|Inside|Within|From|At)\b[^,.;:!?]{3,80}),\s+(?=\S)")
 _FIRST_PERSON = re.compile(r"I\b")  # 'I'd like ...' keeps its capital after a leading clause
 _TRAILING_CLAUSE = re.compile(r"\s((?:before|after|once|until|while)\s[^,.;:!?]{3,100})[.!?]?$", re.I)
+
+
+_IDENTIFIER = re.compile(r"\b\w*(?:_\w*|\d)\w*\b")
+
+
+def asks(sentence: str, cues: list[re.Pattern]) -> bool:
+    """Some cue of ``cues`` (a method's lexicon phrases) reads ``sentence`` as asking for the call, its ids aside:
+    'the booking id is insurance_12345' names a booking, it asks for no insurance (base_187 kept the seed's turn)."""
+    plain = _IDENTIFIER.sub(" ", sentence)
+    return any(p.search(plain) for p in cues)
 
 
 def _quoted_in(text: str) -> set[str]:
@@ -438,10 +448,9 @@ def _with_clauses(text: str, kept: list[str], cues: list[re.Pattern], earlier: s
     rest: list[str] = []
     for x in kept:
         lead, trail = _LEADING_CLAUSE.match(x), _TRAILING_CLAUSE.search(x)
-        clause = next((m.group(1) for m in (lead, trail) if m is not None and not any(
-            p.search(m.group(1)) for p in cues) and not keeps_specifics("", _unquote_said(m.group(1), earlier, text))),
-            None)
-        if clause is None or not keeps_specifics(f"{text} {clause}", _unquote_said(x, earlier, text)):
+        clause = next((m.group(1) for m in (lead, trail) if m is not None and not asks(m.group(1), cues)
+                       and not keeps_specifics("", _specifics_of(m.group(1), earlier, text))), None)
+        if clause is None or not keeps_specifics(f"{text} {clause}", _specifics_of(x, earlier, text)):
             rest.append(x)
         elif lead is not None and clause == lead.group(1):
             head = text if _FIRST_PERSON.match(text) else text[:1].lower() + text[1:]
@@ -456,11 +465,21 @@ def _with_clauses(text: str, kept: list[str], cues: list[re.Pattern], earlier: s
 def _restated_only(sentence: str, text: str, taken: set[float], earlier: str) -> list[str] | None:
     """The sentences that say again the numbers of ``sentence`` no call takes (:func:`restated_numbers`), when those
     are all it holds beyond ``text``."""
-    rest = _unquote_said(sentence, earlier, text)
+    rest = _specifics_of(sentence, earlier, text)
     lacking = _numbers(rest) - _numbers(text)
     if not lacking - taken or lacking & taken or not _keeps_quoted(text, rest):
         return None
     return restated_numbers(sentence, lacking - taken, text)
+
+
+def _specifics_of(span: str, earlier: str, text: str) -> str:
+    """What of ``span`` the new words must keep (:func:`keeps_specifics`): its quoted values less those the ``earlier``
+    turns said (:func:`_unquote_said`), and its numbers less a 'one' in words ('I only have one past booking history'
+    is a count of a fact, which new words may leave out; before, it kept base_187's sentence beside them)."""
+    return _ONE.sub(" ", _unquote_said(span, earlier, text))
+
+
+_ONE = re.compile(r"\bone\b", re.I)
 
 
 def _unquote_said(span: str, earlier: str, text: str) -> str:

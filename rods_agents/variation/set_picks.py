@@ -39,23 +39,29 @@ def set_phrase(text: str) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-def set_group(methods: tuple[str, ...], target: tuple[Slot, ...]) -> tuple[int, str] | None:
-    """(first call, parameter) of the trailing run of two or more calls of one method that differ only in one
-    picked parameter (read from a result or the state: the set's members); None for any other turn."""
+def set_group(methods: tuple[str, ...], target: tuple[Slot, ...]) -> tuple[int, tuple[str, ...]] | None:
+    """(first call, parameters) of the set: the trailing run of two or more calls of one method that differ only in
+    one picked parameter (read from a result or the state: the set's members), or a last call whose every parameter
+    is picked, each another member ('review both files in this directory': diff's two file names); None for any
+    other turn."""
     method, n = methods[-1], len(methods)
     start = n
     while start > 0 and methods[start - 1] == method:
         start -= 1
-    if n - start < 2:
-        return None
     per_call = [{x.param: x for x in target if x.index == i} for i in range(start, n)]
+    if n - start == 1:
+        own = per_call[0]
+        members = {json.dumps(x.value) for x in own.values()}
+        if len(own) >= 2 and len(members) == len(own) and all(x.source in PICKED and not x.flag for x in own.values()):
+            return start, tuple(own)
+        return None
     varying = {p for p in per_call[0] if len({json.dumps(c.get(p).value) if c.get(p) else "" for c in per_call}) > 1}
     if len(varying) != 1:
         return None
     param = next(iter(varying))
     if not all(c.get(param) is not None and c[param].source in PICKED and not c[param].flag for c in per_call):
         return None
-    return start, param
+    return start, (param,)
 
 
 def set_pick_turn(seed: Task, turn: int, methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str],
@@ -66,7 +72,7 @@ def set_pick_turn(seed: Task, turn: int, methods: tuple[str, ...], target: tuple
     group, phrase = set_group(methods, target), set_phrase(carried)
     if group is None or phrase is None:
         return None
-    start, param = group
+    start, params = group
     parts: list[tuple[str, Donor]] = []
     for i in range(start):  # the calls before the set ('Show me my watchlist.')
         own = tuple(replace(x, index=0) for x in target if x.index == i)
@@ -77,9 +83,11 @@ def set_pick_turn(seed: Task, turn: int, methods: tuple[str, ...], target: tuple
         if found is None:
             return None
         parts.append(found)
-    first = tuple(replace(x, index=0) for x in target if x.index == start)
+    # the set's first member stands for all of them: one placeholder takes the set phrase ('Show me how {file_name1}
+    # differ.' -> 'Show me how both files in this directory differ.')
+    first = tuple(replace(x, index=0) for x in target if x.index == start and x.param not in params[1:])
     phrases = phrasebook_donors(seed, turn, start, (methods[start],), first, segment_signature(), used,
-                                {d.text for _, d in parts}, carried, earlier, picks={param: _lower(phrase)},
+                                {d.text for _, d in parts}, carried, earlier, picks={params[0]: _lower(phrase)},
                                 aliases=aliases)
     found = find_wording([], first, world, allowed, values, carried, slot, phrases, True, whole_span=False,
                          key=f"{seed.scenario}|{turn}|set", earlier=earlier)
