@@ -84,15 +84,16 @@ def test_a_number_an_earlier_call_printed_is_not_a_value_to_state_after_a_swap()
 
 
 def test_a_name_hint_is_not_offered_for_a_value_the_seed_picks_by_a_filter():
-    """Before: long_context_13 picks the file to tail by a filter ('the alphabetically first file'); the rewrite
-    prompt offered "name those by: the file with 'report' in its name", which makes the task easier (trial 0023)."""
+    """Before: long_context_13 picks the file to tail by its order ('the alphabetically first file'); the rewrite
+    prompt offered "name those by: the file with 'report' in its name", which makes the task easier (trial 0023).
+    The hint says to pick it the seed's way, by the seed's cue."""
     from rods_agents.analysis.tracing import trace_task
     from rods_agents.llm.prompting import values_by_turn
 
     seed, trace, profile = _seed("multi_turn_long_context_13")
     hints = values_by_turn(profile, seed.ground_truth, trace_task(seed), seed)[0]["hints"]
     assert not [h for h in hints if "in its name" in h], hints
-    assert any("filter reference" in h for h in hints), hints
+    assert any("position reference" in h and "alphabetically first file" in h for h in hints), hints
 
 
 def test_a_stale_quoted_value_a_date_in_words_and_a_plain_word_function_name():

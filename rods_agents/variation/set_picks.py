@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
-from typing import Any
 
 from envs.task import Task
 from rods_agents.variation.cues import PICKED
@@ -103,17 +102,3 @@ def _lower(phrase: str) -> str:
 
 __all__ = ["set_group", "set_phrase", "set_pick_turn"]
 
-
-def _debug(seed_id: str, g: int) -> Any:  # pragma: no cover - a hand check: python -c "...; _debug('multi_turn_base_113', 1)"
-    from envs.task import bfcl_task
-    from rods_agents.variation.transplant import _measure, trace_task, world_strings
-    from rods_agents.variation.turn_bank import explicit_calls, turn_slots
-
-    seed = bfcl_task(seed_id)
-    trace = trace_task(seed)
-    _, info, sources = _measure(seed, trace)
-    methods, target = explicit_calls(info, g, *turn_slots(trace, sources, g))
-    carried = " ".join(m.content for m in seed.turns[g] if m.role == "user")
-    values = " ".join(c for calls in seed.ground_truth for c in calls)
-    return set_group(methods, target), set_phrase(carried), set_pick_turn(
-        seed, g, methods, target, world_strings(seed, trace), set(), values, set(), 0, carried)
