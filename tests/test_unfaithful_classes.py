@@ -115,6 +115,22 @@ def test_a_fare_the_text_quotes_stays_the_fare_of_the_flight_it_books():
     assert stale_fare(fixed, seed) == []
 
 
+def test_a_plan_that_moves_a_quoted_flight_quotes_its_new_fare():
+    """The plan carries (seed fare, new fare) like a re-derived value, so the words follow the route (before, all of
+    scenario 193's plans that moved the route were refused as stale fares). Fails without anchored_plan's
+    quoted_fares pairs."""
+    from rods_agents.analysis.faithfulness import _fares, quoted_fares, stale_fare
+    from tests.test_transplant import _variant
+
+    seed, variant, plan, _ = _variant("multi_turn_base_193")
+    fares = [fare for _, _, fare in _fares(variant)]
+    assert fares and fares != [4700.0]  # the draw moved the route or the class
+    assert (4700.0, fares[0]) in [tuple(p) for p in plan.derived]
+    said = " ".join(m.content for turn in variant.turns for m in turn if m.role == "user")
+    assert "4700" not in said and f"{fares[0]:g}" in said
+    assert stale_fare(variant, seed) == [] and quoted_fares(variant, seed) == [(4700.0, fares[0])]
+
+
 def test_a_booking_capped_by_the_user_is_never_priced_over_the_cap():
     """miss_param_160 books JFK -> LAX in business class 'costing no more that $2500' (fare 2280); its ground truth
     never prices the flight, so no result shows a flip. A plan that reverses the route and flies first class (fare

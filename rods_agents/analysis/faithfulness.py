@@ -214,6 +214,20 @@ def stale_fare(task: Task, seed: Task) -> list[str]:
     return out[:3]
 
 
+def quoted_fares(task: Task, seed: Task) -> list[tuple[float, float]]:
+    """(the seed's fare, the variant's) for each booked flight whose fare the seed's words quote ('at a cost of 4700
+    dollars') and whose route, date or class the plan changed: the plan carries the pair like a re-derived value, so
+    the variant's words quote its own fare and never the seed's (:func:`stale_fare`; scenario 193 lost its variants to
+    it)."""
+    said = _numbers(" ".join(_text(seed, t) for t in range(len(seed.turns))))
+    if not said:
+        return []
+    theirs = [fare for _, _, fare in _fares(seed)]
+    if not set(theirs) & said:
+        return []
+    return [(old, new) for old, (_, _, new) in zip(theirs, _fares(task), strict=False) if old in said and old != new]
+
+
 def fare_over_cap(task: Task, seed: Task) -> list[str]:
     """A booking the user caps ('I'll take care of booking your flight ... costing no more that $2500') whose fare the
     plan's route or class put over the cap, where the seed's booking stays under its own: the seed's ground truth books
@@ -377,5 +391,5 @@ def faithfulness_problems(task: Task, seed: Task, trace: Trace, sources: list[Ar
 
 
 __all__ = ["DICTATED_WORDS", "KNIFE_EDGE", "choice_words", "dictated_cut", "faithfulness_problems", "fill_not_full", "is_round", "knife_edge_balance",
-           "fare_over_cap", "known_symbols", "old_choice_words", "old_digits_left", "option_unsaid", "round_made_odd", "says", "stale_fare",
+           "fare_over_cap", "known_symbols", "old_choice_words", "old_digits_left", "option_unsaid", "quoted_fares", "round_made_odd", "says", "stale_fare",
            "unknown_symbols"]

@@ -46,6 +46,7 @@ from typing import Any
 from envs.executor import CallError, parse_call
 from envs.task import Task
 from rods_agents.analysis.catalog import build_catalog
+from rods_agents.analysis.faithfulness import quoted_fares
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace, bind_args, trace_task
 from rods_agents.variation.changes import apply_changes, draw_changes
@@ -180,6 +181,9 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
             gt, config, more, extra = varied
             state_changes = {**state_changes, **extra}
             derived_values += more
+    # a fare the seed's words quote follows the plan's route and class ('at a cost of 4700 dollars' -> 3900)
+    final = seed.model_copy(update={"ground_truth": gt, "initial_config": config})
+    derived_values += [p for p in quoted_fares(final, seed) if p not in derived_values]
     return {"ground_truth": gt, "initial_config": config, "renames": changes["renames"],
             "numbers": changes["numbers"], "swaps": changes["swaps"], "derived": derived_values,
             "substitutions": changes["substitutions"], "phrases": changes["phrases"],
