@@ -14,6 +14,7 @@ import re
 import pytest
 
 from envs.task import bfcl_task
+from prompts import PROMPTS_DIR
 from rods_agents.analysis.information_structure import information_structure, structure_mismatches
 from rods_agents.analysis.novelty import containment
 from rods_agents.analysis.tracing import CallRecord, Trace, trace_task
@@ -1078,3 +1079,15 @@ def test_a_branch_the_task_never_takes_stays_beside_new_words_with_its_own_quote
     # a quoted value of no call and no branch is still another world's: no new words keep it
     assert with_specifics("Check whether the car can handle 450 miles.", "Drive 450 miles to 'Elm Court'.",
                           ("estimate_drive_feasibility_by_mileage",), "estimate_drive_feasibility_by_mileage(distance=450.0)") is None
+
+
+def test_a_ticket_login_or_close_sentence_names_the_support_system():
+    """Read 26: 'Could you authenticate me as user981 with password 12345?' beside a trading task left open which
+    system to log into, and 'Can you shut the ticket for me?' beside a booked flight read as cancelling the flight.
+    Every ticket_login sentence names the ticketing system and every close_ticket one a support ticket."""
+    methods = json.loads((PROMPTS_DIR / "phrasebook" / "TicketAPI.json").read_text())["methods"]
+    text = lambda p: p if isinstance(p, str) else p["text"]  # noqa: E731
+    for p in methods["ticket_login"]:
+        assert re.search(r"ticket|help ?desk|support", text(p), re.I), text(p)
+    for p in methods["close_ticket"]:
+        assert re.search(r"\bticket\b", text(p), re.I) and "shut" not in text(p), text(p)

@@ -401,3 +401,13 @@ def test_a_swap_or_a_new_hashtag_never_duplicates_what_the_state_already_holds()
         for old, new in plan["renames"].items():
             if old.startswith("#"):
                 assert new.lower() not in state, (old, new)
+
+
+def test_a_login_grant_the_later_calls_rely_on_is_never_swapped():
+    """Read 26 (base_193): the plan swapped authenticate_travel's grant 'read_write' for 'read', so the user asked for
+    'read access' and then booked and cancelled a flight with that token. The grant is listed as unswapped
+    (offline_value_kinds.json) and every plan of the scenario keeps it (fails without method_swap's check)."""
+    grants = {_calls(plan["ground_truth"], "authenticate_travel")[0].kwargs["grant_type"]
+              for plan in _scenario_plans(193)}
+    assert grants == {"read_write"}, grants
+    assert "authenticate_travel.grant_type" in knowledge.value_pools()["unswapped"]
