@@ -1091,3 +1091,33 @@ def test_a_ticket_login_or_close_sentence_names_the_support_system():
         assert re.search(r"ticket|help ?desk|support", text(p), re.I), text(p)
     for p in methods["close_ticket"]:
         assert re.search(r"\bticket\b", text(p), re.I) and "shut" not in text(p), text(p)
+
+
+def test_a_sentence_after_one_that_says_the_route_points_at_it_instead_of_saying_it_again():
+    """Read 26 (long_context_189): 'Please estimate the airfare from NYC to Tokyo on December 24th, 2026 in economy
+    class. Then could you book me from NYC to Tokyo on December 24th, 2026, economy class, ...' said the route, date
+    and class twice in back-to-back sentences. Values the turn's new sentences already say (``before``) are left to
+    them: every booking sentence then leaves the route, date and class out (fails without donor_search's ``before``)."""
+    from rods_agents.variation.donor_search import phrasebook_donors
+
+    seed = bfcl_task("multi_turn_long_context_189")
+    slots = (_slot("access_token", "abc117xyz"), _slot("card_id", "card_5040"), _slot("travel_date", "2026-12-24"),
+             _slot("travel_from", "JFK", "state"), _slot("travel_to", "HND", "state"),
+             _slot("travel_class", "economy", "flag", True))
+    span = " ".join(m.content for m in seed.turns[0] if m.role == "user").replace("first", "economy")
+    said = "Please estimate the airfare from NYC to Tokyo on December 24th, 2026 in economy class."
+    again = phrasebook_donors(seed, 0, 1, ("book_flight",), slots, segment_signature(), set(), set(), span)
+    after = phrasebook_donors(seed, 0, 1, ("book_flight",), slots, segment_signature(), set(), set(), span,
+                              before=said)
+    assert after and all("Tokyo" not in d.text and "December" not in d.text and "economy" not in d.text
+                         for d in after), [d.text for d in after]
+    assert all(re.search(r"\b(it|that|the) ?(flight|booking)?\b", d.text) for d in after)  # and point back at it
+    assert any("Tokyo" in d.text for d in again)  # without the sentence before, the route is said
+    # a sentence that leaves the value out without pointing back is no fit: 'Next, go ahead and transfer
+    # 'expense_report.pdf'.' after 'Could you create a directory called 'exports'?' says nowhere to move it
+    mv = (_slot("source", "expense_report.pdf"), _slot("destination", "exports"))
+    made = "Could you create a directory called 'exports'?"
+    words = "Create a directory called 'exports' and move 'expense_report.pdf' to 'exports'."
+    moved = phrasebook_donors(bfcl_task("multi_turn_base_0"), 0, 1, ("mv",), mv, segment_signature(), set(), set(),
+                              words, before=made)
+    assert all("exports" in d.text or re.search(r"\b(it|there|that)\b", d.text) for d in moved), [d.text for d in moved]

@@ -181,13 +181,19 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             seg_target = _rebased(target, start, stop, (start, stop) == (0, n))
             # a miss_param turn withholding a value of its one call: a sentence for that call without the value
             # (the re-measure checks the same parameter is still the one withheld)
-            phrases = [] if delicate or (whole_only and n > 1) else phrasebook_donors(
-                seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked, carried, earlier,
-                aliases=aliases)
-            found = find_wording(pool, seg_target, world, allowed, values, carried, slot, phrases, (start, stop) != (0, n) or n == 1,
-                          distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only),
-                          whole_span=(start, stop) == (0, n), after=parts[-1][0] if parts else "",
-                          key=f"{seed.scenario}|{turn}|{start}|{stop}", earlier=earlier)
+            before = " ".join(text for text, _ in parts)  # what this turn's new words said already
+            found = None
+            for said in dict.fromkeys((before, "")):  # pointing at it where a sentence fits, else saying it again
+                phrases = [] if delicate or (whole_only and n > 1) else phrasebook_donors(
+                    seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked, carried, earlier,
+                    aliases=aliases, before=said)
+                found = find_wording(pool, seg_target, world, allowed, values, carried, slot, phrases,
+                                     (start, stop) != (0, n) or n == 1,
+                                     distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only),
+                                     whole_span=(start, stop) == (0, n), after=parts[-1][0] if parts else "",
+                                     key=f"{seed.scenario}|{turn}|{start}|{stop}", earlier=earlier, before=said)
+                if found is not None:
+                    break
             if found is not None:
                 parts.append(found)
                 start = stop

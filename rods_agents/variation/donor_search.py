@@ -97,11 +97,13 @@ def ordered_donors(pool: list[Donor], seed: Task, turn: int, start: int, stop: i
 
 
 def collect_fits(donors: list[Donor], fits: list[tuple[str, Donor]], target: tuple[Slot, ...], world: set[str],
-             allowed: set[float], values: str, span: str, want: int, whole_span: bool = True, earlier: str = "") -> None:
+             allowed: set[float], values: str, span: str, want: int, whole_span: bool = True, earlier: str = "",
+             before: str = "") -> None:
     """Append to ``fits`` the donors that re-instantiate on ``target`` and say exactly what ``span`` says, until
     ``want`` fit; at most ``MAX_TRIES`` human donors asking for the calls the same way are tried. ``whole_span``:
     the donor words all of ``span``, so a phrasebook sentence must keep its numbers and quoted values (one call's
-    sentence of several is held to that only once they are joined: :func:`rods_agents.variation.assembly._segments`)."""
+    sentence of several is held to that only once they are joined: :func:`rods_agents.variation.assembly._segments`).
+    ``before``: the turn's new sentences before this one, which may have said a value this one points at."""
     tries = 0
     names: set[str] | None = None  # what a human donor's capitalised words may name: built once, on first need
     for d in donors:
@@ -121,7 +123,7 @@ def collect_fits(donors: list[Donor], fits: list[tuple[str, Donor]], target: tup
                 continue  # a person or a thing of the donor's own story, or its own pick ('the first file you find')
         if d.scenario == "phrasebook" and whole_span and text is not None:
             text = with_specifics(text, span, d.methods, values, world, earlier)
-        if (text is not None and keeps_said(text, target, span) and says_no_more(text, target, span)
+        if (text is not None and keeps_said(f"{before} {text}".strip(), target, span) and says_no_more(text, target, span)
                 and source_as_said(text, d.methods, span) and asked_as_said(text, d.methods, span)
                 and not names_other_option(text, d.methods, target)):
             fits.append((text, d))
@@ -140,8 +142,8 @@ def sibling_rank(slot: int, key: str) -> int:
 
 def find_wording(pool: list[Donor], target: tuple[Slot, ...], world: set[str], allowed: set[float], values: str,
           span: str, slot: int | None = None, phrases: list[Donor] | None = None, phrases_first: bool = False,
-          distinct: bool = False, whole_span: bool = True, after: str = "", key: str = "", earlier: str = ""
-          ) -> tuple[str, Donor] | None:
+          distinct: bool = False, whole_span: bool = True, after: str = "", key: str = "", earlier: str = "",
+          before: str = "") -> tuple[str, Donor] | None:
     """A donor of ``pool`` that re-instantiates on ``target`` and states what ``span`` states: the first one, or
     for a sibling ``slot`` the slot's pick among the first ``PICK`` that fit (siblings of one scenario share
     their turns' pools, and the first fitting donor of a rotated pool is often the same one). At most
@@ -155,7 +157,7 @@ def find_wording(pool: list[Donor], target: tuple[Slot, ...], world: set[str], a
     first, then = (list(phrases or []), pool) if phrases_first else (pool, list(phrases or []))
     for source in (first, then):  # a piece of a turn takes the phrasebook first: a human piece brings its story
         collect_fits(source, fits, target, world, allowed, values, span, PICK if slot is not None or after else 1,
-                 whole_span, earlier)
+                 whole_span, earlier, before)
     fits = [f for f in fits if not said_by_sibling(f[0])] or fits  # a sibling's words only where nothing else fits
     if not fits or (distinct and rank is not None and rank >= len(fits)):
         return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words
@@ -265,11 +267,11 @@ how the data a phrasebook lacks is found (none observe by default)."""
 def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
                       used: set[str], picked: set[str], span: str = "", earlier: str = "",
                       picks: dict[str, str] | None = None, aliases: dict[str, str] | None = None,
-                      describing: bool = False) -> list[Donor]:
+                      describing: bool = False, before: str = "") -> list[Donor]:
     """:func:`_phrasebook_donors`, telling :data:`EMPTY_SEARCHES` when it finds no sentence (a describing search aside:
     most calls have no free text to describe)."""
     out = _phrasebook_donors(seed, turn, start, methods, target, signature, used, picked, span, earlier, picks, aliases,
-                             describing)
+                             describing, before)
     if not out and not describing:
         for observe in EMPTY_SEARCHES:
             observe(seed, turn, methods, target, span)
@@ -279,7 +281,7 @@ def phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...
 def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ...], target: tuple[Slot, ...], signature: str,
                        used: set[str], picked: set[str], span: str = "", earlier: str = "",
                        picks: dict[str, str] | None = None, aliases: dict[str, str] | None = None,
-                       describing: bool = False) -> list[Donor]:
+                       describing: bool = False, before: str = "") -> list[Donor]:
     """The phrasebook's donors for a one-call segment, or two calls a frame asks for in one request
     (:mod:`rods_agents.variation.phrasebook`), in one order per scenario and turn (siblings pick among them by their slot), the ones a turn already uses left out.
     ``describing``: the phrasings describing a free text of their own (:func:`rods_agents.variation.transplant._adopted`)."""
@@ -291,6 +293,14 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     # to that turn, as a value it said as it is would be
     looked_up = {x.param for x in own if x.source == "state" and not x.producer
                  and x.param not in named and all(named_by_lookup(v, earlier) for v in scalars_of(json.loads(x.value)))}
+    # the new sentences this turn already has (``before``) say a value the next call takes again: the next sentence
+    # points at it ('Quote me economy class from NYC to Tokyo on December 24th, 2026. Then book it, ...'), where read
+    # 26 had the route, date and class twice in back-to-back sentences
+    b_dates, b_nums = _dates(before), _numbers(before)
+    said_before = {x.param for x in own if before and x.source in (*STATED, "state") and not x.producer and all(
+        says_value(v, before, b_dates, b_nums) for v in scalars_of(json.loads(x.value)))}
+    named = {k: v for k, v in named.items() if k not in said_before}
+    looked_up |= {x.param for x in own if x.source == "state" and x.param in said_before}
     if len(methods) > 2 or any(x.source in PICKED and not x.producer and not x.recipe and not x.sole
                                 and x.param not in named and x.param not in picks and x.param not in looked_up
                                 for x in own):
@@ -305,12 +315,15 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     dates, nums, e_dates, e_nums = _dates(span), _numbers(span), _dates(earlier), _numbers(earlier)
     unsaid = frozenset(x.param for x in own if x.source in STATED and all(
         not says_value(v, span, dates, nums) and says_value(v, earlier, e_dates, e_nums) for v in scalars_of(json.loads(x.value))))
-    unsaid |= looked_up | unworded_options(methods, own, span, earlier)
+    unsaid |= looked_up | unworded_options(methods, own, span, earlier) | said_before
     marked = not withholds_plainly(methods, own)  # a withheld value the words must say is missing
     out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks,
                                     marked_only=marked, describing=describing)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
     out = _at_goal_level(seed, turn, methods, span, out)
+    if said_before:  # words left to the sentence before point back at it ('book it', 'that flight'); 'Next, go ahead
+        # and transfer 'report.pdf'.' after 'create a directory called 'exports'' says nowhere to (h20 run)
+        out = [d for d in out if _ANAPHOR.search(_QUOTED.sub("''", d.text))]
     if any(re.search(rf"\b(?:same|identical)\s+(?:\w+\s+)?{re.escape(p.split('_')[0])}", span, re.I) for p in unsaid):
         # the seed points back at a value it leaves out ('a new ticket with same title'): the new words do too, or
         # the value is left to nothing (read of 2026-12-05, long_context_27)
