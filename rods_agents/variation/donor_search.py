@@ -103,7 +103,9 @@ def collect_fits(donors: list[Donor], fits: list[tuple[str, Donor]], target: tup
     ``want`` fit; at most ``MAX_TRIES`` human donors asking for the calls the same way are tried. ``whole_span``:
     the donor words all of ``span``, so a phrasebook sentence must keep its numbers and quoted values (one call's
     sentence of several is held to that only once they are joined: :func:`rods_agents.variation.assembly._segments`).
-    ``before``: the turn's new sentences before this one, which may have said a value this one points at."""
+    ``before``: the turn's new sentences before this one, which may have said a value a phrasebook sentence points at
+    (:func:`_phrasebook_donors` keeps only sentences that point back for such a value); a human donor is held to
+    ``span`` alone, since nothing checks that its words point back."""
     tries = 0
     names: set[str] | None = None  # what a human donor's capitalised words may name: built once, on first need
     for d in donors:
@@ -123,7 +125,8 @@ def collect_fits(donors: list[Donor], fits: list[tuple[str, Donor]], target: tup
                 continue  # a person or a thing of the donor's own story, or its own pick ('the first file you find')
         if d.scenario == "phrasebook" and whole_span and text is not None:
             text = with_specifics(text, span, d.methods, values, world, earlier)
-        if (text is not None and keeps_said(f"{before} {text}".strip(), target, span) and says_no_more(text, target, span)
+        said = f"{before} {text}" if before and d.scenario == "phrasebook" else text
+        if (text is not None and keeps_said(said, target, span) and says_no_more(text, target, span)
                 and source_as_said(text, d.methods, span) and asked_as_said(text, d.methods, span)
                 and not names_other_option(text, d.methods, target)):
             fits.append((text, d))

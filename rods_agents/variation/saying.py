@@ -399,7 +399,7 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
         return None  # a clause carried beside the new words names a value of another world
     text = joined
     for x in kept:
-        quoted = [m.group(0)[1:-1].strip().lower() for m in _QUOTED.finditer(x)]
+        quoted = _quoted_in(x)
         if any(len(q) >= 3 and q in said for q in quoted):
             return None  # it restates what the new words say: part of their request, said twice ("..., description
             # 'Y.' Details write 'Y.', priority be level 4.", read of 2026-12-03)
@@ -415,8 +415,6 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
 _LEADING_CLAUSE = re.compile(r"^((?:In|Inside|Within|From|At)\b[^,.;:!?]{3,80}),\s+(?=\S)")
 _FIRST_PERSON = re.compile(r"I\b")  # 'I'd like ...' keeps its capital after a leading clause
 _TRAILING_CLAUSE = re.compile(r"\s((?:before|after|once|until|while)\s[^,.;:!?]{3,100})[.!?]?$", re.I)
-
-
 _IDENTIFIER = re.compile(r"\b\w*(?:_\w*|\d)\w*\b")
 
 
