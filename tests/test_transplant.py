@@ -1008,3 +1008,76 @@ def test_a_value_withheld_from_an_implicit_lookup_is_withheld_from_the_call_it_f
     texts = [d.text for d in _phrasebook_donors(seed, 0, 0, methods, target, signature, set(), set(),
                                                 seed.turns[0][0].content, "")]
     assert texts and all("AAPL" not in t and "Apple" not in t for t in texts), texts
+
+
+def test_a_recipient_supplied_by_name_is_answered_by_name_and_keeps_who_they_are():
+    """'My advisor is Alice.' supplies a receiver id the assistant looks up by the name: the new answer names Alice,
+    never the id (which would spare the lookup), and keeps 'my advisor', which a later turn points back at ('the
+    last message to my advisor'). Before, no answer fitted a named value and the seed's words stayed in all 8
+    samples of scenario 131."""
+    from rods_agents.analysis.obtainability import public_states
+    from rods_agents.variation.donor_search import lookup_names
+    from rods_agents.variation.transplant import _supply_texts
+
+    seed = bfcl_task("multi_turn_miss_param_131")
+    trace = trace_task(seed)
+    info = information_structure(seed, trace, classify_arguments(seed, trace))
+    turn = next(x.withheld.supplied_at for x in info.turns if x.withheld is not None)
+    assert "My advisor is Alice" in " ".join(m.content for m in seed.turns[turn])
+    assert _supply_texts(seed, trace, info, turn) == []  # without the names the value is looked up by
+    options = _supply_texts(seed, trace, info, turn, lookup_names(trace, public_states(seed)))
+    assert options and all("Alice" in o and "my advisor" in o and "USR" not in o for o in options)
+    assert "My advisor is Alice." not in options
+
+
+def test_the_booking_a_result_names_is_no_pick_from_the_history_beside_it():
+    """book_flight returns the new booking_id and the whole booking history; 'Kindly cancel the flight' points at the
+    booking just made. Counted as a pick with no cue, the turn kept its seed's words in every sample (long_context_181);
+    a place in a list is still a pick."""
+    seed = bfcl_task("multi_turn_long_context_181")
+    trace = trace_task(seed)
+    info = information_structure(seed, trace, classify_arguments(seed, trace))
+    cancel = next(t for t, calls in enumerate(seed.ground_truth) if any(c.startswith("cancel_booking") for c in calls))
+    assert info.turns[cancel].unresolved_picks == 0 and not info.turns[cancel].references
+    _, variant, _, donors = _variant("multi_turn_long_context_181", 0, run_seed=3)
+    assert cancel in {d["turn"] for d in donors}
+    assert "sparing no time" not in " ".join(m.content for m in variant.turns[cancel])
+    listed = bfcl_task("multi_turn_base_110")  # 'the last one' among the listed stocks
+    ltrace = trace_task(listed)
+    linfo = information_structure(listed, ltrace, classify_arguments(listed, ltrace))
+    assert any(t.references or t.unresolved_picks for t in linfo.turns)
+
+
+def test_an_order_at_the_going_market_price_asks_for_no_price_lookup_in_words():
+    """'at today's market price' names the price an order takes, as 'at the current market price' does: the price
+    lookup stays implicit. Read as asking for the lookup, the phrasebook's words failed the re-measure and the
+    withholding turns of scenarios 126 and 148 kept their seed's words."""
+    from rods_agents.analysis.information_structure import lexicon
+
+    cues = lexicon().methods["get_stock_info"][0]
+    for said in ("I'd like to pick up shares of OMEG at today's market price.",
+                 "Snag 150 shares of MSFT at the going market price.", "Buy it at the current price."):
+        assert not any(p.search(said) for p in cues), said
+    assert any(p.search("What's the market price of NVDA today?") for p in cues)
+
+
+def test_a_fill_to_capacity_turn_is_reworded_in_every_sibling_slot():
+    """base_56's fill turn ('top up my vehicle to end with 50 gallons'): a sibling's first donor failed the re-measure
+    and came back in every later assembly, and the phrasebook's fill-up sentences ('Top the tank off for me.') were
+    refused for not saying 50, the capacity their words imply; the seed's words stayed in 5 of 8 samples. Words that
+    failed are passed over in the next assembly, and a recipe's result need not be said as a number."""
+    from rods_agents.variation.saying import with_specifics
+
+    span = "Before embarking on this journey, please top up my vehicle to end with 50 gallons of fuel."
+    assert with_specifics("Top the tank off for me.", span, ("fillFuelTank",), "fillFuelTank(fuelAmount=40)") is None
+    assert with_specifics("Top the tank off for me.", span, ("fillFuelTank",), "fillFuelTank(fuelAmount=40)",
+                          implied=frozenset({50.0})) == "Top the tank off for me."
+    seed = bfcl_task("multi_turn_base_56")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    fill = next(t for t, calls in enumerate(seed.ground_truth) if any(c.startswith("fillFuelTank") for c in calls))
+    for slot in range(8):
+        plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0))
+        turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, slot, "rewrite"), slot)
+        assert fill in {d["turn"] for d in donors}, slot
+        assert "end with 50 gallons" not in " ".join(m.content for m in turns[fill])

@@ -389,6 +389,14 @@ def state_of(task: Task, cls: str | None, cache: dict) -> Any:
     return cache[cls]
 
 
+def _named_field(value: Any, result: dict) -> bool:
+    """``value`` stands under exactly one top-level key of ``result``, as a scalar: the call returned it as its
+    answer. ``book_flight`` returns the new ``booking_id`` and the whole booking history, whose keys hold that id
+    among the old ones; 'Cancel the flight.' points at the booking just made, not at one picked from the history
+    (long_context_181 and long_context_184 kept their seed's words: their turns counted a pick with no cue)."""
+    return sum(1 for v in result.values() if not isinstance(v, dict | list) and _eq(value, v)) == 1
+
+
 def _picked(a: ArgSource, rec: CallRecord, trace: Trace, task: Task, cache: dict, said: str) -> bool:
     """Was this argument's value picked out of several candidates (an earlier result or the state)? ``said``: the
     user text up to the argument's turn."""
@@ -397,6 +405,8 @@ def _picked(a: ArgSource, rec: CallRecord, trace: Trace, task: Task, cache: dict
         return False
     if a.source == "call" and a.producer is not None and a.producer < len(trace.calls):
         obj = _load_result(trace.calls[a.producer].result)
+        if isinstance(obj, dict) and len(items) == 1 and _named_field(items[0], obj):
+            return False  # the result names it ('booking_id': '3426812'), beside a history of others: no pick
         return all(among_candidates(v, obj) for v in items)
     if a.source == "state":
         if all(named_by_lookup(v, said) for v in items):

@@ -124,12 +124,25 @@ def collect_fits(donors: list[Donor], fits: list[tuple[str, Donor]], target: tup
                     or names_other_work(text, world, values)):
                 continue  # a person or a thing of the donor's own story, or its own pick ('the first file you find')
         if d.scenario == "phrasebook" and whole_span and text is not None:
-            text = with_specifics(text, span, d.methods, values, world, earlier)
+            text = with_specifics(text, span, d.methods, values, world, earlier, recipe_numbers(d))
         said = f"{before} {text}" if before and d.scenario == "phrasebook" else text
         if (text is not None and keeps_said(said, target, span) and says_no_more(text, target, span)
                 and source_as_said(text, d.methods, span) and asked_as_said(text, d.methods, span)
                 and not names_other_option(text, d.methods, target)):
             fits.append((text, d))
+
+
+def recipe_numbers(d: Donor) -> frozenset[float]:
+    """The numbers a phrasebook sentence marked ``composes`` says in its own words: its recipe's result ('Top the tank
+    off.' leaves the tank at its capacity, 50 gallons; ``prompts/bfcl/value_recipes.json``)."""
+    recipes = knowledge.value_recipes()
+    out: set[float] = set()
+    for x in d.slots:
+        if x.recipe and 0 <= x.index < len(d.methods):
+            rule = recipes.get(f"{d.methods[x.index]}.{x.param}", {}).get(x.recipe, {})
+            out.update(float(v) for v in (rule.get("result") or {}).values()
+                       if isinstance(v, int | float) and not isinstance(v, bool))
+    return frozenset(out)
 
 
 def sibling_rank(slot: int, key: str) -> int:

@@ -364,8 +364,15 @@ def _capped(before: str, amount: str) -> bool:
     return bool(_MONEY_WORDS.search(amount) or _MONEY_WORDS.search(clause))
 
 
+def _without_numbers(span: str, numbers: frozenset[float]) -> str:
+    """``span`` with the numbers of ``numbers`` left out (for the check of what the new words must say only)."""
+    if not numbers:
+        return span
+    return _NUMBER_TEXT.sub(lambda m: "" if float(m.group(0).replace(",", "")) in numbers else m.group(0), span)
+
+
 def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, world: set[str] | None = None,
-                   earlier: str = "") -> str | None:
+                   earlier: str = "", implied: frozenset[float] = frozenset()) -> str | None:
     """``text``, followed where it must be by the sentences of ``span`` that hold a number, a quoted value, a hashtag
     or a handle ``text`` lacks and ask for none of ``methods`` ("Your user id is 'USR001'." after the message it
     sends: the value an implicit login takes). None when such a sentence also asks for a call (it would ask twice),
@@ -373,8 +380,10 @@ def with_specifics(text: str, span: str, methods: tuple[str, ...], values: str, 
     a call nor the state (``world``) holds (``values``: the ground truth's text). A quoted value the user's
     ``earlier`` turns already said is no specific the new words must repeat ('Copy X to the 'Archives' directory
     inside the 'Documentation' folder' after 'I should have X in the 'Documentation' folder'): the re-measure of
-    the re-worded turn still checks that every value stays as findable as before."""
-    if keeps_specifics(text, _specifics_of(span, earlier, text)):
+    the re-worded turn still checks that every value stays as findable as before. ``implied``: numbers the new words
+    say in words of their own, a recipe's result (50 gallons, the tank's capacity, for 'Fill the tank up
+    completely.' where the seed said 'top it up to end with 50 gallons'): they need not be said as numbers."""
+    if keeps_specifics(text, _specifics_of(_without_numbers(span, implied), earlier, text)):
         return text
     bounds = [0, *(m.end() for m in SENTENCE_END.finditer(span))]
     sentences = [span[a:b].strip() for a, b in zip(bounds, [*bounds[1:], len(span)], strict=True)]

@@ -170,11 +170,15 @@ def with_identity(text: str, span: str, world: set[str]) -> str | None:
 """Slot sources whose value the turn's words leave the assistant to pick: read from a result or the state, or built."""
 
 
-def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int) -> list[str]:
+def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int, aliases: dict[str, str] | None = None
+                  ) -> list[str]:
     """New wordings of a miss_param supplying turn ('The specific file is notes.txt.'): the phrasebook's
     ``supply`` sentences for the withheld ``method.param``, then its generic ones, written with the value; a city
     that starts or ends a distance estimate takes only the sentences saying which end it is (:func:`_trip_end`).
-    [] for any other turn, or a value a sentence cannot carry (a list, a long text)."""
+    A value the answer gives by the name it is looked up by ('My advisor is Alice.' for USR003; ``aliases``: value ->
+    name, :func:`~rods_agents.variation.donor_search.lookup_names`) takes the ``method.param@name`` sentences written
+    with the name, so finding the id stays the assistant's. [] for any other turn, or a value a sentence cannot
+    carry (a list, a long text)."""
     w = next((x.withheld for x in info.turns if x.withheld is not None and x.withheld.supplied_at == turn), None)
     if w is None:
         return []
@@ -182,9 +186,12 @@ def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int) -> list[str
     if len(values) != 1 or not isinstance(values[0], str | int | float) or len(str(values[0])) > 80:
         return []
     said = "\n".join(m.content for m in variant.turns[turn] if m.role == "user")
-    if not said_as_is(values[0], said, _numbers(said)):
-        return []  # the seed's answer says it otherwise ('The company is named Zeta Corp'): the ticker would be easier
     table = supply_sentences()
+    name = (aliases or {}).get(str(values[0]), "")
+    if not said_as_is(values[0], said, _numbers(said)):
+        if not name or not word_in(name, said) or not table.get(f"{w.method}.{w.param}@name"):
+            return []  # the seed's answer says it otherwise ('The company is named Zeta Corp'): the ticker would be easier
+        return _named_supply(table, f"{w.method}.{w.param}", name, said)
     role = _trip_end(trace, turn, w.method, values[0])
     own = table.get(f"{w.method}.{w.param}@{role}", ()) if role else table.get(f"{w.method}.{w.param}", ())
     generic = () if role else table.get("*", ())
@@ -194,6 +201,16 @@ def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int) -> list[str
     texts = [t.format(v1=spoken(values[0])) for t in (*own, *generic)]
     # the answer may say more than the value: "The report should be in the format of 'Kelly Total Score:
     # total_score'" supplies a format holding the name, which "Use Kelly for that." loses (read 7)
+    return [t for t in texts if keeps_specifics(t, said)]
+
+
+def _named_supply(table: dict[str, tuple[str, ...]], key: str, name: str, said: str) -> list[str]:
+    """The ``key@name`` answers written with ``name``; where the seed's answer says who that is to the user ('My advisor
+    is Alice.', 'To my friend John'), the ``key@name+rel`` ones, which say it too: a later turn may point back at 'my
+    advisor' (miss_param_131: 'Please delete the last message to my advisor')."""
+    rel = re.search(rf"\b[Mm]y ((?:[a-z]+ )??[a-z]+) (?:is |was |called |named )?{re.escape(name)}\b", said)
+    texts = ([t.format(v1=name, rel=rel.group(1)) for t in table.get(f"{key}@name+rel", ())] if rel
+             else [t.format(v1=name) for t in table[f"{key}@name"]])
     return [t for t in texts if keeps_specifics(t, said)]
 
 
@@ -220,12 +237,13 @@ def _reword_supply(seed: Task, seed_info: Any, variant: Task, turns: list[list[M
     if variant.category != "miss_param":
         return turns, []
     provenance = []
+    aliases = lookup_names(trace, public_states(variant))
     for t in range(len(turns)):
         if _user_messages(turns[t]) != 1:
             continue
         current = variant.model_copy(update={"turns": turns})
         base_sources, base_info, _ = _measure(current, trace)
-        options = _supply_texts(current, trace, base_info, t)
+        options = _supply_texts(current, trace, base_info, t, aliases)
         if not options:
             continue
         random.Random(f"{seed.scenario}|{t}|supply").shuffle(options)
@@ -476,18 +494,19 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             continue  # 'Write my last question in it': a later call writes these words, so they stay (read 15)
         allowed = _numbers(gt_text) | _numbers(carried)
         tried: set[str] = set()
+        failed: set[str] = set()  # donors whose words this turn already tried: the next assembly passes them over
         for i in range(ASSEMBLIES):
             s_i = None if slot is None else slot + i
             earlier = " ".join(m.content for x in turns[:t] for m in x if m.role == "user")
             if set_pick:
-                built = set_pick_turn(seed, t, methods, target, world, allowed, gt_text, used, s_i, carried, earlier,
-                                      aliases)
+                built = set_pick_turn(seed, t, methods, target, world, allowed, gt_text, used | failed, s_i, carried,
+                                      earlier, aliases)
             else:
-                built = assemble_turn(seed, seed_info, t, g, methods, target, world, allowed, gt_text, used, rng, s_i,
-                                      carried, signature, earlier, aliases)
+                built = assemble_turn(seed, seed_info, t, g, methods, target, world, allowed, gt_text, used | failed, rng,
+                                      s_i, carried, signature, earlier, aliases)
             if built is None and signature is None and not set_pick:
-                built = mixed_turn(seed, base_info, t, g, methods, target, world, allowed, gt_text, used, rng, s_i, carried,
-                               earlier, aliases)
+                built = mixed_turn(seed, base_info, t, g, methods, target, world, allowed, gt_text, used | failed, rng,
+                                   s_i, carried, earlier, aliases)
             if built is None:
                 break
             text, donors = built
@@ -495,10 +514,12 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             if text is None:
                 break
             if text in tried or text == carried:
-                continue
+                failed.update(d.task_id for d in donors)  # the same words again (base_56: one human donor that
+                continue  # fails the re-measure came back in every assembly, and the phrasebook's were never tried)
             tried.add(text)
             took = _worded(seed_info, variant, trace, turns, t, text, measured)
             if took is None:
+                failed.update(d.task_id for d in donors)
                 continue
             turns = took[2]
             used.update(d.task_id for d in donors)
