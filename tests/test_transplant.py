@@ -1081,3 +1081,47 @@ def test_a_fill_to_capacity_turn_is_reworded_in_every_sibling_slot():
         turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, slot, "rewrite"), slot)
         assert fill in {d["turn"] for d in donors}, slot
         assert "end with 50 gallons" not in " ".join(m.content for m in turns[fill])
+
+
+def test_a_conversation_never_opens_by_answering_something_unsaid():
+    """'Go ahead and set the budget at $5000.' as the first words of a task answers nothing (read 26): a first turn
+    asks plainly; later turns keep the words, where they answer what came before."""
+    from rods_agents.variation.transplant import opening
+
+    assert opening("Go ahead and set the budget at $5000.", "") == "Please set the budget at $5000."
+    assert opening("Go ahead and set the budget at $5000.", "Book the flight.") == "Go ahead and set the budget at $5000."
+    assert opening("Book it. Go ahead and pay.", "") == "Book it. Go ahead and pay."
+
+
+def test_a_folder_the_turn_names_in_the_singular_is_named_so_by_the_new_words():
+    """'Go into document folder' for the folder 'documents' (base_2): new words naming 'documents' said more than the
+    seed, so every sample of scenario 2 kept the seed's sentence; they now name 'the document folder', and only
+    sentences that keep it a folder fit ('Please navigate into document.' does not)."""
+    from rods_agents.variation.saying import named_as
+
+    span = "Go into document folder and Could you draft up a create a document titled 'TeamNotes.txt'?"
+    assert named_as("documents", span) == "document"
+    assert named_as("documents", "Open the documents folder.") is None  # said as it is
+    assert named_as("reports", "Write a report about the folder.") is None  # not next to 'folder'
+    seed, variant, _, donors = _variant("multi_turn_base_2", 0, run_seed=3)
+    first = " ".join(m.content for m in variant.turns[0] if m.role == "user")
+    assert 0 in {d["turn"] for d in donors} and "draft up a create" not in first
+    assert re.search(r"\bdocument (?:folder|directory)\b", first)
+
+
+def test_a_supplied_handle_or_hashtag_list_is_answered_as_the_seed_gives_it():
+    """"His handle is 'huanzhimao01'." supplies a mention without its '@' (adding it stays the assistant's) and
+    "I mean these: '#Journey, #SmoothRide, #Grateful'." a list of tags: both kept their seed's words in every sample
+    (no answer took a list). The new answers write the tags as the seed's answer does."""
+    from rods_agents.variation.transplant import _supply_texts
+
+    for seed_id, want, never in (("multi_turn_miss_param_68", "'huanzhimao01'", "@huanzhimao01"),
+                                 ("multi_turn_miss_param_86", "#SmoothRide", None)):
+        seed = bfcl_task(seed_id)
+        trace = trace_task(seed)
+        info = information_structure(seed, trace, classify_arguments(seed, trace))
+        turn = next(x.withheld.supplied_at for x in info.turns if x.withheld is not None)
+        options = _supply_texts(seed, trace, info, turn)
+        said = " ".join(m.content for m in seed.turns[turn] if m.role == "user")
+        assert options and said not in options and all(want in o for o in options), options
+        assert never is None or not any(never in o for o in options)

@@ -337,6 +337,9 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
                                     marked_only=marked, describing=describing)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
     out = _at_goal_level(seed, turn, methods, span, out)
+    for words in named.values():  # a folder named by its singular or plural stays a folder ('the document folder'),
+        if re.search(rf"\b{re.escape(words)}\s+(?:folder|directory)\b", span, re.I):  # not 'Please navigate into document.'
+            out = [d for d in out if re.search(rf"\b{re.escape(words)}\s+(?:folder|directory)\b", d.text, re.I)]
     if said_before:  # words left to the sentence before point back at it ('book it', 'that flight'); 'Next, go ahead
         # and transfer 'report.pdf'.' after 'create a directory called 'exports'' says nowhere to (h20 run)
         out = [d for d in out if _ANAPHOR.search(_QUOTED.sub("''", d.text))]

@@ -236,7 +236,7 @@ def named_as(value: Any, span: str) -> str | None:
         words = f"{_MONTHS[month - 1]} {_ordinal(day)}"
         return None if not found else f"{words}, {year}" if any(str(year) in f for f in found) else words
     if not CODE_PATTERN.fullmatch(value):
-        return None
+        return _folder_as_named(value, span)
     city = airport_cities().get(value)
     for form in (*CITY_ALIASES.get(city, ()), city) if city else ():
         if word_in(form, span):
@@ -244,6 +244,19 @@ def named_as(value: Any, span: str) -> str | None:
     company = ticker_companies().get(value)
     if company and re.search(rf"\b{re.escape(company)}", span, re.I):
         return company
+    return None
+
+
+def _folder_as_named(value: str, span: str) -> str | None:
+    """The singular or plural a turn names a folder by, next to the word 'folder' or 'directory' ('Go into document
+    folder' for 'documents', base_2): a sentence written for the turn names it the same way, so matching the name to
+    the folder stays the assistant's (new words saying 'documents' said no more than the seed only in the seed's own
+    sentence, which every sample of scenario 2 kept)."""
+    if not re.fullmatch(r"[a-z]{4,}", value):
+        return None
+    for form in (value[:-1] if value.endswith("s") else None, value + "s"):
+        if form and re.search(rf"\b{form}\s+(?:folder|directory)\b", span, re.I):
+            return form
     return None
 
 

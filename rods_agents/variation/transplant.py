@@ -76,7 +76,7 @@ from rods_agents.variation.donor_search import (
 )
 from rods_agents.variation.free_text import adopted_ground_truth, adopted_slots, described, quoted_later, tied_elsewhere
 from rods_agents.variation.phrasebook import spoken, story_sentences, supply_sentences
-from rods_agents.variation.saying import as_sentence, dictated, keeps_specifics, said_as_is, word_in
+from rods_agents.variation.saying import as_sentence, dictated, keeps_specifics, named_as, said_as_is, word_in
 from rods_agents.variation.set_picks import set_phrase, set_pick_turn
 from rods_agents.variation.turn_bank import (
     SENTENCE_END,
@@ -170,6 +170,17 @@ def with_identity(text: str, span: str, world: set[str]) -> str | None:
 """Slot sources whose value the turn's words leave the assistant to pick: read from a result or the state, or built."""
 
 
+_GO_AHEAD = re.compile(r"^Go ahead and (\w)")
+
+
+def opening(text: str, earlier: str) -> str:
+    """``text`` as a conversation's first words: 'Go ahead and ...' answers something said before, so a first turn
+    opening with it asks plainly ('Please set the budget at $5000.'); read 26 found it with nothing before it."""
+    if earlier.strip():
+        return text
+    return _GO_AHEAD.sub(lambda m: "Please " + m.group(1).lower(), text, count=1)
+
+
 def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int, aliases: dict[str, str] | None = None
                   ) -> list[str]:
     """New wordings of a miss_param supplying turn ('The specific file is notes.txt.'): the phrasebook's
@@ -183,10 +194,12 @@ def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int, aliases: di
     if w is None:
         return []
     values = withheld_value(variant, trace, w)
-    if len(values) != 1 or not isinstance(values[0], str | int | float) or len(str(values[0])) > 80:
-        return []
     said = "\n".join(m.content for m in variant.turns[turn] if m.role == "user")
     table = supply_sentences()
+    if values and all(isinstance(v, str) and v[:1] in "#@" for v in values):
+        return _tag_supply(table, f"{w.method}.{w.param}", values, said)
+    if len(values) != 1 or not isinstance(values[0], str | int | float) or len(str(values[0])) > 80:
+        return []
     name = (aliases or {}).get(str(values[0]), "")
     if not said_as_is(values[0], said, _numbers(said)):
         if not name or not word_in(name, said) or not table.get(f"{w.method}.{w.param}@name"):
@@ -201,6 +214,17 @@ def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int, aliases: di
     texts = [t.format(v1=spoken(values[0])) for t in (*own, *generic)]
     # the answer may say more than the value: "The report should be in the format of 'Kelly Total Score:
     # total_score'" supplies a format holding the name, which "Use Kelly for that." loses (read 7)
+    return [t for t in texts if keeps_specifics(t, said)]
+
+
+def _tag_supply(table: dict[str, tuple[str, ...]], key: str, tags: list[str], said: str) -> list[str]:
+    """Answers supplying hashtags or handles ('I mean these: '#RoadAhead, #RideReady, #Thankful'.', "His handle is
+    'huanzhimao01'."): the ``key`` sentences written with the tags as the seed's answer gives them, with their sign or
+    without it (:func:`~rods_agents.variation.saying.named_as`: adding the '@' stays the assistant's)."""
+    words = named_as(tags, said) or (spoken(tags) if all(said_as_is(t, said, set()) for t in tags) else None)
+    if not words:
+        return []
+    texts = [t.format(v1=words) for t in table.get(key, ())]
     return [t for t in texts if keeps_specifics(t, said)]
 
 
@@ -513,6 +537,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             text = with_identity(with_where_hints(text, carried), carried, world)
             if text is None:
                 break
+            text = opening(text, earlier)
             if text in tried or text == carried:
                 failed.update(d.task_id for d in donors)  # the same words again (base_56: one human donor that
                 continue  # fails the re-measure came back in every assembly, and the phrasebook's were never tried)
