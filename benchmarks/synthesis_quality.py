@@ -33,6 +33,9 @@ Novelty (``rods_agents.analysis.novelty``; issue 13), per seed category:
   the seed's sentences with every name swapped stay a copy there);
 - new only in digits: the user text equals the seed's once digits are masked, or the method sequence and
   the parsed ground truth do (:func:`rods_agents.analysis.novelty.new_only_in_digits`);
+- seed turns kept: accepted variants with a turn that keeps its seed's sentences (more than 0.8 of the turn's
+  5-grams, entities masked, in the seed's same turn: :func:`rods_agents.analysis.novelty.kept_seed_turns`), and
+  how many such turns; a variant new everywhere else still reads as partly its seed's there;
 - changed-method share: accepted variants whose method sequence differs from the seed's;
 - near-copies among variants of one scenario: of the pairs of accepted variants that share a scenario
   (the four categories share scenarios, so sibling seeds' variants pair up), the share that are
@@ -60,7 +63,14 @@ from envs.checker import check
 from envs.task import Task
 from rods_agents.analysis.faithfulness import faithfulness_problems
 from rods_agents.analysis.information_structure import InformationStructure, information_structure, structure_mismatches
-from rods_agents.analysis.novelty import containment, masked_text, near_copy, new_only_in_digits, user_text
+from rods_agents.analysis.novelty import (
+    containment,
+    kept_seed_turns,
+    masked_text,
+    near_copy,
+    new_only_in_digits,
+    user_text,
+)
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.analysis.value_sources import classify_arguments
 from rods_agents.analysis.variant_quality import (
@@ -194,6 +204,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "filler": bool(filler), "filler_count": len(filler),
             "patched": bool(prov.get("patches")),
             "digits_only": new_only_in_digits(task, seed),
+            "kept_turns": len(kept := kept_seed_turns(task, seed)), "keeps_seed_turn": bool(kept),
             "trace_check_failed": fails_trace_checks(task, seed),
             "unfaithful": bool(unfaithful(task, seed)),
         }
@@ -209,6 +220,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
         out[key] = {
             **containment_stats(pairs[key]),
             "digits_only": _share(x["digits_only"], acc),
+            "keeps_seed_turn": _share(x["keeps_seed_turn"], acc), "seed_turns_kept": x["kept_turns"],
             "changed_methods": _share(acc - x["same_skeleton"], acc),
             "scenario_pairs": copies[key]["pairs"], "scenario_near_copies": copies[key]["near_copies"],
             "scenario_near_copy_share": _share(copies[key]["near_copies"], copies[key]["pairs"]),
@@ -244,7 +256,8 @@ ROWS = [("samples", "samples"), ("accepted", "accepted"), ("acceptance", "accept
         ("5-gram containment > 0.8 (share)", "containment_above_0_8"),
         ("5-gram containment, entities masked, mean", "containment_masked_mean"),
         ("5-gram containment, entities masked > 0.8 (share)", "containment_masked_above_0_8"),
-        ("new only in digits (share)", "digits_only"), ("changed methods (share)", "changed_methods"),
+        ("new only in digits (share)", "digits_only"),
+        ("keeps a seed turn's sentences (share)", "keeps_seed_turn"), ("  seed turns kept", "seed_turns_kept"), ("changed methods (share)", "changed_methods"),
         ("same-scenario pairs", "scenario_pairs"), ("  near-copies among them (share)", "scenario_near_copy_share"),
         ("scenarios covered", "scenarios_covered"), ("  scenarios seeded", "scenarios_seeded"),
         ("same skeleton as seed", "same_skeleton"), ("same parsed ground truth", "same_ground_truth"),

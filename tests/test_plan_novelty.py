@@ -411,3 +411,23 @@ def test_a_login_grant_the_later_calls_rely_on_is_never_swapped():
               for plan in _scenario_plans(193)}
     assert grants == {"read_write"}, grants
     assert "authenticate_travel.grant_type" in knowledge.value_pools()["unswapped"]
+
+
+def test_a_seed_turn_kept_word_for_word_is_found_with_its_names_swapped():
+    """kept_seed_turns names the turns that are the seed's sentences (names masked), the per-turn view of a copy the
+    whole-text check lets through; a re-worded turn and a short answer are not counted."""
+    from envs.task import bfcl_task
+    from rods_agents.analysis.novelty import kept_seed_turns
+
+    seed = bfcl_task("multi_turn_base_112")
+    first = next(m.content for m in seed.turns[0] if m.role == "user")
+    assert "Technology" in first
+    turns = [list(t) for t in seed.turns]
+    turns[0] = [m.model_copy(update={"content": m.content.replace("Technology", "Automobile")}) for m in turns[0]]
+    gt = [[c.replace("Technology", "Automobile") for c in calls] for calls in seed.ground_truth]
+    turns[1] = [m.model_copy(update={"content": "Could you show me what that stock is trading at?"})
+                if m.role == "user" else m for m in turns[1]]
+    variant = seed.model_copy(update={"turns": turns, "ground_truth": gt})
+    assert kept_seed_turns(variant, seed) == [t for t in range(len(seed.turns)) if t != 1]  # untouched turns kept too
+    assert kept_seed_turns(seed.model_copy(update={"turns": [[m.model_copy(update={"content": "Yes, do it."})
+                                                               for m in t] for t in seed.turns]}), seed) == []

@@ -1125,3 +1125,18 @@ def test_a_supplied_handle_or_hashtag_list_is_answered_as_the_seed_gives_it():
         said = " ".join(m.content for m in seed.turns[turn] if m.role == "user")
         assert options and said not in options and all(want in o for o in options), options
         assert never is None or not any(never in o for o in options)
+
+
+def test_joined_sentences_say_please_once_and_a_kept_lead_stays_with_its_condition():
+    """Read 27: 'I'd like every door locked, please. Then engage the parking brake, please.' (a turn's phrasebook
+    sentences say 'please' once), and 'Based on the insights gathered. If 'MSFT' appears promising, ...' (the kept
+    words leading into a condition mid-sentence stay one sentence with it)."""
+    from rods_agents.variation.assembly import _without_please
+
+    assert _without_please("Then engage the parking brake, please.") == "Then engage the parking brake."
+    assert _without_please("Please book it.") == "Book it."
+    assert _without_please("Could you, please, lock it?") == "Could you lock it?"
+    assert _without_please("Tweet 'please help' now.") == "Tweet 'please help' now."
+    _, variant, _, _ = _variant("multi_turn_long_context_115", 0, run_seed=3)
+    text = " ".join(m.content for m in variant.turns[1] if m.role == "user")
+    assert text.startswith("Based on the insights gathered, if "), text

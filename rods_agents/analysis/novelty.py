@@ -6,6 +6,7 @@ API (stable; the verdict, the dedupe and ``benchmarks/synthesis_quality.py`` use
 - ``containment(text, reference, n=5, mask=False) -> float``: the share of ``text``'s word n-grams that
   also occur in ``reference`` (0 when ``text`` has no words; a text shorter than n words is one gram);
 - ``mask_digits(text) -> str``: every run of digits replaced by ``#``;
+- ``kept_seed_turns(variant, seed) -> list[int]``: the turns that keep their seed's sentences (entities masked);
 - ``new_only_in_digits(variant, seed) -> bool``: the user text is the seed's once digits are masked, or
   the method sequence is the seed's and so is the parsed ground truth once digits are masked;
 - ``seed_copy_reasons(variant, seed) -> list[str]``: located verdict reasons (``novelty:seed_text_copy
@@ -84,6 +85,28 @@ def masked_text(task: Task) -> str:
     for value in sorted(call_values(task), key=len, reverse=True):
         text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", " # ", text, flags=re.I)
     return mask_digits(text)
+
+
+KEPT_TURN = 0.8
+"""A variant's turn whose words (entities and digits masked) have more than this share of their 5-grams in its seed's
+same turn is the seed's sentence kept: a reader sees the seed there, whatever the rest of the text does."""
+
+
+def _masked_turn(task: Task, t: int, values: set[str]) -> str:
+    text = _turn_text(task, t)
+    for value in sorted(values, key=len, reverse=True):
+        text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", " # ", text, flags=re.I)
+    return mask_digits(text)
+
+
+def kept_seed_turns(variant: Task, seed: Task) -> list[int]:
+    """The turns of ``variant`` that keep their seed's sentences (:data:`KEPT_TURN`; turns of four words or more:
+    'Yes, please.' is nobody's). Why per turn: a variant re-worded everywhere but in one long seed turn passes the
+    whole-text copy check, and readers marked such variants 'partly new' (reads 25 and 26: 20 of 30)."""
+    mine, theirs = call_values(variant), call_values(seed)
+    return [t for t in range(min(len(variant.turns), len(seed.turns)))
+            if len(_turn_text(variant, t).split()) >= 4
+            and containment(_masked_turn(variant, t, mine), _masked_turn(seed, t, theirs), mask=True) > KEPT_TURN]
 
 
 def mask_digits(text: str) -> str:
@@ -196,5 +219,5 @@ def sibling_copy_reason(task: Task, siblings: list[Task]) -> str | None:
     return None
 
 
-__all__ = ["N", "SEED_TEXT_COPY", "SIBLING_TEXT_COPY", "call_values", "containment", "mask_digits", "masked_text", "near_copy", "new_only_in_digits",
+__all__ = ["KEPT_TURN", "N", "SEED_TEXT_COPY", "SIBLING_TEXT_COPY", "call_values", "containment", "kept_seed_turns", "mask_digits", "masked_text", "near_copy", "new_only_in_digits",
            "ngrams", "seed_copy_reasons", "sibling_copy_reason", "user_text"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from envs.task import Task
 from rods_agents.analysis import knowledge
-from rods_agents.analysis.information_structure import asks_for, lexicon, reads_as_condition, unquoted
+from rods_agents.analysis.information_structure import _QUOTED, asks_for, lexicon, reads_as_condition, unquoted
 from rods_agents.variation.condition_clauses import ConditionCut, condition_cut
 from rods_agents.variation.cues import cue_spans, picks_something, stray_cues, stray_picks, turn_picks
 from rods_agents.variation.donor_search import (
@@ -76,11 +76,28 @@ def _joined(parts: list[tuple[str, Donor]], key: str) -> str:
     for i, (text, d) in enumerate(parts):
         text = as_sentence(text)
         if i and d.scenario == "phrasebook":
+            if any(_PLEASE.search(x) for x in out):
+                text = _without_please(text)  # 'I'd like every door locked, please. Then engage the parking brake,
+                # please.' (read 27): one 'please' a turn
             lead = leads[i % len(leads)]
             if lead and not text.startswith(("I ", "I'")):
                 text = lead + text[:1].lower() + text[1:]
         out.append(text)
     return " ".join(out)
+
+
+_PLEASE = re.compile(r"\bplease\b", re.I)
+
+
+def _without_please(text: str) -> str:
+    """A phrasebook sentence without its 'please' ('Scrap the order, please.' -> 'Scrap the order.', 'Please book it.'
+    -> 'Book it.'); a 'please' inside a quoted value stays."""
+    if _QUOTED.search(text) and any(_PLEASE.search(m.group(0)) for m in _QUOTED.finditer(text)):
+        return text
+    out = re.sub(r",?\s*\bplease\b(?=\s*[.?!]\s*$)", "", text, flags=re.I)
+    out = re.sub(r"^please,?\s+(\w)", lambda m: m.group(1).upper(), out, flags=re.I)
+    out = re.sub(r",\s*please\s*,", "", out, flags=re.I)
+    return out
 
 
 def assemble_turn(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], world: set[str],
@@ -190,7 +207,7 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
                 found = find_wording(pool, seg_target, world, allowed, values, carried, slot, phrases,
                                      (start, stop) != (0, n) or n == 1,
                                      distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only),
-                                     whole_span=(start, stop) == (0, n), after=parts[-1][0] if parts else "",
+                                     whole_span=(start, stop) == (0, n), after=" ".join(x for x, _ in parts),
                                      key=f"{seed.scenario}|{turn}|{start}|{stop}", earlier=earlier, before=said)
                 if found is not None:
                     break
@@ -388,8 +405,14 @@ def _conditioned_words(carried: str, unit: tuple[int, int, int, int], cut: Condi
     if rest is None:
         return None
     head = word(a, j, carried[lo:h], _rebased(target, a, j), frozenset(methods[j:b])) if j > a and uncued(lo, h) else None
-    pieces: list[Piece] = [as_sentence(head[0]) if head else (lo, h), cut.joined(carried[lo:hi], as_sentence(rest[0])),
-                           (lo + cut.tail[0], hi)]
+    joined = cut.joined(carried[lo:hi], as_sentence(rest[0]))
+    kept = carried[lo:h].strip()
+    if head is None and cut.leading and kept and kept[-1] not in ".?!:;":
+        # the kept words lead into the clause mid-sentence ('Based on the insights gathered, if ...'): one sentence
+        # still, not 'Based on the insights gathered. If ...' (read 27)
+        lowered = joined if re.match(r"I\b|I'", joined) else joined[:1].lower() + joined[1:]
+        return [f"{kept}, {lowered}", (lo + cut.tail[0], hi)], list(rest[1])
+    pieces: list[Piece] = [as_sentence(head[0]) if head else (lo, h), joined, (lo + cut.tail[0], hi)]
     return pieces, [*(head[1] if head else []), *rest[1]]
 
 

@@ -49,7 +49,7 @@ from rods_agents.variation.saying import (
     word_in,
     word_set,
 )
-from rods_agents.variation.turn_bank import Donor, Slot
+from rods_agents.variation.turn_bank import SENTENCE_END, Donor, Slot
 
 MAX_TRIES = 16  # donors tried per segment (siblings pick among the fitting ones)
 PICK = 8  # fitting donors a sibling slot picks among (the 8 samples of a scenario: 4 categories x 2 variants)
@@ -164,8 +164,9 @@ def find_wording(pool: list[Donor], target: tuple[Slot, ...], world: set[str], a
     for a sibling ``slot`` the slot's pick among the first ``PICK`` that fit (siblings of one scenario share
     their turns' pools, and the first fitting donor of a rotated pool is often the same one). At most
     ``MAX_TRIES`` donors that ask for the calls the same way are tried (the others are skipped at no cost).
-    ``after``: the sentence this one follows in its turn; one opening as it does is taken only when no other fits
-    ('Could you set the parking brake? Could you fire up the car?', read 10). ``key``: the scenario and turn, whose
+    ``after``: the sentences this one follows in its turn; one opening as any of them does is taken only when no
+    other fits ('Could you set the parking brake? Could you fire up the car?', read 10; 'I need its length in lines,
+    please. Then how many words are in it? I need its length in characters, please.', read 27). ``key``: the scenario and turn, whose
     permutation of the sibling slots orders the pick (:func:`sibling_rank`). ``earlier``: the user's earlier turns
     (:func:`rods_agents.variation.saying.with_specifics`)."""
     fits: list[tuple[str, Donor]] = []
@@ -178,7 +179,8 @@ def find_wording(pool: list[Donor], target: tuple[Slot, ...], world: set[str], a
     if not fits or (distinct and rank is not None and rank >= len(fits)):
         return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words
     if after:
-        fits = [f for f in fits if _opener(f[0]) != _opener(after)] or fits
+        opened = {_opener(x) for x in SENTENCE_END.split(after) if x.strip()}
+        fits = [f for f in fits if _opener(f[0]) not in opened] or fits
     return fits[0] if rank is None else fits[rank % len(fits)]
 
 
