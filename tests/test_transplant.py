@@ -1140,3 +1140,16 @@ def test_joined_sentences_say_please_once_and_a_kept_lead_stays_with_its_conditi
     _, variant, _, _ = _variant("multi_turn_long_context_115", 0, run_seed=3)
     text = " ".join(m.content for m in variant.turns[1] if m.role == "user")
     assert text.startswith("Based on the insights gathered, if "), text
+
+
+def test_a_withholding_turn_that_points_back_at_its_file_or_title_gets_new_words():
+    """'Finally, show the last several lines the file.' (the file named before, the count withheld) and 'Please create
+    a new ticket with same title and description 'X' but now with a different priority' (the title pointed back at,
+    the priority withheld) had no phrasing leaving both unsaid, and kept their seed's words in every sample."""
+    for seed_id, turn, seed_words in (("multi_turn_miss_param_1", 3, "last several lines the file"),
+                                      ("multi_turn_miss_param_27", 2, "but now with a different priority")):
+        seed, variant, _, donors = _variant(seed_id, 0, run_seed=3)
+        text = " ".join(m.content for m in variant.turns[turn] if m.role == "user")
+        assert turn in {d["turn"] for d in donors} and seed_words not in text, text
+        info = information_structure(variant)
+        assert info.turns[turn].withheld is not None  # still withheld there
