@@ -1153,3 +1153,16 @@ def test_a_withholding_turn_that_points_back_at_its_file_or_title_gets_new_words
         assert turn in {d["turn"] for d in donors} and seed_words not in text, text
         info = information_structure(variant)
         assert info.turns[turn].withheld is not None  # still withheld there
+
+
+def test_words_naming_a_dictated_text_right_before_it_pick_nothing():
+    """'Forward my latest trading summary 'I just executed another order. ...'' names the message it dictates; read
+    as a recency pick with no value to pick, it kept base_131's send turn in the seed's words in every sample."""
+    from rods_agents.variation.cues import stray_cues
+
+    text = "Forward my latest trading summary 'I just executed another order. What do you think of it?' I am Jane."
+    assert stray_cues(text, ("send_message",)) == []
+    assert stray_cues("Show me the latest order, then send 'Done with it all now.' to Bob.", ("send_message",))
+    _, variant, _, donors = _variant("multi_turn_base_131", 0, run_seed=3)
+    assert 5 in {d["turn"] for d in donors}
+    assert "I am Jane" in " ".join(m.content for m in variant.turns[5] if m.role == "user")

@@ -144,10 +144,14 @@ def stray_cues(text: str, methods: tuple[str, ...], singled: bool = False) -> li
     return [(a, b) for a, b in cue_spans(text, singled)
             if not any(x <= a and b <= y or a < x < b <= y for x, y in own)
             and not any(x <= a and b <= y for x, y in dictated)
-            and not any(e <= a and _ATTACHED.fullmatch(text[e:a]) for e in attached)]
+            and not any(e <= a and _ATTACHED.fullmatch(text[e:a]) for e in attached)
+            and not any(b <= x and _NAMING.fullmatch(text[b:x]) for x, _ in dictated)]
 
 
 _ATTACHED = re.compile(r"\s*,?\s*(?:(?:that|which)\s+)?(?:(?:we|i|you)\s+)?", re.I)
+# a few words between a cue and the dictated text it names ("Forward my latest trading summary 'I just executed
+# another order...'"): the words say what the text is, not which of several values to pick
+_NAMING = re.compile(r"(?:\s*[\w-]+){0,3}\s*:?\s*")
 
 
 def names_other_work(text: str, world: set[str], calls: str) -> bool:
