@@ -228,8 +228,9 @@ def test_a_flipped_yes_no_outcome_is_an_error_no_patch_repairs():
 
 
 def test_a_city_pair_becomes_another_pair_the_environment_knows_and_the_distance_follows():
-    seed, task, plan = _variant("multi_turn_base_85")
-    assert set(plan.swaps) == {"San Francisco", "Rivermist"}
+    # (a plan whose new fuel level would flip the range check keeps one city: the first variant with both)
+    seed, task, plan = next(x for x in (_variant("multi_turn_base_85", v) for v in range(6))
+                            if set(x[2].swaps) == {"San Francisco", "Rivermist"})
     trace = trace_task(task)
     assert not trace.errors
     distance = json.loads(trace.calls[2].result)["distance"]
@@ -352,13 +353,14 @@ def test_a_stated_limit_holds_when_the_call_comes_turns_later():
                                           ("multi_turn_miss_param_5", "archive")])
 def test_a_value_the_text_also_names_in_other_words_keeps_it(seed_id, word):
     """'Alphabet with symbol ALPH', 'a spot in Berkeley' next to its street address, 'Managed to archive ...' next
-    to a folder called archive: renaming the value would leave the other words pointing at the old one."""
+    to a folder called archive: renaming the value would leave the other words pointing at the old one. (An
+    address keeps the city the text names and gets another street: 'a spot in Berkeley' still holds.)"""
     seed, plans = _plans(seed_id, 4)
     text = " ".join(m.content for turn in seed.turns for m in turn)
     assert word.lower() in text.lower()
     for plan in plans:
-        assert not any(word.lower() in old.lower() or old.lower() in word.lower() for old in plan.renames
-                       if len(old) >= 4), plan.renames
+        assert not any((word.lower() in old.lower() and word.lower() not in new.lower()) or old.lower() in word.lower()
+                       for old, new in plan.renames.items() if len(old) >= 4), plan.renames
 
 
 def test_a_new_name_agrees_with_the_pronoun_the_text_uses():

@@ -8,6 +8,7 @@ split; what the seed leaves to the assistant (an implicit cd, a condition's word
 from __future__ import annotations
 
 import json
+import random
 import re
 
 from envs.dataset import load_split, split_scenarios
@@ -1166,3 +1167,21 @@ def test_words_naming_a_dictated_text_right_before_it_pick_nothing():
     _, variant, _, donors = _variant("multi_turn_base_131", 0, run_seed=3)
     assert 5 in {d["turn"] for d in donors}
     assert "I am Jane" in " ".join(m.content for m in variant.turns[5] if m.role == "user")
+
+
+def test_an_address_whose_city_the_text_names_gets_another_street_and_an_untaken_branch_stays():
+    """base_66 names 'this gorgeous little spot in Berkeley, California' beside the address it navigates to: the
+    address was never renamed, so every sample was new only in digits. It now gets another street of the same city.
+    The first turn's 'If it is reachable, set navigation to ...' governs no call (the trip is not reachable), so no
+    measure saw it dropped; it stays beside the new words."""
+    from rods_agents.variation.value_kinds import fresh
+
+    assert fresh("2107 Channing Way, Berkeley, CA", "street", random.Random(1), set()).endswith(", Berkeley, CA")
+    seed = bfcl_task("multi_turn_base_66")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
+    new = plan.renames.get("2107 Channing Way, Berkeley, CA", "")
+    assert new.endswith(", Berkeley, CA") and not new.startswith("2107")
+    turns, _ = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
+    assert "If it is reachable, set navigation to" in " ".join(m.content for m in turns[0] if m.role == "user")

@@ -54,7 +54,7 @@ from rods_agents.variation.draw import Draw
 from rods_agents.variation.plan_checks import dangling, flips, patchable, stale_composed
 from rods_agents.variation.rederive import rederive, rederive_embedded
 from rods_agents.variation.seed_anchor import Substitution, substitute_phrases
-from rods_agents.variation.state_resample import resample_state, vary_state
+from rods_agents.variation.state_resample import refill_gt, resample_fill_level, resample_state, vary_state
 
 _DOUBLED = re.compile(r"\b([A-Za-z]{2,})( \1\b)+", re.I)
 
@@ -154,8 +154,10 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
     """Apply ``changes``, re-derive values read from results, and check the draft (None: not usable)."""
     for _ in range(3):
         gt, config = apply_changes(seed, bound, changes)
-        state_changes = {} if (d.composed or attempt >= 2 or not changes.get("state", True)) else \
+        state_changes = {} if (attempt >= 2 or not changes.get("state", True)) else \
+            resample_fill_level(config, trace, rng, " ".join(d.turn_text)) if d.composed else \
             resample_state(config, trace, rng, " ".join(d.turn_text))
+        gt = refill_gt(gt, seed.initial_config.get("VehicleControlAPI", {}).get("fuelLevel"), config, trace)
         derived = rederive(seed, trace, profile, gt, config)
         if derived is None:
             return None

@@ -170,6 +170,8 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                 if kind == "last_name" and s in last_names:
                     renames[s] = last_names[s]
                     continue
+                if kind == "address" and not _renamable_in_context(s, kind, all_text, config_strings | arg_strings):
+                    kind = "street"  # the text names its city on its own: another street of that city
                 if kind is None or not _renamable_in_context(s, kind, all_text, config_strings | arg_strings):
                     continue
                 if stated and not Substitution({s: "\0"}).found(d.text_upto(rec.turn)):
@@ -178,7 +180,9 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                     continue  # dictated free text stays (a pool sentence would be off-topic); titles change their head noun
                 new = (knowledge.derived_value(s, kind, d.rng, taken, rec.cls) if kind in knowledge.DERIVED_KINDS
                        else fresh(s, kind, d.rng, taken, rec.cls, pronoun=_pronoun(all_text)))
-                if new is not None:
+                if new is not None and re.search(rf"(?<!\w){re.escape(s)}(?!\w)", new, re.I) is None:
+                    # never a new value holding the old one ('update the system' -> 'update the system software'):
+                    # the old words would survive inside it
                     renames[s] = new
                     taken.add(new)
             if rec.name == "fillFuelTank" and fills_to_capacity(
@@ -261,13 +265,15 @@ def _pronoun(text: str) -> str | None:
 
 
 def _renamable_in_context(value: str, kind: str, text: str, strings: set[str]) -> bool:
-    """An address whose city or street the text names on its own ('a spot in Berkeley') keeps its value, or the
-    new address and the old city disagree; a name that is an everyday word ('archive', 'notes') keeps it when
+    """An address whose city the text names on its own ('a spot in Berkeley') gets only another street (kind
+    ``street``: the new address and the old city would disagree), and one whose street the text names keeps its
+    value; a name that is an everyday word ('archive', 'notes') keeps it when
     free text uses the word too ('Managed to archive ...'), or the rename would rewrite that sentence."""
-    if kind == "address":
+    if kind in ("address", "street"):
         rest = text.replace(value, " ")  # what the text says besides the address itself
+        parts = [x.strip() for x in value.split(",")]
         return not any(len(p) >= 4 and re.search(rf"\b{re.escape(p)}\b", rest, re.I)
-                       for p in (x.strip() for x in value.split(",")))
+                       for p in (parts if kind == "address" else parts[:1]))
     if value.isalpha() and value.islower():
         if len(value) > 4 and value.endswith("s") and re.search(rf"\b{re.escape(value[:-1])}\b", text, re.I):
             return False  # 'the Archived directory in document folder' for 'documents': the rename would miss it

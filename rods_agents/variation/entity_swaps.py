@@ -52,7 +52,8 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
                     continue  # it speaks of a file or folder of the state ('Managed to archive ...' beside 'archive')
                 # nor one the state already holds ('#Explore' where a tweet is tagged '#explore': its tags read
                 # ['#explore', '#explore', '#travel'] after the rename, read of 2026-12-05)
-                choices = [c for c in pool[s] if c not in text and c.lower() not in state]
+                choices = [c for c in pool[s] if c not in text and c.lower() not in state
+                           and s.lower() not in c.lower()]  # never one holding the old text ('... system software')
                 if choices:
                     renames[s] = d.pick(choices, f"dictated|{s}")
 

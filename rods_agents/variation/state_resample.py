@@ -50,7 +50,7 @@ def resample_state(config: dict, trace: Trace, rng: Any, text: str = "") -> dict
         old = node[path[-1]]
         r = rng.random()
         if float(old) in numbers_used or r >= 0.7 or fills_to_capacity(cls, old, trace):
-            continue
+            continue  # a fill to capacity gets a new level only with its amount re-derived (resample_fill_level)
         short = _short_draw(cls, old, trace, rng) if r < 0.35 else None
         node[path[-1]] = short if short is not None else _clear_of_costs(cls, draw(old, rng), trace)
         changes[f"{cls}.{'.'.join(path)}"] = node[path[-1]]
@@ -92,6 +92,57 @@ def fills_to_capacity(cls: str, level: Any, trace: Trace) -> bool:
         return False
     fills = sum(float(r.args.get("fuelAmount", 0) or 0) for r in trace.calls if r.name == "fillFuelTank")
     return fills > 0 and abs(float(level) + fills - TANK_CAPACITY) < 0.51
+
+
+def resample_fill_level(config: dict, trace: Trace, rng: Any, text: str = "") -> dict[str, Any]:
+    """For a task whose composed value is a fill to capacity ('fuel up the car entirely'): a new starting fuel level
+    (in place; class.path -> new value), the one resample a composed task gets. Its fill amount is re-derived by
+    :func:`refill_gt`; scenarios 82 and 84 otherwise had no value a plan could change but numbers tied to others."""
+    node = config.get("VehicleControlAPI")
+    old = node.get("fuelLevel") if isinstance(node, dict) else None
+    if not isinstance(old, int | float) or not fills_to_capacity("VehicleControlAPI", old, trace) \
+            or has_number(text, old) or not _fill_unstated(trace, text) or rng.random() >= 0.7:
+        return {}  # (a level the text says stays: 'I have 15 gallons left'; the rng is drawn only for a task it fits)
+    level = _capacity_fill_level(old, trace, text, rng)
+    node["fuelLevel"] = level
+    return {"VehicleControlAPI.fuelLevel": level}
+
+
+def _fill_unstated(trace: Trace, text: str) -> bool:
+    """The task makes one fill and its text does not state the amount (the amount is what the tank lacks, not the
+    user's number)."""
+    fills = [r for r in trace.calls if r.name == "fillFuelTank"]
+    return len(fills) == 1 and not has_number(text, float(fills[0].args.get("fuelAmount", 0) or 0))
+
+
+def _capacity_fill_level(old: float, trace: Trace, text: str, rng: Any) -> float:
+    """A new round starting level for a task that fills the tank to capacity: a multiple of 5 with room to fill, never
+    half the tank (a fill of 25 onto 25 reads as the level itself, not the sum the assistant must make)."""
+    return rng.choice([float(x) for x in range(5, 46, 5) if abs(x - float(old)) > 0.5 and x * 2 != TANK_CAPACITY])
+
+
+def refill_gt(gt: list[list[str]], seed_level: Any, config: dict, trace: Trace) -> list[list[str]]:
+    """The plan's ground truth with its one fill-to-capacity amount re-derived on the new starting level:
+    what the tank lacks ('fuel up the car entirely' from 20 gallons fills 30, not the seed's 35)."""
+    level = config.get("VehicleControlAPI", {}).get("fuelLevel")
+    if not isinstance(level, int | float) or not fills_to_capacity("VehicleControlAPI", seed_level, trace) \
+            or abs(float(level) - float(seed_level)) < 0.5:
+        return gt
+    from envs.executor import parse_call, to_call_string
+
+    out = []
+    for turn in gt:
+        calls = []
+        for call in turn:
+            parsed = parse_call(call)
+            if parsed.name == "fillFuelTank" and isinstance(parsed.kwargs.get("fuelAmount"), int | float):
+                old = parsed.kwargs["fuelAmount"]
+                new = TANK_CAPACITY - float(level)
+                parsed.kwargs["fuelAmount"] = int(new) if isinstance(old, int) and new.is_integer() else round(new, 1)
+                call = to_call_string(parsed.name, parsed.kwargs)
+            calls.append(call)
+        out.append(calls)
+    return out
 
 
 def _short_draw(cls: str, old: float, trace: Trace, rng: Any) -> float | None:
@@ -177,4 +228,4 @@ def vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]], 
     return None
 
 
-__all__ = ["TANK_CAPACITY", "fills_to_capacity", "resample_state", "vary_state"]
+__all__ = ["TANK_CAPACITY", "fills_to_capacity", "refill_gt", "resample_fill_level", "resample_state", "vary_state"]

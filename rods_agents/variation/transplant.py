@@ -59,6 +59,7 @@ from rods_agents.analysis.information_structure import (
     _QUOTED,
     information_structure,
     lexicon,
+    reads_as_condition,
     structure_mismatches,
     withheld_value,
 )
@@ -394,14 +395,16 @@ def _drop_carried_context(seed_info: Any, variant: Task, turns: list[list[Messag
     variant measures the same without them: every per-turn value source, the structure and the state hints. Such a
     sentence is the seed's story in the seed's words; kept in every sibling, it made them copies of the seed and of
     each other (issue 13). A sentence of the user saying who they are, or where a file is, stays (they are kept on
-    purpose: :func:`with_identity`, :func:`with_where_hints`)."""
+    purpose: :func:`with_identity`, :func:`with_where_hints`), and so does a condition whose branch the task never
+    takes ('If it is reachable, set navigation to ...', base_66): no call measures it, yet the assistant must see it
+    does not hold."""
     provenance = []
     for t in sorted(reworded):
         carried = seed_turns.get(t, "")
         text = next((m.content for m in turns[t] if m.role == "user"), "")
         sentences = [x for x in SENTENCE_END.split(text.strip()) if x]
         for x in [x for x in sentences if x in carried and not keeps_specifics("", x) and not _cuts_a_quote(x, text)
-                  and not _IDENTITY.search(x) and not _WHERE_HINT.search(x)]:
+                  and not _IDENTITY.search(x) and not _WHERE_HINT.search(x) and not reads_as_condition(x)]:
             rest = " ".join(y for y in sentences if y != x)
             if not rest.strip():
                 continue

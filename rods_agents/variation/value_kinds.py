@@ -175,6 +175,10 @@ def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None
             new = " ".join([*words[:i], head if words[i][:1].isupper() else head.lower(), *words[i + 1:]])
         elif kind == "address":
             new = rng.choice(p["addresses"])
+        elif kind == "street":  # another street in the same place: the text names the city ('a spot in Berkeley')
+            if "," not in old:
+                return None
+            new = rng.choice(p["addresses"]).split(",")[0] + old[old.index(","):]
         elif kind == "sentence":
             new = rng.choice(p["sentences"].get(cls or "", p["sentences"]["default"]))
         elif kind == "ticker":  # a stock the environment lists (its market and sector lists), never a made-up one
