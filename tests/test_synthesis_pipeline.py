@@ -88,6 +88,13 @@ def _lookups(env, text: str) -> list[str]:
     return sorted(c for c in codes if c and c != "Unknown")
 
 
+def _fills_to_capacity(env, method: str, amount) -> bool:
+    """A fill whose amount is what the tank lacks of the capacity fillFuelTank's documentation gives (50 gallons)."""
+    car = env.instances.get("VehicleControlAPI")
+    return (method == "fillFuelTank" and car is not None and isinstance(amount, int | float)
+            and abs(float(getattr(car, "fuelLevel", 0)) + float(amount) - 50.0) < 0.01)
+
+
 def _oracle_misses(task: Task, composed: set[tuple[int, int, str]]) -> tuple[dict[tuple[int, int, str], str], int]:
     """({(turn, index, param): message} of literal arguments the oracle cannot obtain, literals checked)."""
     from envs.executor import Environment, parse_call, serialize_result
@@ -115,6 +122,8 @@ def _oracle_misses(task: Task, composed: set[tuple[int, int, str]]) -> tuple[dic
                     checked += 1
                     if _found(lit, [user, *results, state_text, *_lookups(env, user)]):
                         continue
+                    if (t, i, param) in composed and _fills_to_capacity(env, parsed.name, lit):
+                        continue  # what the tank lacks: its documented 50-gallon capacity less the level it reads
                     if not ((t, i, param) in composed and any(m in turn_text for m in RECIPE_MARKERS)):
                         misses[(t, i, param)] = f"{task.id} turn {t} {call}: {param}={lit!r} is not obtainable"
             results.append(serialize_result(env.call(parsed)))
