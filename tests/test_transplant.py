@@ -1185,3 +1185,18 @@ def test_an_address_whose_city_the_text_names_gets_another_street_and_an_untaken
     assert new.endswith(", Berkeley, CA") and not new.startswith("2107")
     turns, _ = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
     assert "If it is reachable, set navigation to" in " ".join(m.content for m in turns[0] if m.role == "user")
+
+
+def test_a_turn_saying_where_a_file_is_gets_new_words_that_still_say_both():
+    """'I remember I should have a document called 'X' in the 'Y' folder.' asks for no call: it names the folder an
+    implicit cd enters and the file the next turn copies. No donor words a turn without calls, so every sample of
+    scenario 9 kept it; a context sentence naming both replaces it, and the cd stays implicit."""
+    seed = bfcl_task("multi_turn_base_9")
+    assert "I remember I should have a document called" in seed.turns[0][0].content
+    _, variant, _, donors = _variant("multi_turn_base_9", 0, run_seed=3)
+    first = " ".join(m.content for m in variant.turns[0] if m.role == "user")
+    assert 0 in {d["turn"] for d in donors} and "I remember I should have" not in first
+    folder = re.search(r"cd\(folder='([^']+)'\)", variant.ground_truth[0][0]).group(1)
+    assert f"'{folder}'" in first and re.search(r"'[\w]+\.txt'", first)
+    info = information_structure(variant)
+    assert not any(c.explicit for c in info.turns[0].calls)  # the cd is still left to the assistant

@@ -76,7 +76,7 @@ from rods_agents.variation.donor_search import (
     sibling_rank,
 )
 from rods_agents.variation.free_text import adopted_ground_truth, adopted_slots, described, quoted_later, tied_elsewhere
-from rods_agents.variation.phrasebook import spoken, story_sentences, supply_sentences
+from rods_agents.variation.phrasebook import contexts, spoken, story_sentences, supply_sentences
 from rods_agents.variation.saying import as_sentence, dictated, keeps_specifics, named_as, said_as_is, word_in
 from rods_agents.variation.set_picks import set_phrase, set_pick_turn
 from rods_agents.variation.turn_bank import (
@@ -180,6 +180,27 @@ def opening(text: str, earlier: str) -> str:
     if earlier.strip():
         return text
     return _GO_AHEAD.sub(lambda m: "Please " + m.group(1).lower(), text, count=1)
+
+
+def statement_texts(carried: str, target: tuple[Slot, ...], world: set[str], scenario: int, slot: int | None
+                    ) -> list[str]:
+    """New words for a turn that asks for no call and says where a file is: the folder an implicit ``cd`` enters and
+    the quoted name of a file a later turn works on ('I remember I should have a document called 'FinalReport.txt' in
+    the 'Documentation' folder.', scenario 9, whose every sample kept the sentence). The phrasebook's
+    ``cd.folder@file`` context sentences, written with both ({v1} the folder, {file} the file), in an order per
+    scenario and sibling; [] for any other turn (the caller re-measures each)."""
+    hidden = [x for x in target if x.index < 0]
+    if len(hidden) != 1 or len(target) != 1 or not hidden[0].param.startswith("cd."):
+        return []
+    folder = json.loads(hidden[0].value)
+    files = [q for q in dict.fromkeys(m.group(0)[1:-1].strip() for m in _QUOTED.finditer(carried))
+             if q != folder and q.lower() in world and re.search(r"\.\w{2,4}$", q)]
+    if len(files) != 1 or not isinstance(folder, str) or not word_in(folder, carried):
+        return []
+    texts = [x.format(v1=folder, file=files[0]) for x in contexts().get("cd.folder@file", ())]
+    random.Random(f"{scenario}|statement").shuffle(texts)
+    k = (slot or 0) % len(texts) if texts else 0
+    return texts[k:] + texts[:k]
 
 
 def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int, aliases: dict[str, str] | None = None
@@ -513,6 +534,14 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             target = mark_sole(variant, trace, g, target)
         carried = next(m.content for m in turns[t] if m.role == "user")
         set_pick = bool(seed_info.turns[g].unresolved_picks)
+        if not methods and signature is None:
+            for text in statement_texts(carried, target, world, seed.scenario, slot):
+                took = _worded(seed_info, variant, trace, turns, t, text, measured)
+                if took is not None:
+                    turns = took[2]
+                    provenance.append({"turn": t, "donors": [["phrasebook:statement", t]]})
+                    break
+            continue
         if not methods or (set_pick and (signature is not None or set_phrase(carried) is None)):
             continue  # words that pick a value the lexicon cannot read ('the one with a substantial order value',
             # read 10) stay the seed's: new words would leave the pick to no words, and the re-measure cannot tell;
