@@ -1200,3 +1200,16 @@ def test_a_turn_saying_where_a_file_is_gets_new_words_that_still_say_both():
     assert f"'{folder}'" in first and re.search(r"'[\w]+\.txt'", first)
     info = information_structure(variant)
     assert not any(c.explicit for c in info.turns[0].calls)  # the cd is still left to the assistant
+
+
+def test_words_naming_a_ticket_nobody_spoke_of_give_way_to_words_that_say_which():
+    """'Can you check on the ticket?' after turns about stocks (read 28): 'the ticket' points at nothing said before.
+    Where a sentence names the thing by itself ('the support ticket I opened'), it goes first; a tweet's tags are
+    never said to go 'at the end' of its text (read 28: that reads as part of the content)."""
+    from rods_agents.variation.donor_search import _dangling
+    from rods_agents.variation.phrasebook import phrasebook
+
+    assert _dangling("Can you check on the ticket?", "Show me my watchlist. Buy 50 shares of F.")
+    assert not _dangling("Can you check on the ticket?", "I opened a support ticket last week.")
+    assert not _dangling("Could you pull up the support ticket I opened?", "Show me my watchlist.")
+    assert not any("at the end" in p.text for p in phrasebook().get("post_tweet", ()))

@@ -367,6 +367,9 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
         # 2026-12-04, miss_param_131); 'Can you store that in the file X?' before the content is given (miss_param_15,
         # read of 2026-12-04, third session); 'Could you send over a message that reads ...?' leaves the recipient out
         out = [d for d in out if not says_withheld_by_pronoun(d.text)]
+    if earlier.strip():  # 'Can you check on the ticket?' where no turn has spoken of a ticket (read 28): words
+        # that name it by themselves go first ('the support ticket I opened')
+        out = [d for d in out if not _dangling(d.text, f"{earlier} {before}")] or out
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them, unless the
         # sentence itself names them ('How far is it from Sunset Valley to Shadowridge?' after 'There's a trip from
         # Sunset Valley to Shadowridge on my mind.' named both cities twice, read 18)
@@ -383,6 +386,15 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
         out = [replace(d, slots=target) for d in out]
     random.Random(f"{seed.scenario}|{turn}|{start}|phrasebook").shuffle(out)
     return out
+
+
+_DEFINITE = re.compile(r"\bthe (ticket|order|booking|reservation|invoice|message|tweet|post)\b", re.I)
+
+
+def _dangling(text: str, said: str) -> bool:
+    """``text`` says 'the ticket' (an order, a booking, a message ...) bare, and nothing ``said`` before names one."""
+    low = said.lower()
+    return any(m.group(1).lower() not in low for m in _DEFINITE.finditer(_QUOTED.sub("''", text)))
 
 
 def _at_goal_level(seed: Task, turn: int, methods: tuple[str, ...], span: str, donors: list[Donor]) -> list[Donor]:
