@@ -1,7 +1,8 @@
 """A new state for a plan: the environment's numbers drawn again, within what the task's words still fit.
 
-:func:`resample_state` draws new balances, fuel levels and prices (a tank the task fills to capacity keeps room to
-fill, a balance stays clear of the task's costs); :func:`vary_state` keeps such a draw only where every value read
+:func:`resample_state` draws new balances, fuel levels and prices (a balance stays clear of the task's costs; a tank
+the task fills to capacity keeps its level there); :func:`resample_fill_level` gives such a task another round level,
+and :func:`refill_gt` its fill what the tank then lacks; :func:`vary_state` keeps such a draw only where every value read
 from a result is re-derived (:mod:`~rods_agents.variation.rederive`) and no outcome of the seed flips.
 """
 
@@ -97,13 +98,13 @@ def fills_to_capacity(cls: str, level: Any, trace: Trace) -> bool:
 def resample_fill_level(config: dict, trace: Trace, rng: Any, text: str = "") -> dict[str, Any]:
     """For a task whose composed value is a fill to capacity ('fuel up the car entirely'): a new starting fuel level
     (in place; class.path -> new value), the one resample a composed task gets. Its fill amount is re-derived by
-    :func:`refill_gt`; scenarios 82 and 84 otherwise had no value a plan could change but numbers tied to others."""
+    :func:`refill_gt`; scenario 82 otherwise had no value a plan could change but numbers tied to others."""
     node = config.get("VehicleControlAPI")
     old = node.get("fuelLevel") if isinstance(node, dict) else None
     if not isinstance(old, int | float) or not fills_to_capacity("VehicleControlAPI", old, trace) \
             or has_number(text, old) or not _fill_unstated(trace, text) or rng.random() >= 0.7:
         return {}  # (a level the text says stays: 'I have 15 gallons left'; the rng is drawn only for a task it fits)
-    level = _capacity_fill_level(old, trace, text, rng)
+    level = _capacity_fill_level(old, rng)
     node["fuelLevel"] = level
     return {"VehicleControlAPI.fuelLevel": level}
 
@@ -115,15 +116,16 @@ def _fill_unstated(trace: Trace, text: str) -> bool:
     return len(fills) == 1 and not has_number(text, float(fills[0].args.get("fuelAmount", 0) or 0))
 
 
-def _capacity_fill_level(old: float, trace: Trace, text: str, rng: Any) -> float:
+def _capacity_fill_level(old: float, rng: Any) -> float:
     """A new round starting level for a task that fills the tank to capacity: a multiple of 5 with room to fill, never
     half the tank (a fill of 25 onto 25 reads as the level itself, not the sum the assistant must make)."""
     return rng.choice([float(x) for x in range(5, 46, 5) if abs(x - float(old)) > 0.5 and x * 2 != TANK_CAPACITY])
 
 
 def refill_gt(gt: list[list[str]], seed_level: Any, config: dict, trace: Trace) -> list[list[str]]:
-    """The plan's ground truth with its one fill-to-capacity amount re-derived on the new starting level:
-    what the tank lacks ('fuel up the car entirely' from 20 gallons fills 30, not the seed's 35)."""
+    """The plan's ground truth with its fill-to-capacity amount re-derived on the new starting level (a task with
+    one fill: :func:`resample_fill_level`): what the tank lacks ('fuel up the car entirely' from 20 gallons fills 30,
+    not the seed's 35)."""
     level = config.get("VehicleControlAPI", {}).get("fuelLevel")
     if not isinstance(level, int | float) or not fills_to_capacity("VehicleControlAPI", seed_level, trace) \
             or abs(float(level) - float(seed_level)) < 0.5:
