@@ -81,8 +81,12 @@ def masked_text(task: Task) -> str:
     wording. Why: a text that is its seed's sentences with every file name, ticker and city renamed shares
     few raw 5-grams with the seed (each name breaks five of them) and still reads as the seed; compared
     with entities masked it is the copy it is."""
-    text = user_text(task)
-    for value in sorted(call_values(task), key=len, reverse=True):
+    return _masked(user_text(task), call_values(task))
+
+
+def _masked(text: str, values: set[str]) -> str:
+    """``text`` with ``values`` (longest first) and digits masked."""
+    for value in sorted(values, key=len, reverse=True):
         text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", " # ", text, flags=re.I)
     return mask_digits(text)
 
@@ -92,13 +96,6 @@ KEPT_TURN = 0.8
 same turn is the seed's sentence kept: a reader sees the seed there, whatever the rest of the text does."""
 
 
-def _masked_turn(task: Task, t: int, values: set[str]) -> str:
-    text = _turn_text(task, t)
-    for value in sorted(values, key=len, reverse=True):
-        text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", " # ", text, flags=re.I)
-    return mask_digits(text)
-
-
 def kept_seed_turns(variant: Task, seed: Task) -> list[int]:
     """The turns of ``variant`` that keep their seed's sentences (:data:`KEPT_TURN`; turns of four words or more:
     'Yes, please.' is nobody's). Why per turn: a variant re-worded everywhere but in one long seed turn passes the
@@ -106,7 +103,8 @@ def kept_seed_turns(variant: Task, seed: Task) -> list[int]:
     mine, theirs = call_values(variant), call_values(seed)
     return [t for t in range(min(len(variant.turns), len(seed.turns)))
             if len(_turn_text(variant, t).split()) >= 4
-            and containment(_masked_turn(variant, t, mine), _masked_turn(seed, t, theirs), mask=True) > KEPT_TURN]
+            and containment(_masked(_turn_text(variant, t), mine), _masked(_turn_text(seed, t), theirs), mask=True)
+            > KEPT_TURN]
 
 
 def mask_digits(text: str) -> str:

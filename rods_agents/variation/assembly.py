@@ -92,7 +92,7 @@ _PLEASE = re.compile(r"\bplease\b", re.I)
 def _without_please(text: str) -> str:
     """A phrasebook sentence without its 'please' ('Scrap the order, please.' -> 'Scrap the order.', 'Please book it.'
     -> 'Book it.'); a 'please' inside a quoted value stays."""
-    if _QUOTED.search(text) and any(_PLEASE.search(m.group(0)) for m in _QUOTED.finditer(text)):
+    if any(_PLEASE.search(m.group(0)) for m in _QUOTED.finditer(text)):
         return text
     out = re.sub(r",?\s*\bplease\b(?=\s*[.?!]\s*$)", "", text, flags=re.I)
     out = re.sub(r"^please,?\s+(\w)", lambda m: m.group(1).upper(), out, flags=re.I)
@@ -207,7 +207,7 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
                 found = find_wording(pool, seg_target, world, allowed, values, carried, slot, phrases,
                                      (start, stop) != (0, n) or n == 1,
                                      distinct=(start, stop) == (0, n) and n > 1 and not (delicate or whole_only),
-                                     whole_span=(start, stop) == (0, n), after=" ".join(x for x, _ in parts),
+                                     whole_span=(start, stop) == (0, n), after=before,
                                      key=f"{seed.scenario}|{turn}|{start}|{stop}", earlier=earlier, before=said)
                 if found is not None:
                     break
