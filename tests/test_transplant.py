@@ -1213,3 +1213,28 @@ def test_words_naming_a_ticket_nobody_spoke_of_give_way_to_words_that_say_which(
     assert not _dangling("Can you check on the ticket?", "I opened a support ticket last week.")
     assert not _dangling("Could you pull up the support ticket I opened?", "Show me my watchlist.")
     assert not any("at the end" in p.text for p in phrasebook().get("post_tweet", ()))
+
+
+def test_a_date_spread_over_a_clause_is_repeated_and_the_turn_gets_new_words():
+    """base_190 books 'a flight on the 15th of next month, which is November of 2026': no form a reader takes at a
+    glance, so putting the date together is the assistant's (a transformation of the text). No phrasing could write
+    it, so every sample of scenario 190 kept the seed's whole first turn and its siblings were copies. The clause is
+    now repeated as it stands inside new words, and the date is still left to the assistant."""
+    from rods_agents.variation.saying import named_as
+
+    assert named_as("2026-11-15", "a flight on the 15th of next month, which is November of 2026. I'll pay") == \
+        "the 15th of next month, which is November of 2026"
+    assert named_as("2026-11-15", "a journey on the 15th of the year 2026's eleventh month.") == \
+        "the 15th of the year 2026's eleventh month"
+    assert named_as("2026-11-15", "Post 'Off on the 15th!' in November 2026.") is None  # a quoted text dates nothing
+    assert named_as("2026-11-15", "the 15th, or the 15th of next month, in November 2026?") is None  # which 15th?
+    seed = bfcl_task("multi_turn_base_190")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    for slot in range(2):
+        plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0))
+        turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, slot, "rewrite"), slot)
+        text = " ".join(m.content for m in turns[0] if m.role == "user")
+        assert 0 in {d["turn"] for d in donors}, slot
+        assert "the 15th of next month, which is November of 2026" in text
+        assert "quest to escape" not in text
