@@ -1238,3 +1238,23 @@ def test_a_date_spread_over_a_clause_is_repeated_and_the_turn_gets_new_words():
         assert 0 in {d["turn"] for d in donors}, slot
         assert "the 15th of next month, which is November of 2026" in text
         assert "quest to escape" not in text
+
+
+def test_a_price_the_user_expects_is_said_again_beside_new_words_for_the_booking():
+    """base_193 books a flight 'at a cost of 4700 dollars', a price no call takes: new words for the booking lacked it
+    and could not carry its sentence (it asks for the booking itself), so all eight samples kept the seed's turn. The
+    expected price is now said again on its own, as an estimate, with the plan's price."""
+    from rods_agents.variation.saying import restated_numbers
+
+    said = restated_numbers("book your journey for December 25th, 2026, travelling first class, at a cost of 4700 dollars.",
+                            {4700.0}, "k")
+    assert said is not None and len(said) == 1 and "4700 dollars" in said[0]
+    assert restated_numbers("a trip at a cost of my own choosing, for 3 people", {3.0}, "k") is None
+    seed = bfcl_task("multi_turn_base_193")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
+    turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
+    text = " ".join(m.content for m in turns[1] if m.role == "user")
+    assert 1 in {d["turn"] for d in donors}
+    assert "idyllic escape" not in text and "dollars" in text

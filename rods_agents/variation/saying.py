@@ -371,7 +371,9 @@ _FACTS = {  # kind -> where a sentence states it; 'value': the number as written
     "cvv": re.compile(r"\bCVV\b(?:\s+(?:code|number))?(?:\s+(?:of|is))?(?:[^.?!\d]{0,25}\b(?:which|that) is)?\s*"
                       r"(?P<value>\d{3,4})\b", re.I),  # 'the CVV when needed, which is 456'
     "expiry": re.compile(r"\bexpir\w*(?:\s+date)?(?:\s+(?:on|in|of|is|at))?\s*(?P<value>\d{1,2}/\d{2,4}|\d{4})\b", re.I),
-    "estimate": re.compile(r"\bestimated\s+(?:at|to be)\s*(?P<value>\$\s?\d(?:[\d,]*\d)?(?:\.\d+)?)", re.I),
+    # 'estimated at $1,200'; 'at a cost of 4700 dollars' (base_193: the price the user expects, which no call takes)
+    "estimate": re.compile(r"\b(?:estimated\s+(?:at|to be)|at\s+a\s+(?:cost|price|fare)\s+of)\s*"
+                           r"(?P<value>\$\s?\d(?:[\d,]*\d)?(?:\.\d+)?|\d(?:[\d,]*\d)?(?:\.\d+)?\s+dollars\b)", re.I),
 }
 
 
