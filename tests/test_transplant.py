@@ -1258,3 +1258,22 @@ def test_a_price_the_user_expects_is_said_again_beside_new_words_for_the_booking
     text = " ".join(m.content for m in turns[1] if m.role == "user")
     assert 1 in {d["turn"] for d in donors}
     assert "idyllic escape" not in text and "dollars" in text
+
+
+def test_a_value_given_in_two_parts_is_given_so_by_the_new_words():
+    """base_153 gives the passport as 'P followed by 12345678': joining the parts is the assistant's (a
+    transformation). No phrasing could say it, and 'followed by' read as a cue no call held, so every sample kept the
+    seed's first turn whole. The new words now say the value in the same two parts."""
+    from rods_agents.variation.saying import named_as
+
+    assert named_as("P12345678", "the number on my passport is P followed by 12345678. My name") == "P followed by 12345678"
+    assert named_as("P12345678", "my passport is P12345678") is None  # said as it is: written as it is
+    assert named_as("P12345678", "Q followed by 12345678") is None
+    seed = bfcl_task("multi_turn_base_153")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
+    turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
+    text = " ".join(m.content for m in turns[0] if m.role == "user")
+    assert 0 in {d["turn"] for d in donors}
+    assert "P followed by 12345678" in text and "packing my bags" not in text

@@ -30,7 +30,6 @@ from rods_agents.variation.donor_search import (
 )
 from rods_agents.variation.phrasebook import context_sentences
 from rods_agents.variation.saying import (
-    ISO_DATE,
     as_sentence,
     named_as,
     says_all,
@@ -118,8 +117,8 @@ def assemble_turn(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[
     delicate = bool(parsed.get("references") or (parsed.get("transformations") and not by_recipe(seed_info, g, methods,
                                                                                                  target, carried)))
     untied: dict[str, str] | None = None  # a pick the structure tied to no call (stray_picks)
-    if not delicate and not whole_only and (stray := stray_cues(carried, methods, len(methods) == 1 and any(
-            x.producer for x in target))) and picks_something(target):
+    if not delicate and not whole_only and (stray := _outside_named(stray_cues(carried, methods, len(methods) == 1 and any(
+            x.producer for x in target)), carried, target)) and picks_something(target):
         untied = stray_picks(carried, stray, methods, target)
         if not untied:
             return None  # cue words the structure did not tie to a call: mixed_turn keeps their sentences
@@ -152,6 +151,14 @@ def assemble_turn(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[
     return built
 
 
+def _outside_named(spans: list[tuple[int, int]], carried: str, target: tuple[Slot, ...]) -> list[tuple[int, int]]:
+    """``spans`` less those inside the words the turn names a value by (:func:`named_as`: 'P followed by 12345678'
+    for a passport number): those words say which value, and a sentence for the call repeats them."""
+    named = [(m.start(), m.end()) for x in target if isinstance(v := json.loads(x.value), str)
+             and (w := named_as(v, carried)) for m in re.finditer(re.escape(w), carried)]
+    return [(a, b) for a, b in spans if not any(lo <= a and b <= hi for lo, hi in named)]
+
+
 def by_recipe(info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, ...], span: str = "") -> bool:
     """Every transformation of the turn builds a value a phrasebook sentence words the same way: by a named recipe
     (:func:`rods_agents.variation.turn_bank.recipe_of`: 'fuel up the car entirely' fills the tank to its capacity,
@@ -162,8 +169,7 @@ def by_recipe(info: Any, g: int, methods: tuple[str, ...], target: tuple[Slot, .
     of each kind, and the sentence's fit (``composes``, the date's words) checks which value they build."""
     def worded_alike(x: Slot) -> bool:
         value = json.loads(x.value)
-        return bool(x.recipe) or (isinstance(value, str) and ISO_DATE.match(value) is not None
-                                  and named_as(value, span) is not None)
+        return bool(x.recipe) or (isinstance(value, str) and named_as(value, span) is not None)
 
     built = Counter((methods[x.index], x.param) for x in target if 0 <= x.index < len(methods) and worded_alike(x))
     wanted = Counter((t.method, t.param) for t in info.turns[g].transformations)

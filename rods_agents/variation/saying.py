@@ -247,6 +247,8 @@ def named_as(value: Any, span: str) -> str | None:
         if not found:
             return date_riddle(year, month, day, span)
         return f"{words}, {year}" if any(str(year) in f for f in found) else words
+    if (split := _said_in_parts(value, span)) is not None:
+        return split
     if not CODE_PATTERN.fullmatch(value):
         return _folder_as_named(value, span)
     city = airport_cities().get(value)
@@ -288,6 +290,19 @@ def date_riddle(year: int, month: int, day: int, span: str) -> str | None:
 def _QUOTED_SPAN(span: str, at: int) -> bool:  # noqa: N802 - a predicate read like a constant's test
     """``at`` sits inside a quoted text ('... 'Trip on the 15th' ...'): a number there dates nothing."""
     return any(m.start() < at < m.end() for m in re.finditer(r"(?<!\w)'[^']+'(?!\w)", span))
+
+
+_IN_PARTS = re.compile(r"(?<![\w'])'?([A-Za-z0-9]+)'?\s+(?:followed by|and then)\s+'?([A-Za-z0-9]+)'?", re.I)
+
+
+def _said_in_parts(value: str, span: str) -> str | None:
+    """The words ``span`` gives a value by in two parts ('P followed by 12345678' for the passport P12345678,
+    base_153): a sentence written for the turn says them so too, so joining them stays the assistant's (every sample
+    of scenario 153 kept the seed's first turn whole)."""
+    for m in _IN_PARTS.finditer(span):
+        if m.group(1) + m.group(2) == value:
+            return m.group(0)
+    return None
 
 
 def _folder_as_named(value: str, span: str) -> str | None:
