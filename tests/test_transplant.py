@@ -1277,3 +1277,26 @@ def test_a_value_given_in_two_parts_is_given_so_by_the_new_words():
     text = " ".join(m.content for m in turns[0] if m.role == "user")
     assert 0 in {d["turn"] for d in donors}
     assert "P followed by 12345678" in text and "packing my bags" not in text
+
+
+def test_a_route_picked_from_the_airport_list_keeps_its_pick_words_inside_new_words():
+    """base_185 prices a flight 'from the first to the second airport in your inventory' and caps the budget in the
+    same turn: both ends are picked by position from the airport list, which read as one phrase for two values, so
+    no sentence fit and all eight samples kept the seed's first turn. A phrasing marked ``pick`` for both ends now
+    takes the seed's words for each, and the turn's other unit keeps its own words."""
+    from rods_agents.variation.cues import route_picks
+
+    assert route_picks("Opt to fly from the first airport to the second one in the system's list. Could you") == {
+        "travel_from": "the first airport", "travel_to": "the second one in the system's list"}
+    assert route_picks("a fare from the first to the second airport in your inventory, all set") == {
+        "travel_from": "the first", "travel_to": "the second airport in your inventory"}
+    assert route_picks("a flight from SFO to LAX") == {}
+    seed = bfcl_task("multi_turn_base_185")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
+    turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
+    text = " ".join(m.content for m in turns[0] if m.role == "user")
+    assert 0 in {d["turn"] for d in donors}
+    assert "from the first to the second airport in your inventory" in text
+    assert "mapping out the logistics" not in text

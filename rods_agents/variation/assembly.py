@@ -20,7 +20,7 @@ from envs.task import Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import _QUOTED, asks_for, lexicon, reads_as_condition, unquoted
 from rods_agents.variation.condition_clauses import ConditionCut, condition_cut
-from rods_agents.variation.cues import cue_spans, picks_something, stray_cues, stray_picks, turn_picks
+from rods_agents.variation.cues import call_picks, cue_spans, picks_something, stray_cues, stray_picks, turn_picks
 from rods_agents.variation.donor_search import (
     find_wording,
     hidden_said,
@@ -422,6 +422,28 @@ def _conditioned_words(carried: str, unit: tuple[int, int, int, int], cut: Condi
     return pieces, [*(head[1] if head else []), *rest[1]]
 
 
+def unit_picks(span: str, info: Any, methods: tuple[str, ...], unit: tuple[int, int, int, int]) -> dict[str, str]:
+    """Parameter -> pick phrase for a unit asking for one call whose only cues are that call's references by position
+    (:func:`rods_agents.variation.cues.turn_picks` for one unit of a longer turn: base_185 picks a route 'from the first
+    to the second airport in your inventory' and then caps the budget); {} otherwise."""
+    a, b, _, _ = unit
+    if b - a != 1:
+        return {}
+    refs = [r for r in info.references if r.method == methods[a]]
+    if not refs or len(refs) != len(info.references) or info.transformations or info.conditions:
+        return {}
+    return call_picks(info, span, methods[a])
+
+
+def _picked_words(carried: str, unit: tuple[int, int, int, int], picks: dict[str, str], methods: tuple[str, ...],
+                  target: tuple[Slot, ...], word: Wording) -> tuple[list[Piece], list[Donor]] | None:
+    """A unit that picks its call's values by position: one phrasebook sentence marked ``pick`` written around the
+    seed's pick words, in place of the unit's words."""
+    a, b, lo, hi = unit
+    found = word(a, b, carried[lo:hi], _rebased(target, a, b, whole=(a, b) == (0, len(methods))), picks=picks)
+    return None if found is None else ([as_sentence(found[0])], found[1])
+
+
 def transformation_sentence(carried: str, unit: tuple[int, int, int, int], info: Any) -> int | None:
     """Where the last sentence of a unit starts when that sentence alone holds the unit's transformation cues and
     the unit holds no condition or reference: 'Afterwards, fill the tank with 40 additional liters of gasoline.
@@ -482,14 +504,17 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
                                                                  units[k][0], units[k][1])) is not None}
     transformed = {k: at for k in locked - templated.keys() - conditioned.keys()
                    if (at := transformation_sentence(carried, units[k], base_info.turns[g])) is not None}
-    cuttable = templated.keys() | conditioned.keys() | transformed.keys()
+    picked = {k: picks for k in locked - templated.keys() - conditioned.keys() - transformed.keys()
+              if (picks := unit_picks(carried[units[k][2]:units[k][3]], base_info.turns[g], methods, units[k]))}
+    cuttable = templated.keys() | conditioned.keys() | transformed.keys() | picked.keys()
     if len(units) - len(locked) + len(cuttable) < 1 or (len(units) < 2 and not cuttable):
         return None  # nothing to re-word: every unit keeps its cue sentence whole
     pieces: list[Piece] = []
     donors: list[Donor] = []
 
     def word(a: int, b: int, span: str, sub: tuple[Slot, ...], elsewhere: frozenset[str] = frozenset(),
-             phrasebook_only: bool = False, before: str = "") -> tuple[str, list[Donor]] | None:
+             phrasebook_only: bool = False, before: str = "", picks: dict[str, str] | None = None
+             ) -> tuple[str, list[Donor]] | None:
         """Words for calls ``a:b`` in place of ``span``: one donor, else (several calls) a sentence per call.
         ``elsewhere``: calls that kept words right after ``span`` ask for, which ``span`` may name in passing.
         ``phrasebook_only``: one phrasebook sentence, no human turn (one going on after a kept condition brings its
@@ -497,11 +522,11 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
         ``before``: the turn's kept words before ``span``, which say values as an earlier turn would ('... a flight
         from SFO on November 10th ..., and if the cost is under 2000, book it with card X')."""
         said = f"{earlier} {before}".strip()
-        pool = [] if phrasebook_only else [
+        pool = [] if phrasebook_only or picks else [
             d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
             if d.task_id not in used and d.text not in {x.text for x in donors}]
         phrases = phrasebook_donors(seed, turn, a, methods[a:b], sub, segment_signature(), used,
-                                    {x.text for x in donors}, span, said, aliases=aliases)
+                                    {x.text for x in donors}, span, said, picks=picks, aliases=aliases)
         if phrasebook_only:  # one sentence, so that a kept condition governs all of it
             phrases = [d for d in phrases if len(SENTENCE_END.split(d.text.strip())) == 1]
         one = find_wording(ordered_donors(pool, seed, turn, a, b, rng, slot), sub, world, allowed, values, span, slot,
@@ -535,7 +560,8 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
                 or (_conditioned_words(carried, units[k], conditioned[k], methods, target, word, uncued)
                     if k in conditioned else None) \
                 or (_transformed_words(carried, units[k], transformed[k], methods, target, word)
-                    if k in transformed else None)
+                    if k in transformed else None) \
+                or (_picked_words(carried, units[k], picked[k], methods, target, word) if k in picked else None)
             if cut_words is None:
                 pieces.append((lo, hi))
             else:

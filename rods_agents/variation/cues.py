@@ -52,22 +52,46 @@ def pick_phrase(cue: str, span: str) -> str | None:
 def turn_picks(info: Any, g: int, span: str, methods: tuple[str, ...]) -> dict[str, str]:
     """Parameter -> pick phrase (:func:`pick_phrase`) for a one-call turn whose only cues are references of its
     call (by position or recency, one per parameter); {} for any other turn (a transformation or a condition
-    keeps its sentence, two picks in one call read as one phrase)."""
+    keeps its sentence, two picks in one call read as one phrase, a route excepted: :func:`route_picks`)."""
     s = info.turns[g]
     if len(methods) != 1 or s.conditions or s.transformations or not s.references:
         return {}
+    return call_picks(s, span, methods[0])
+
+
+def call_picks(s: Any, span: str, method: str) -> dict[str, str]:
+    """:func:`turn_picks` for the call ``method`` of the turn structure ``s``, its words being ``span``."""
+    if {r.param for r in s.references if r.method == method} == set(_ROUTE) and (route := route_picks(span)):
+        return route
     out: dict[str, str] = {}
-    own = {(r.cue, r.param) for r in s.references if r.method == methods[0]}
+    own = {(r.cue, r.param) for r in s.references if r.method == method}
     for r in s.references:
-        if r.method != methods[0] and (r.cue, r.param) in own:
+        if r.method != method and (r.cue, r.param) in own:
             continue  # an implicit lookup of the same pick ('buy 100 shares of the last one': its price first)
-        phrase = pick_phrase(r.cue, span) if r.kind in ("position", "property") and r.method == methods[0] else None
+        phrase = pick_phrase(r.cue, span) if r.kind in ("position", "property") and r.method == method else None
         if phrase is None or r.param in out:
             return {}
         out[r.param] = phrase
     if len(set(out.values())) != len(out):
         return {}
     return out
+
+
+_ORDINALS = r"(?:first|second|third|fourth|fifth|sixth|last)"
+_ROUTE = ("travel_from", "travel_to")
+_ROUTE_PICK = re.compile(
+    rf"\bfrom\s+(?P<a>the\s+{_ORDINALS}(?:\s+(?:airport|one))?)\s+to\s+(?P<b>the\s+{_ORDINALS}(?:\s+(?:airport|one))?"
+    rf"\s+(?:in|on|from)\s+(?:the|your|my)\s+(?:[\w']+\s+)?(?:list|inventory))\b", re.I)
+
+
+def route_picks(span: str) -> dict[str, str]:
+    """Where the turn picks a flight's two ends from one list by position ('from the first airport to the second one
+    in the system's list', base_159; 'from the first to the second airport in your inventory', base_185), the words
+    for each end: a sentence written around them ('What's the fare from {travel_from} to {travel_to}?', phrasebook
+    ``pick`` for both) leaves the same two picks from the same list to the assistant. {} where the turn says no such
+    route (both references read as 'the first', so :func:`pick_phrase` gives one phrase for both)."""
+    m = _ROUTE_PICK.search(span)
+    return {"travel_from": m.group("a"), "travel_to": m.group("b")} if m else {}
 
 
 PICKED = frozenset({"call", "state", "composed"})
@@ -227,4 +251,4 @@ def brings_cues(text: str, span: str, singled: bool = False, reads_result: bool 
             or _line_picks(text, span))
 
 
-__all__ = ["PICKED", "brings_cues", "cue_spans", "names_other_work", "pick_phrase", "picks_something", "said_out_of_order", "stray_cues", "stray_picks", "turn_picks"]
+__all__ = ["call_picks", "route_picks", "PICKED", "brings_cues", "cue_spans", "names_other_work", "pick_phrase", "picks_something", "said_out_of_order", "stray_cues", "stray_picks", "turn_picks"]

@@ -21,7 +21,9 @@ A phrasing asks for exactly one call and states exactly what the seed's turn sta
   for {symbol}.'), for a value the seed's turn picks by its place in a list or by recency: the seed's own words for
   the pick ('the first stock listed in my watchlist', 'the most recent order ID') are written there
   (:func:`rods_agents.variation.cues.pick_phrase`), so the new sentence leaves the same pick to the
-  assistant. Only such phrasings fit a picked value, and they fit nothing else;
+  assistant. Only such phrasings fit a picked value, and they fit nothing else. A list (``["travel_from",
+  "travel_to"]``) marks a route the turn picks from one list ('from the first airport to the second one in the
+  system's list': :func:`rods_agents.variation.cues.route_picks`);
 - ``"withholds": "param"`` marks a phrasing for a miss_param turn that leaves ``param`` out and says so ('Post
   {content} with the right hashtag.' for the tweet's tags): a value the call can go without (an optional tag, a
   default line count) or one a person fills in unasked (a fuel amount: 'fill it up') must be missed in words, so
@@ -104,7 +106,7 @@ class Phrasing:
     fields: frozenset[str]
     choices: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (param, ((option, words), ...))
     results: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (param, methods whose result it is read from)
-    pick: str = ""  # the parameter whose placeholder takes the seed's words for a picked value
+    pick: str = ""  # the parameter(s, space-separated) whose placeholder takes the seed's words for a picked value
     withholds: str = ""  # the parameter a miss_param turn leaves out, which the words mark as missing
     describes: tuple[tuple[str, str], ...] = ()  # (param, the free text its words describe for the assistant to compose)
     composes: tuple[tuple[str, str], ...] = ()  # (param, the named recipe its words ask the assistant to build it by)
@@ -139,8 +141,11 @@ def parse_phrasing(cls: str, method: str, index: int, entry: str | dict) -> Phra
                                                       for k, v in describes.items()):
             raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'describes' maps a parameter the text does not write "
                              "to the text its words describe")
-        if not isinstance(pick, str) or (pick and "{" + pick + "}" not in text):
-            raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'pick' names a parameter the text writes as {{param}}")
+        if isinstance(pick, list) and len(pick) > 1 and all(isinstance(v, str) for v in pick):
+            pick = " ".join(pick)  # a route picked by one phrase ('from the first airport to the second one listed')
+        if not isinstance(pick, str) or any("{" + v + "}" not in text for v in pick.split()):
+            raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'pick' names a parameter (or a list of them) the "
+                             "text writes as {param}")
         if not isinstance(withholds, str) or (withholds and "{" + withholds in text):
             raise ValueError(f"phrasebook {cls}.{method}[{index}]: 'withholds' names a parameter the text leaves out")
     else:
@@ -356,7 +361,7 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
     ``pick`` for that parameter fits (its placeholder stands where a noun phrase goes), and the pick stands in for
     any pointer at a result."""
     picks = picks or {}
-    if set(picks) != ({phrasing.pick} if phrasing.pick else set()):
+    if set(picks) != set(phrasing.pick.split()):
         return None
     named = {**(named or {}), **picks}
     own = own_slots(slots, phrasing.method)
@@ -506,7 +511,7 @@ def lint(phrasing: Phrasing) -> list[str]:
     lex = lexicon()
     # a pick's placeholder takes a long noun phrase ending in its head ('the first stock listed in my watchlist'): the
     # method's cue must be found around a phrase that long, and may be its head ('the most recent order ID')
-    text = _FIELD.sub(lambda m: _PICK_STANDIN + m.group(1).replace("_", " ") if m.group(1) == phrasing.pick
+    text = _FIELD.sub(lambda m: _PICK_STANDIN + m.group(1).replace("_", " ") if m.group(1) in phrasing.pick.split()
                       else m.group(1).upper(), phrasing.text)
     out = []
     for method in phrasing.method.split("+"):
