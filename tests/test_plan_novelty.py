@@ -431,3 +431,21 @@ def test_a_seed_turn_kept_word_for_word_is_found_with_its_names_swapped():
     assert kept_seed_turns(variant, seed) == [t for t in range(len(seed.turns)) if t != 1]  # untouched turns kept too
     assert kept_seed_turns(seed.model_copy(update={"turns": [[m.model_copy(update={"content": "Yes, do it."})
                                                                for m in t] for t in seed.turns]}), seed) == []
+
+
+def test_a_number_said_again_with_another_unit_keeps_it_while_the_argument_changes():
+    """base_84 fills '30 gallons' and later checks for 'less than 30.0 psi': the number stayed in every plan (the
+    second 30 is no argument), so all eight samples had the seed's ground truth and scenario 84 had no variant. The
+    fill may now change where the other 30 has another unit, and only the gallons change in the words."""
+    from rods_agents.variation.seed_anchor import number_for, substitute_numbers
+
+    text = "Refuel it with 30 gallons. If it's below 30.0 psi, go to the shop. Thirty minutes later, call me."
+    assert substitute_numbers(text, {"30|gallons": 25}) == text.replace("30 gallons", "25 gallons")
+    assert substitute_numbers(text, {"30": 25}).count("25") == 3  # without a unit every 30 changes, as before
+    assert number_for({"30|gallons": 25}, 30) == 25 and number_for({"30|gallons": 25}, 31) == 31
+    changed = []
+    for plan in _scenario_plans(84):
+        fills = _calls(plan["ground_truth"], "fillFuelTank")
+        changed.append(fills[0].kwargs["fuelAmount"] != 30)
+        assert "psi" not in json.dumps(plan.get("numbers", {}))
+    assert any(changed)

@@ -43,7 +43,9 @@ def _replace(value: Any, exact: dict[str, str], sub: Substitution, numbers: dict
 
         return exact[value] if value in exact else substitute_numbers(sub.text(value), numbers)
     if isinstance(value, int | float):
-        return numbers.get(repr(value), value)
+        from rods_agents.variation.seed_anchor import number_for
+
+        return number_for(numbers, value)
     if isinstance(value, list):
         return [_replace(v, exact, sub, numbers) for v in value]
     if isinstance(value, tuple):
@@ -190,9 +192,10 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                 continue  # "fill it up": the amount is what the tank lacks
             if (not d.composed and (d.attempt == 0 or d.force) and src is not None and src.source == "user"
                     and isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > 1
-                    and repr(value) not in numbers and has_number(d.text_upto(rec.turn), value)
-                    and _number_only_for_arguments(d, bound, value) and d.p(0.5)):
-                numbers[repr(value)] = perturb(value, d.rng, grow=(rec.name, param) in _GROWABLE)
+                    and not any(k.partition("|")[0] == repr(value) for k in numbers)
+                    and has_number(d.text_upto(rec.turn), value)
+                    and (key := _number_key(d, bound, value)) is not None and d.p(0.5)):
+                numbers[key] = perturb(value, d.rng, grow=(rec.name, param) in _GROWABLE)
     # first or last names stated on their own, of a person renamed above
     for name, new in {**first_names, **last_names}.items():
         renames.setdefault(name, new)
@@ -296,6 +299,29 @@ def _ticker_renamable(symbol: str, text: str) -> bool:
     company = ticker_companies().get(symbol)
     named = company is not None and re.search(rf"\b{re.escape(company.split()[0])}", text, re.I)  # 'Alphabet' too
     return bool(re.search(rf"\b{re.escape(symbol)}\b", text)) and not named
+
+
+def _number_key(d: Draw, bound: list[tuple[Any, dict[str, Any]]], value: float) -> str | None:
+    """The plan's key for a new ``value``: ``repr(value)`` where every turn saying it has a call taking it
+    (:func:`_number_only_for_arguments`); ``repr(value)|unit`` where the turns taking it say it with one unit and
+    the others say it only with other units (base_84 fills '30 gallons' and checks for 'less than 30.0 psi': the
+    fill may change, the threshold stays); None otherwise."""
+    if _number_only_for_arguments(d, bound, value):
+        return repr(value)
+    from rods_agents.variation.seed_anchor import number_matches, unit_after
+
+    def units(turn: int) -> set[str]:
+        return {unit_after(d.turn_text[turn], m.end()) for m in number_matches(d.turn_text[turn], value)}
+
+    taking = {rec.turn for rec, args in bound if any(value in scalar_numbers(v) for v in args.values())}
+    said = [t for t, text in enumerate(d.turn_text) if has_number(text, value)]
+    own = set().union(*(units(t) for t in said if t in taking)) if taking else set()
+    if len(own) != 1 or "" in own or any(has_number(x, value) for _r, args in bound
+                                          for x in _scalar_strings(list(args.values()))):
+        return None
+    if all(t in taking or not units(t) & own and "" not in units(t) for t in said):
+        return f"{repr(value)}|{own.pop()}"
+    return None
 
 
 def _number_only_for_arguments(d: Draw, bound: list[tuple[Any, dict[str, Any]]], value: float) -> bool:

@@ -173,16 +173,34 @@ def has_number(text: str, old: float | int) -> bool:
 
 
 def substitute_numbers(text: str, numbers: dict[str, float | int]) -> str:
-    """Write every changed number (``repr(old) -> new``) in the form the text used for the old one."""
-    for old_repr, new in numbers.items():
+    """Write every changed number (``repr(old) -> new``) in the form the text used for the old one. A key
+    ``repr(old)|unit`` changes the number only where that unit word follows it ('30|gallons': 'refuel with 30
+    gallons' changes, 'less than 30.0 psi' in the same task does not)."""
+    for key, new in numbers.items():
+        old_repr, _, unit = key.partition("|")
         try:
             old = float(old_repr)
         except ValueError:
             continue
-        text = _NUMBER.sub(lambda m, o=old, n=new: _format_like(n, m) if _value(m) == o else m.group(0), text)
+        text = _NUMBER.sub(lambda m, o=old, n=new, u=unit: _format_like(n, m) if _value(m) == o and (
+            not u or unit_after(m.string, m.end()) == u) else m.group(0), text)
         for m in reversed(word_number_matches(text, old)):
-            text = text[: m.start()] + _format_like(new, _fake(new)) + text[m.end():]
+            if not unit or unit_after(text, m.end()) == unit:
+                text = text[: m.start()] + _format_like(new, _fake(new)) + text[m.end():]
     return text
+
+
+def unit_after(text: str, end: int) -> str:
+    """The word right after a number ending at ``end``, lower case ('gallons' in '30 gallons of gas'); '' when none."""
+    m = re.match(r"\s*([A-Za-z]+)", text[end:])
+    return m.group(1).lower() if m else ""
+
+
+def number_for(numbers: dict[str, float | int], value: float | int) -> float | int:
+    """The plan's new number for an argument ``value`` (a key with a unit, :func:`substitute_numbers`, counts too)."""
+    if repr(value) in numbers:
+        return numbers[repr(value)]
+    return next((new for key, new in numbers.items() if key.partition("|")[0] == repr(value)), value)
 
 
 def _value(m: re.Match) -> float | None:
