@@ -1300,3 +1300,23 @@ def test_a_route_picked_from_the_airport_list_keeps_its_pick_words_inside_new_wo
     assert 0 in {d["turn"] for d in donors}
     assert "from the first to the second airport in your inventory" in text
     assert "mapping out the logistics" not in text
+
+
+def test_a_vague_miss_param_turn_gets_new_words_as_vague_as_the_seeds():
+    """miss_param_151 says 'Oh no, something unforeseen circumstances happened' and leaves the next turn to ask for
+    the cancellation: the turn asks for no call, so no donor fit and every sample kept the seed's sentence. It now
+    gets a request as vague as the seed's, naming no call and no value, and the next turn still says what to do."""
+    from rods_agents.analysis.information_structure import information_structure
+    from rods_agents.variation.phrasebook import vague_requests
+
+    texts = vague_requests()["cancel_booking.booking_id"]
+    assert texts and not any(re.search(r"\bcancel|\bbooking", t, re.I) for t in texts)
+    seed = bfcl_task("multi_turn_miss_param_151")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
+    turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
+    said = " ".join(m.content for m in turns[1] if m.role == "user")
+    assert said in texts and {"turn": 1, "donors": [["phrasebook:vague", 1]]} in donors
+    variant = build_variant(seed, turns, plan, 0, 3)
+    assert information_structure(variant).turns[1].withheld == information_structure(seed).turns[1].withheld

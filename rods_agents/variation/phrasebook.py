@@ -201,6 +201,14 @@ def supply_sentences() -> dict[str, tuple[str, ...]]:
     return _merged("supply")
 
 
+@lru_cache(maxsize=1)
+def vague_requests() -> dict[str, tuple[str, ...]]:
+    """``method.param`` withheld -> requests as vague as a miss_param turn that asks for no call ('Oh no, something
+    unforeseen circumstances happened' before 'please cancel the booking'), from the files' ``"vague"`` tables: they
+    name no call and no value, so the next turn still says what to do."""
+    return _merged("vague")
+
+
 def story_sentences(classes: list[str]) -> list[str]:
     """Sentences that open a conversation with a story of its environments (the files' ``"story"`` tables,
     by class): a first turn that drops its seed's anecdote starts with one of these instead."""

@@ -76,7 +76,7 @@ from rods_agents.variation.donor_search import (
     sibling_rank,
 )
 from rods_agents.variation.free_text import adopted_ground_truth, adopted_slots, described, quoted_later, tied_elsewhere
-from rods_agents.variation.phrasebook import contexts, spoken, story_sentences, supply_sentences
+from rods_agents.variation.phrasebook import contexts, spoken, story_sentences, supply_sentences, vague_requests
 from rods_agents.variation.saying import as_sentence, dictated, keeps_specifics, named_as, said_as_is, word_in
 from rods_agents.variation.set_picks import set_phrase, set_pick_turn
 from rods_agents.variation.turn_bank import (
@@ -499,6 +499,31 @@ def _worded(seed_info: Any, variant: Task, trace: Trace, turns: list[list[Messag
     return trial, trial_trace, trial_turns
 
 
+def _reword_vague(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], trace: Trace,
+                  held: dict[int, Any], measured: tuple[Any, set, set, set[int]], slot: int | None
+                  ) -> tuple[list[list[Message]], list[dict]]:
+    """New words for each miss_param turn that asks for no call and leaves the next turn's call a value ('Can you
+    amplify some messages?' before 'I mean retweet my recent post'): a request as vague as the seed's
+    (:func:`rods_agents.variation.phrasebook.vague_requests`), kept only where the re-measure finds the same
+    structure. No donor words such a turn (it names no call), so every sample kept the seed's sentence (reads 27/28)."""
+    out: list[dict] = []
+    for t in range(len(turns) - 1):
+        w = seed_info.turns[t].withheld if t < len(seed_info.turns) else None
+        if (variant.category != "miss_param" or t in held or w is None or w.supplied_at != t + 1 or w.stated_before
+                or variant.ground_truth[t] or _user_messages(turns[t]) != 1):
+            continue
+        texts = list(vague_requests().get(f"{w.method}.{w.param}", ()))
+        random.Random(f"{seed.scenario}|{t}|vague").shuffle(texts)
+        k = (slot or 0) % len(texts) if texts else 0
+        for text in texts[k:] + texts[:k]:
+            took = _worded(seed_info, variant, trace, turns, t, text, measured)
+            if took is not None:
+                turns = took[2]
+                out.append({"turn": t, "donors": [["phrasebook:vague", t]]})
+                break
+    return turns, out
+
+
 def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: int | None = None
                      ) -> tuple[list[list[Message]], list[dict]]:
     """The variant's turns with as many as possible replaced by re-instantiated donor turns, and the
@@ -598,6 +623,8 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
                     {"turn": g, "method": methods[x.index], "param": x.param, "from": json.loads(x.value),
                      "to": json.loads(y.value)} for x, y in zip(target, after, strict=True) if x.value != y.value]})
                 break
+    turns, vague = _reword_vague(seed, seed_info, variant, turns, trace, held, measured, slot)
+    provenance += vague
     reworded = {p["turn"] for p in provenance if "adopted" not in p}
     turns, dropped = _drop_carried_context(seed_info, variant, turns, trace, seed_turns, reworded, measured)
     provenance += dropped
