@@ -252,17 +252,21 @@ def _numbers_in_args(gt_turn: list[str]) -> set[float]:
 @given(st.sampled_from(TRAIN), st.integers(0, 3))
 def test_a_changed_number_is_an_argument_wherever_the_text_says_it(seed, variant):
     """'display the last 10 lines' over tail(file) (10 is tail's default) must keep its 10: a number changes only
-    where each turn that says it has a call of that turn (or the next, for a withheld value) taking it."""
-    from rods_agents.variation.seed_anchor import has_number
+    where each turn that says it has a call of that turn (or the next, for a withheld value) taking it; a number
+    changed only before one unit ('30|gallons') counts only where the text says it with that unit."""
+    from rods_agents.variation.seed_anchor import has_number, number_matches, unit_after
 
     trace = trace_task(seed)
     profile = profile_task(seed, trace)
     plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, variant, 0), 0)
     texts = [" ".join(m.content for m in turn) for turn in seed.turns]
     for old in plan.numbers:
-        value = float(old)
+        key, _, unit = old.partition("|")
+        value = float(key)
         for t, text in enumerate(texts):
-            if has_number(text, value):
+            said = has_number(text, value) if not unit else any(
+                unit_after(text, m.end()) == unit for m in number_matches(text, value))
+            if said:
                 nearby = set().union(*(_numbers_in_args(seed.ground_truth[k]) for k in (t, t + 1) if k < len(seed.ground_truth)))
                 assert value in nearby, (seed.id, old, t, text)
 
