@@ -449,3 +449,15 @@ def test_a_number_said_again_with_another_unit_keeps_it_while_the_argument_chang
         changed.append(fills[0].kwargs["fuelAmount"] != 30)
         assert "psi" not in json.dumps(plan.get("numbers", {}))
     assert any(changed)
+
+
+def test_a_dictated_text_a_search_finds_keeps_the_searched_word():
+    """base_33 greps 'update' in a script and sends 'the first update you have found', dictated as 'update the
+    system': the plan swapped in 'patch the system' (in the file too), which the grep finds no more, so 'the first
+    update' pointed at another line (read 29). A new text now keeps every shorter argument it contains."""
+    for plan in _scenario_plans(33):
+        new = plan["renames"].get("update the system")
+        if new is not None:
+            assert "update" in new.lower(), new
+        sent = _calls(plan["ground_truth"], "send_message")[0].kwargs["message"]
+        assert "update" in sent.lower()

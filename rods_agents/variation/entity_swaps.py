@@ -52,8 +52,12 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
                     continue  # it speaks of a file or folder of the state ('Managed to archive ...' beside 'archive')
                 # nor one the state already holds ('#Explore' where a tweet is tagged '#explore': its tags read
                 # ['#explore', '#explore', '#travel'] after the rename, read of 2026-12-05)
+                # a shorter argument inside it is a search for it (grep 'update' finds '# update the system' in a file
+                # the message is read from, base_33): the new text keeps that word, or the search finds it no more
+                searched = [x.lower() for x in arg_strings if len(x) >= 3 and x != s and x.lower() in s.lower()]
                 choices = [c for c in pool[s] if c not in text and c.lower() not in state
-                           and s.lower() not in c.lower()]  # never one holding the old text ('... system software')
+                           and s.lower() not in c.lower()  # never one holding the old text ('... system software')
+                           and all(x in c.lower() for x in searched)]
                 if choices:
                     renames[s] = d.pick(choices, f"dictated|{s}")
 
