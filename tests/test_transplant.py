@@ -1320,3 +1320,20 @@ def test_a_vague_miss_param_turn_gets_new_words_as_vague_as_the_seeds():
     assert said in texts and {"turn": 1, "donors": [["phrasebook:vague", 1]]} in donors
     variant = build_variant(seed, turns, plan, 0, 3)
     assert information_structure(variant).turns[1].withheld == information_structure(seed).turns[1].withheld
+
+
+def test_a_kept_lead_keeps_the_conjunction_and_a_turn_says_please_once():
+    """Read 29: '... for budgeting purposes, if the cost is under 2000, book the flight' lost the seed's 'and' that
+    handed the condition over, and 'Let me peek at the file 'notes', please. Forward it exactly to Farid please.' said
+    please twice. The conjunction stays, and new words drop their 'please' where kept words have one."""
+    def first_turn(seed_id: str) -> str:
+        seed = bfcl_task(seed_id)
+        trace = trace_task(seed)
+        profile = profile_task(seed, trace)
+        plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
+        turns, _ = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
+        return " ".join(m.content for m in turns[0] if m.role == "user")
+
+    text = first_turn("multi_turn_base_151")
+    assert "for budgeting purposes, and if the cost is under 2000," in text
+    assert len(re.findall(r"\bplease\b", first_turn("multi_turn_miss_func_41"), re.I)) == 1

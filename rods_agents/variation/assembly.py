@@ -417,7 +417,9 @@ def _conditioned_words(carried: str, unit: tuple[int, int, int, int], cut: Condi
         # the kept words lead into the clause mid-sentence ('Based on the insights gathered, if ...'): one sentence
         # still, not 'Based on the insights gathered. If ...' (read 27)
         lowered = joined if re.match(r"I\b|I'", joined) else joined[:1].lower() + joined[1:]
-        return [f"{kept}, {lowered}", (lo + cut.tail[0], hi)], list(rest[1])
+        # the conjunction that handed the clause over stays ('..., and if the cost is under 2000, book it', read 29)
+        conj = re.match(r"\s*[,;]\s*((?:and|but|then)\s+)", carried[lo + cut.clause[0]:lo + cut.clause[1]], re.I)
+        return [f"{kept}, {conj.group(1).lower() if conj else ''}{lowered}", (lo + cut.tail[0], hi)], list(rest[1])
     pieces: list[Piece] = [as_sentence(head[0]) if head else (lo, h), joined, (lo + cut.tail[0], hi)]
     return pieces, [*(head[1] if head else []), *rest[1]]
 
@@ -592,8 +594,12 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
             merged[-1] = (merged[-1][0], p[1])
         else:
             merged.append(p)
-    pieces = [p if isinstance(p, str) else as_sentence(clean_piece(carried[p[0]:p[1]])) for p in merged]
-    return " ".join(p for p in pieces if p), donors
+    texts = [p if isinstance(p, str) else as_sentence(clean_piece(carried[p[0]:p[1]])) for p in merged]
+    if sum(bool(_PLEASE.search(t)) for t in texts) > 1:  # one 'please' a turn: the kept words keep theirs ('Let me
+        # peek at the file 'notes', please. Forward it exactly to Farid please.', read 29)
+        texts = [_without_please(t) if isinstance(p, str) and any(_PLEASE.search(o) for o in texts if o is not t)
+                 else t for p, t in zip(merged, texts, strict=True)]
+    return " ".join(t for t in texts if t), donors
 
 
 __all__ = ["MAX_SEGMENTS", "assemble_turn", "by_recipe", "drops_request", "mixed_turn"]
