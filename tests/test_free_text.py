@@ -9,6 +9,7 @@ who the user is, keeps those words.
 from __future__ import annotations
 
 import json
+import re
 
 from envs.dataset import load_split, load_tasks
 from envs.executor import parse_call
@@ -129,7 +130,9 @@ def test_a_user_saying_who_they_are_still_says_it_in_new_words():
     out = synthesize([seed], SynthesisContext(seed=3, variants_per_seed=1, concurrency=1))
     assert out.accepted
     for variant in out.accepted:
-        assert "I am Alice" in " ".join(m.content for m in variant.turns[4] if m.role == "user")
+        said = " ".join(m.content for m in variant.turns[4] if m.role == "user")
+        me = re.search(r"I am ([A-Z][a-z]+)", said)  # Alice, or the name the plan gave her in the user map too
+        assert me and me.group(1) in variant.initial_config["MessageAPI"]["user_map"]
 
 
 def test_phrasebook_sentences_describing_their_own_message_word_only_adoptions():

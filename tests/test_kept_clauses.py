@@ -11,6 +11,7 @@ scenarios 62, 75 and 94 was new enough to keep.
 from __future__ import annotations
 
 import json
+import re
 
 from envs.task import bfcl_task
 from rods_agents.analysis.information_structure import information_structure
@@ -72,7 +73,10 @@ def test_a_request_with_a_template_gets_new_words_and_keeps_what_the_template_de
     seed_text, text = seed.turns[0][0].content, variant.turns[0][0].content
     assert "forward this info to my cousin Bob via text" in seed_text
     assert "forward this info" not in text  # the request is new words
-    assert "Bob" in text  # the default user map names the receiver, so the id stays the assistant's to find
+    # the default user map names the receiver (Bob, or the name the plan gave him there), so the id stays the
+    # assistant's to find
+    users = variant.initial_config.get("MessageAPI", {}).get("user_map") or {"Bob": "USR002"}
+    assert any(re.search(rf"\b{name}\b", text) for name in users)
     template = next(q for q in text.split("'") if "xxx km." in q)
     assert template.replace(" to ", "|").count("|") == 1 and "where xxx is replaced by the distance value" in text
     mine, theirs = information_structure(variant), information_structure(bfcl_task(seed.id))

@@ -619,7 +619,9 @@ def test_an_id_the_state_maps_to_a_name_the_turn_says_is_written_by_that_name():
     assert lookup_names(trace_task(seed), seed.initial_config)["USR006"] == "Michael"
     seed, variant = _rewritten("multi_turn_base_91")
     after = _user(variant, 0)
-    assert "Michael" in after and "USR006" not in after, after
+    receiver = re.search(r"receiver_id='(\w+)'", " ".join(variant.ground_truth[0])).group(1)
+    name = lookup_names(trace_task(variant), variant.initial_config)[receiver]  # Michael, or the name the plan gave him
+    assert name in after and receiver not in after, after
     assert containment(after, _user(seed, 0), mask=True) < 0.5, after
     assert not structure_mismatches(_structure(seed), _structure(variant))
 
@@ -1024,7 +1026,8 @@ def test_a_person_named_with_their_id_keeps_the_id_in_new_words():
     seed, variant = _rewritten("multi_turn_long_context_184")
     after = _user(variant, 3)
     receiver = re.search(r"receiver_id='(USR\d+)'", variant.ground_truth[3][0]).group(1)
-    assert f"Sam (id {receiver})" in after and "Hi Sam, my travel plans have changed" in after
+    name = next(n for n, i in variant.initial_config["MessageAPI"]["user_map"].items() if i == receiver)  # Sam or his new name
+    assert f"{name} (id {receiver})" in after and f"Hi {name}, my travel plans have changed" in after
     assert "Subsequent to the cancellation" not in after and "concise message" not in after, after  # its own words
     assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 3]
 

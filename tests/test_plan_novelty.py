@@ -461,3 +461,23 @@ def test_a_dictated_text_a_search_finds_keeps_the_searched_word():
             assert "update" in new.lower(), new
         sent = _calls(plan["ground_truth"], "send_message")[0].kwargs["message"]
         assert "update" in sent.lower()
+
+
+def test_people_the_text_names_from_the_user_map_get_other_names_of_their_gender():
+    """miss_param_91 says 'Hi, I am Kelly' and sends to Michael ('He should know ...'), whose id the assistant finds in
+    the user map: no call takes either name, so every sample kept both (read 29: 'every entity is still the seed's').
+    They now get other first names of the same gender, in the map too, so finding the id stays the assistant's."""
+    from rods_agents.variation.value_kinds import first_names, pools
+
+    known = pools()["seed_name_genders"]
+    renamed = 0
+    for plan in _scenario_plans(91):
+        users = plan["initial_config"]["MessageAPI"]["user_map"]
+        assert len(users) == 4  # one entry per person: renamed, never added or lost
+        for old, gender in (("Kelly", "she"), ("Michael", "he")):
+            new = plan["renames"].get(old)
+            if new is not None:
+                renamed += 1
+                assert old in known[gender] and new in first_names(gender)
+                assert old not in users and new in users
+    assert renamed >= 8

@@ -1166,7 +1166,9 @@ def test_words_naming_a_dictated_text_right_before_it_pick_nothing():
     assert stray_cues("Show me the latest order, then send 'Done with it all now.' to Bob.", ("send_message",))
     _, variant, _, donors = _variant("multi_turn_base_131", 0, run_seed=3)
     assert 5 in {d["turn"] for d in donors}
-    assert "I am Jane" in " ".join(m.content for m in variant.turns[5] if m.role == "user")
+    said = " ".join(m.content for m in variant.turns[5] if m.role == "user")
+    name = re.search(r"I am ([A-Z][a-z]+)", said)  # who the user is stays said (Jane, or the name the plan gave her)
+    assert name and name.group(1) in variant.initial_config["MessageAPI"]["user_map"]
 
 
 def test_an_address_whose_city_the_text_names_gets_another_street_and_an_untaken_branch_stays():

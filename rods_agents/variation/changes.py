@@ -76,6 +76,29 @@ def _unverifiable(seed: Task, profile: Profile, trace: Trace) -> set[str]:
     return out
 
 
+def _rename_named_users(d: Draw, renames: dict[str, str], taken: set[str], text: str) -> None:
+    """People the text names and the messaging state's user map knows, though no call takes the name ('update my
+    friend Michael', whose id the assistant looks up in the map): another first name of the same gender, in the text,
+    the map and any dictated text alike, so the lookup of the id the seed leaves to the assistant stays. Before,
+    they kept the seed's names in every sample (read 29: 'every entity is still the seed's, Kelly, Michael')."""
+    from rods_agents.variation.value_kinds import first_names, pools
+
+    users = d.seed.initial_config.get("MessageAPI", {}).get("user_map") or default_users(d.seed)
+    for name in sorted(users if isinstance(users, dict) else {}):
+        if (name in renames or not re.fullmatch(r"[A-Z][a-z]{2,}", name)
+                or not re.search(rf"\b{re.escape(name)}\b", text) or name in PROTECTED
+                or any(name in o or o in name for o in renames)):
+            continue
+        known = pools().get("seed_name_genders", {})
+        gender = next((g for g in ("he", "she") if name in known.get(g, ()) or name in first_names(g)), None)
+        if gender is None:
+            continue  # a name whose gender the text's pronouns may need: kept
+        new = fresh(name, "first_name", d.rng, taken, pronoun=gender)
+        if new:
+            renames[name] = new
+            taken.add(new)
+
+
 def _person_parts(renames: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for old, new in renames.items():
@@ -131,6 +154,7 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
             if new:
                 renames[full] = new
                 taken.add(new)
+    _rename_named_users(d, renames, taken, all_text)
     parts = _person_parts(renames)
     first_names.update({k: v for k, v in parts.items() if k in {o.split()[0] for o in renames if " " in o}})
     last_names.update({k: v for k, v in parts.items() if k not in first_names})
