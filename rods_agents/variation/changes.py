@@ -218,7 +218,7 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                     and isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > 1
                     and not any(k.partition("|")[0] == repr(value) for k in numbers)
                     and has_number(d.text_upto(rec.turn), value)
-                    and (key := _number_key(d, bound, value)) is not None and d.p(0.5)):
+                    and (key := _number_key(d, bound, value)) is not None and d.p(0.8)):
                 numbers[key] = perturb(value, d.rng, grow=(rec.name, param) in _GROWABLE)
     # first or last names stated on their own, of a person renamed above
     for name, new in {**first_names, **last_names}.items():
