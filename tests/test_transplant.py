@@ -1230,12 +1230,8 @@ def test_a_date_spread_over_a_clause_is_repeated_and_the_turn_gets_new_words():
         "the 15th of the year 2026's eleventh month"
     assert named_as("2026-11-15", "Post 'Off on the 15th!' in November 2026.") is None  # a quoted text dates nothing
     assert named_as("2026-11-15", "the 15th, or the 15th of next month, in November 2026?") is None  # which 15th?
-    seed = bfcl_task("multi_turn_base_190")
-    trace = trace_task(seed)
-    profile = profile_task(seed, trace)
     for slot in range(2):
-        plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0))
-        turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, slot, "rewrite"), slot)
+        _, _, turns, donors = _rewrite("multi_turn_base_190", slot)
         text = " ".join(m.content for m in turns[0] if m.role == "user")
         assert 0 in {d["turn"] for d in donors}, slot
         assert "the 15th of next month, which is November of 2026" in text
@@ -1252,11 +1248,7 @@ def test_a_price_the_user_expects_is_said_again_beside_new_words_for_the_booking
                             {4700.0}, "k")
     assert said is not None and len(said) == 1 and "4700 dollars" in said[0]
     assert restated_numbers("a trip at a cost of my own choosing, for 3 people", {3.0}, "k") is None
-    seed = bfcl_task("multi_turn_base_193")
-    trace = trace_task(seed)
-    profile = profile_task(seed, trace)
-    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
-    turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
+    seed, plan, turns, donors = _rewrite("multi_turn_base_193")
     text = " ".join(m.content for m in turns[1] if m.role == "user")
     assert 1 in {d["turn"] for d in donors}
     assert "idyllic escape" not in text and "dollars" in text
@@ -1271,11 +1263,7 @@ def test_a_value_given_in_two_parts_is_given_so_by_the_new_words():
     assert named_as("P12345678", "the number on my passport is P followed by 12345678. My name") == "P followed by 12345678"
     assert named_as("P12345678", "my passport is P12345678") is None  # said as it is: written as it is
     assert named_as("P12345678", "Q followed by 12345678") is None
-    seed = bfcl_task("multi_turn_base_153")
-    trace = trace_task(seed)
-    profile = profile_task(seed, trace)
-    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
-    turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
+    seed, plan, turns, donors = _rewrite("multi_turn_base_153")
     text = " ".join(m.content for m in turns[0] if m.role == "user")
     assert 0 in {d["turn"] for d in donors}
     assert "P followed by 12345678" in text and "packing my bags" not in text
@@ -1293,11 +1281,7 @@ def test_a_route_picked_from_the_airport_list_keeps_its_pick_words_inside_new_wo
     assert route_picks("a fare from the first to the second airport in your inventory, all set") == {
         "travel_from": "the first", "travel_to": "the second airport in your inventory"}
     assert route_picks("a flight from SFO to LAX") == {}
-    seed = bfcl_task("multi_turn_base_185")
-    trace = trace_task(seed)
-    profile = profile_task(seed, trace)
-    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
-    turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
+    seed, plan, turns, donors = _rewrite("multi_turn_base_185")
     text = " ".join(m.content for m in turns[0] if m.role == "user")
     assert 0 in {d["turn"] for d in donors}
     assert "from the first to the second airport in your inventory" in text
@@ -1313,11 +1297,7 @@ def test_a_vague_miss_param_turn_gets_new_words_as_vague_as_the_seeds():
 
     texts = vague_requests()["cancel_booking.booking_id"]
     assert texts and not any(re.search(r"\bcancel|\bbooking", t, re.I) for t in texts)
-    seed = bfcl_task("multi_turn_miss_param_151")
-    trace = trace_task(seed)
-    profile = profile_task(seed, trace)
-    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
-    turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
+    seed, plan, turns, donors = _rewrite("multi_turn_miss_param_151")
     said = " ".join(m.content for m in turns[1] if m.role == "user")
     assert said in texts and {"turn": 1, "donors": [["phrasebook:vague", 1]]} in donors
     variant = build_variant(seed, turns, plan, 0, 3)
@@ -1329,13 +1309,19 @@ def test_a_kept_lead_keeps_the_conjunction_and_a_turn_says_please_once():
     handed the condition over, and 'Let me peek at the file 'notes', please. Forward it exactly to Farid please.' said
     please twice. The conjunction stays, and new words drop their 'please' where kept words have one."""
     def first_turn(seed_id: str) -> str:
-        seed = bfcl_task(seed_id)
-        trace = trace_task(seed)
-        profile = profile_task(seed, trace)
-        plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
-        turns, _ = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
+        turns = _rewrite(seed_id)[2]
         return " ".join(m.content for m in turns[0] if m.role == "user")
 
     text = first_turn("multi_turn_base_151")
     assert "for budgeting purposes, and if the cost is under 2000," in text
     assert len(re.findall(r"\bplease\b", first_turn("multi_turn_miss_func_41"), re.I)) == 1
+
+
+def _rewrite(seed_id: str, slot: int = 0) -> tuple:
+    """(seed, plan, turns, donors): the offline plan and rewrite of ``seed_id`` in sibling ``slot`` at run seed 3."""
+    seed = bfcl_task(seed_id)
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0))
+    turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, slot, "rewrite"), slot)
+    return seed, plan, turns, donors
