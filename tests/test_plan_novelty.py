@@ -489,3 +489,14 @@ def test_most_plans_give_a_stated_amount_another_value():
     Four plans in five change it now where it may change."""
     changed = sum(bool(plan.get("numbers")) for plan in _scenario_plans(128))
     assert changed >= 6, changed
+
+
+def test_a_household_company_the_text_names_becomes_another_household_company():
+    """base_115 names Amazon, which a user may buy by name with no lookup; a plan swapped in 'Synex Solutions', whose
+    ticker only get_symbol_by_name knows, and the ground truth makes no such lookup (read 30). A household name now
+    becomes another household name."""
+    from rods_agents.analysis.value_sources import household_tickers
+
+    household = household_tickers()
+    swapped = [plan["swaps"]["AMZN"] for plan in _scenario_plans(115) if "AMZN" in plan.get("swaps", {})]
+    assert swapped and all(s in household for s in swapped), swapped

@@ -1325,3 +1325,26 @@ def _rewrite(seed_id: str, slot: int = 0) -> tuple:
     plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0))
     turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, slot, "rewrite"), slot)
     return seed, plan, turns, donors
+
+
+def test_an_order_for_a_stock_an_earlier_turn_named_points_back_at_it():
+    """Read 30, base_109: 'Pick up 100 shares of a stock I've had my eye on' for the stock the turn before looked up
+    reads as another, unnamed stock: a careful assistant would ask which. Such words now word only a miss_param turn
+    that withholds the symbol ('withholds'); the order points back at the stock ('Buy 100 shares of it')."""
+    for slot in range(8):
+        said = " ".join(m.content for m in _rewrite("multi_turn_base_109", slot)[2][2] if m.role == "user")
+        assert not re.search(r"\ba (?:stock|company)\b", said), said
+
+
+def test_a_human_turn_asking_for_a_fuel_check_words_only_a_task_that_checks_the_fuel():
+    """Read 30, long_context_67: base_68's 'Can you confirm there's enough fuel, and ensure the engine's primed for a
+    seamless start?' (its own ground truth checks nothing: an earlier turn had) worded a start with no fuel check, so
+    the text asked for a call the ground truth never makes. It now words only a task whose calls read the fuel."""
+    from rods_agents.variation.cues import names_other_work
+
+    text = "Can you confirm there's enough fuel, and ensure the engine's primed for a seamless start?"
+    assert names_other_work(text, {"vehiclecontrolapi"}, "startEngine(ignitionMode='START')")
+    assert not names_other_work(text, {"vehiclecontrolapi"}, "displayCarStatus(option='fuel') startEngine()")
+    for slot in range(4):
+        said = " ".join(m.content for turn in _rewrite("multi_turn_long_context_67", slot)[2] for m in turn)
+        assert "enough fuel" not in said
