@@ -25,8 +25,8 @@ from typing import Any
 from envs.executor import CallError, parse_call, to_call_string
 from envs.task import Task
 from rods_agents.analysis import knowledge
-from rods_agents.analysis.information_structure import _QUOTED
 from rods_agents.analysis.novelty import call_values
+from rods_agents.variation.saying import quoted_in
 from rods_agents.variation.turn_bank import Donor, Slot
 
 _TOPIC = re.compile(r"[a-z]{5,}")
@@ -40,11 +40,6 @@ def free_text_params() -> frozenset[str]:
     return frozenset(knowledge.skill_classes().get("described_free_text", ()))
 
 
-def _quoted(value: str, text: str) -> bool:
-    low = value.lower().strip(" .")
-    return any(low in m.group(0).lower() for m in _QUOTED.finditer(text))
-
-
 def _written_out(value: str, text: str) -> bool:
     return value.lower().strip(" .") in text.lower()
 
@@ -54,7 +49,7 @@ def described(slot: Slot, method: str, text: str) -> bool:
     if f"{method}.{slot.param}" not in free_text_params() or slot.source != "user" or slot.flag:
         return False
     value = json.loads(slot.value)
-    return isinstance(value, str) and len(value.split()) >= 3 and not _quoted(value, text)
+    return isinstance(value, str) and len(value.split()) >= 3 and not quoted_in(value, text, ends=" .")
 
 
 def adopted_slots(methods: tuple[str, ...], target: tuple[Slot, ...], span: str, donor: Donor

@@ -188,16 +188,16 @@ def says_no_more(text: str, target: tuple[Slot, ...], span: str) -> bool:
             if not says_value(v, span, span_dates, span_nums) or (said_as_is(v, text, nums)
                                                              and not said_as_is(v, span, span_nums)):
                 return False  # the same form only: a city for the city, never the code for the city
-            if isinstance(v, str) and len(v.split()) >= 3 and _quoted_value(v, text) and not _quoted_value(v, span):
+            if isinstance(v, str) and len(v.split()) >= 3 and quoted_in(v, text) and not quoted_in(v, span):
                 return False  # a text the seed writes into its sentence, left to the assistant to lift out ('contact
                 # support with the details to solve this unexpected charge found on the invoice'), dictated in quotes
                 # ('Send customer service this note: "Unexpected charge found on the invoice."'; read 27, #2)
     return True
 
 
-def _quoted_value(value: str, text: str) -> bool:
-    """``value`` (a text of three words or more) stands inside quotes in ``text``."""
-    low = value.lower().strip(" .!?")
+def quoted_in(value: str, text: str, ends: str = " .!?") -> bool:
+    """``value`` (a text of three words or more, less the ``ends`` around it) stands inside quotes in ``text``."""
+    low = value.lower().strip(ends)
     return any(low in m.group(0).lower() for m in _QUOTED.finditer(text))
 
 
