@@ -154,6 +154,8 @@ def assemble_turn(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[
 def _outside_named(spans: list[tuple[int, int]], carried: str, target: tuple[Slot, ...]) -> list[tuple[int, int]]:
     """``spans`` less those inside the words the turn names a value by (:func:`named_as`: 'P followed by 12345678'
     for a passport number): those words say which value, and a sentence for the call repeats them."""
+    if not spans:
+        return spans
     named = [(m.start(), m.end()) for x in target if isinstance(v := json.loads(x.value), str)
              and (w := named_as(v, carried)) for m in re.finditer(re.escape(w), carried)]
     return [(a, b) for a, b in spans if not any(lo <= a and b <= hi for lo, hi in named)]

@@ -23,10 +23,18 @@ from rods_agents.analysis.value_sources import state_values, ticker_companies
 from rods_agents.variation.draw import PROTECTED, Draw, fs_kinds, hardcoded, perturb, scalar_numbers
 from rods_agents.variation.entity_swaps import city_pair_swap, dictated_swap, route_swap, stock_swap
 from rods_agents.variation.method_swap import maybe_swap, skill_method_swaps
-from rods_agents.variation.seed_anchor import Substitution, _strings, has_number
+from rods_agents.variation.seed_anchor import (
+    Substitution,
+    _strings,
+    has_number,
+    number_for,
+    number_matches,
+    substitute_numbers,
+    unit_after,
+)
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.variation.state_resample import fills_to_capacity
-from rods_agents.variation.value_kinds import fresh, kind_of, options
+from rods_agents.variation.value_kinds import first_names, fresh, kind_of, options, pools
 
 _SYMBOL_LOOKUPS = knowledge.symbol_lookups()
 
@@ -39,12 +47,8 @@ def _replace(value: Any, exact: dict[str, str], sub: Substitution, numbers: dict
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, str):  # a number quoted inside a text ('a buy order for 100 shares') changes with it
-        from rods_agents.variation.seed_anchor import substitute_numbers
-
         return exact[value] if value in exact else substitute_numbers(sub.text(value), numbers)
     if isinstance(value, int | float):
-        from rods_agents.variation.seed_anchor import number_for
-
         return number_for(numbers, value)
     if isinstance(value, list):
         return [_replace(v, exact, sub, numbers) for v in value]
@@ -81,8 +85,6 @@ def _rename_named_users(d: Draw, renames: dict[str, str], taken: set[str], text:
     friend Michael', whose id the assistant looks up in the map): another first name of the same gender, in the text,
     the map and any dictated text alike, so the lookup of the id the seed leaves to the assistant stays. Before,
     they kept the seed's names in every sample (read 29: 'every entity is still the seed's, Kelly, Michael')."""
-    from rods_agents.variation.value_kinds import first_names, pools
-
     users = d.seed.initial_config.get("MessageAPI", {}).get("user_map") or default_users(d.seed)
     for name in sorted(users if isinstance(users, dict) else {}):
         if (name in renames or not re.fullmatch(r"[A-Z][a-z]{2,}", name)
@@ -332,7 +334,6 @@ def _number_key(d: Draw, bound: list[tuple[Any, dict[str, Any]]], value: float) 
     fill may change, the threshold stays); None otherwise."""
     if _number_only_for_arguments(d, bound, value):
         return repr(value)
-    from rods_agents.variation.seed_anchor import number_matches, unit_after
 
     def units(turn: int) -> set[str]:
         return {unit_after(d.turn_text[turn], m.end()) for m in number_matches(d.turn_text[turn], value)}

@@ -275,7 +275,7 @@ def date_riddle(year: int, month: int, day: int, span: str) -> str | None:
               rf"\b(?:{_MONTHS[month - 1]}|{_MONTHS[month - 1][:3]}\.?|{_ORDINAL_WORDS[month - 1]}\s+month)\b"]
     spots = []
     for pattern in tokens:
-        found = [m for m in re.finditer(pattern, span, re.I) if not _QUOTED_SPAN(span, m.start())]
+        found = [m for m in re.finditer(pattern, span, re.I) if not _inside_quotes(span, m.start())]
         if len(found) != 1:
             return None  # missing, or said twice: which one the date is would be a guess
         spots.append(found[0])
@@ -287,9 +287,9 @@ def date_riddle(year: int, month: int, day: int, span: str) -> str | None:
     return f"the {clause}" if the else clause
 
 
-def _QUOTED_SPAN(span: str, at: int) -> bool:  # noqa: N802 - a predicate read like a constant's test
+def _inside_quotes(span: str, at: int) -> bool:
     """``at`` sits inside a quoted text ('... 'Trip on the 15th' ...'): a number there dates nothing."""
-    return any(m.start() < at < m.end() for m in re.finditer(r"(?<!\w)'[^']+'(?!\w)", span))
+    return any(m.start() < at < m.end() for m in _QUOTED.finditer(span))
 
 
 _IN_PARTS = re.compile(r"(?<![\w'])'?([A-Za-z0-9]+)'?\s+(?:followed by|and then)\s+'?([A-Za-z0-9]+)'?", re.I)
