@@ -14,7 +14,7 @@ import json
 import re
 
 from envs.task import bfcl_task
-from rods_agents.analysis.information_structure import information_structure
+from rods_agents.analysis.information_structure import information_structure, reads_as_condition
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.analysis.value_sources import classify_arguments
 from rods_agents.variation.condition_clauses import condition_cut, leading_condition, trailing_condition
@@ -131,8 +131,10 @@ def test_a_conditioned_request_gets_new_words_and_the_condition_still_governs_it
     seed, variant, _, _ = _variant("multi_turn_base_94")
     seed_text, text = seed.turns[0][0].content, variant.turns[0][0].content
     assert "go ahead and top off the fuel tank" in seed_text and "go ahead and top off" not in text
-    sentence = next(s for s in text.split(". ") if s.startswith("Should the range fall short, "))
-    assert "gallons" in sentence  # the fill is asked for in the conditioned sentence itself
+    # the fill is asked for in the conditioned sentence itself, after its condition (in words of its own since
+    # rods_agents.variation.clause_words)
+    sentence = next(s for s in text.split(". ") if "gallons" in s)
+    assert reads_as_condition(sentence.split(",")[0]), sentence
     mine, theirs = information_structure(variant), information_structure(bfcl_task(seed.id))
     assert [len(t.conditions) for t in mine.turns] == [len(t.conditions) for t in theirs.turns]
 
@@ -185,7 +187,8 @@ def test_a_sentence_naming_its_second_call_first_is_one_unit_and_its_rounding_se
     assert [(a, b) for a, b, _, _ in units] == [(0, 1), (1, 3)]
     seed, variant, _, _ = _variant("multi_turn_long_context_69")
     after = variant.turns[0][0].content
-    assert after.endswith("Round the fill amount to two decimal places.") and "40 liters" in after
+    last = after.split(". ")[-1]  # the rounding sentence stays last, in words of its own
+    assert re.search(r"two decimal|hundredth", last) and "Round the fill amount" not in last and "40 liters" in after
     assert containment(after, text, mask=True) < 0.5, after
     mine, theirs = information_structure(variant), information_structure(bfcl_task(seed.id))
     assert not [m for m in structure_mismatches(theirs, mine) if m.turn == 0]

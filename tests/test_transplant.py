@@ -13,7 +13,7 @@ import re
 
 from envs.dataset import load_split, split_scenarios
 from envs.task import bfcl_task
-from rods_agents.analysis.information_structure import information_structure
+from rods_agents.analysis.information_structure import information_structure, reads_as_condition
 from rods_agents.analysis.novelty import containment, user_text
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
@@ -131,10 +131,11 @@ def test_a_turn_with_a_condition_keeps_its_cue_clause_and_gets_new_words_for_the
     for t, ts in enumerate(info.turns):
         if ts.conditions and task.turns[t]:
             text = task.turns[t][0].content
-            # the carried condition ('Should any tire fall below the 40 PSI mark, ...') keeps its words up to its comma
+            # the carried condition ('Should any tire fall below the 40 PSI mark, ...') stays a condition up to its
+            # comma, in words of its own (rods_agents.variation.clause_words)
             for c in mine.turns[t].conditions:
                 clause = c.cue.split(",")[0]
-                assert clause in carried[t][0].content and clause in text
+                assert reads_as_condition(clause) and clause in text and clause not in carried[t][0].content
             assert len(mine.turns[t].conditions) == len(ts.conditions)
             reworded += text != carried[t][0].content
     assert any(ts.conditions for ts in info.turns)
@@ -369,7 +370,7 @@ def test_the_total_shares_of_an_order_is_a_field_not_a_sum_so_its_sentence_takes
     seed, variant, _, donors = _variant("multi_turn_base_134")
     assert any(d["turn"] == 1 for d in donors)  # the details sentence is new words; the condition's sentence stays
     said = next(m.content for m in variant.turns[1] if m.role == "user")
-    assert "if it hasn't yet gone through" in said and "total shares purchased" not in said
+    assert re.search(r"withdraw that order (?:if|provided|as long as) ", said) and "total shares purchased" not in said
 
 
 def test_a_value_an_implicit_call_shares_with_the_asked_call_needs_no_sentence_of_its_own():
@@ -728,7 +729,8 @@ def test_a_turn_asking_for_its_calls_out_of_their_order_gets_new_words_around_it
     # hundredth and fill that in', though the fill runs first: its units follow the text, not the calls
     seed, task, plan, _ = _variant("multi_turn_base_63", run_seed=3)
     text = task.turns[1][0].content
-    assert "round it to nearest hundredth and fill that in" in text  # the transformation cue keeps its sentence
+    # the transformation cue keeps its sentence, its rounding in words of its own
+    assert re.search(r"round it (?:off )?to (?:two decimal places|(?:the )?nearest hundredth) and fill that in", text), text
     assert "Prior to commencing the drive" not in text  # the engine sentence is worded anew, a sentence per call
     info, mine = profile_task(seed).information.turns[1], information_structure(task).turns[1]
     assert [c.method for c in mine.calls if c.explicit] == [c.method for c in info.calls if c.explicit]
@@ -1313,7 +1315,7 @@ def test_a_kept_lead_keeps_the_conjunction_and_a_turn_says_please_once():
         return " ".join(m.content for m in turns[0] if m.role == "user")
 
     text = first_turn("multi_turn_base_151")
-    assert "for budgeting purposes, and if the cost is under 2000," in text
+    assert re.search(r"for budgeting purposes, and (?:if|as long as|provided) [^,]* 2000,", text), text
     assert len(re.findall(r"\bplease\b", first_turn("multi_turn_miss_func_41"), re.I)) == 1
 
 

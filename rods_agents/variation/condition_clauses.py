@@ -9,7 +9,8 @@ the cost is under 2000, book it'), or one closing it ('could you set up the GPS 
 aren't up to the mark?'; a purpose after it, ', so I'm not wandering off course', goes with the seed's words). The request is worded by one phrasebook sentence and the
 two are joined again (:meth:`ConditionCut.joined`: 'Should the range fall short, add 30 gallons of fuel to the
 tank.'). The re-measure of the whole turn checks that the condition count, every value source and the call's place
-are as they were.
+are as they were. The clause's own words are re-said afterwards where the phrasebook knows its form
+(:mod:`rods_agents.variation.clause_words`).
 """
 
 from __future__ import annotations

@@ -209,6 +209,14 @@ def vague_requests() -> dict[str, tuple[str, ...]]:
     return _merged("vague")
 
 
+@lru_cache(maxsize=1)
+def clause_rewordings() -> dict[str, tuple[str, ...]]:
+    """A clause as the seeds say it ('Should the range fall short,') -> other words that say the same
+    ('If the range isn't enough,'), from the files' ``"clauses"`` tables; ``{n}`` a number, ``{q}`` a quoted value.
+    Applied by :mod:`rods_agents.variation.clause_words`."""
+    return _merged("clauses")
+
+
 def story_sentences(classes: list[str]) -> list[str]:
     """Sentences that open a conversation with a story of its environments (the files' ``"story"`` tables,
     by class): a first turn that drops its seed's anecdote starts with one of these instead."""

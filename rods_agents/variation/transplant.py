@@ -22,7 +22,9 @@ sentences, or clauses handed over with 'and then' / ', then' / ';', that ask for
 units from a donor asking for just those calls the same way, and the units holding a condition, a
 reference or a transformation cue keep the carried wording: their cue ("the last stock on the list",
 "should any tire fall below 40 PSI", "round to the nearest integer") decides the ground truth, and a
-donor's cue of the same kind ("the first stock") would pick another value. Values a turn states for a
+donor's cue of the same kind ("the first stock") would pick another value (a condition, limit or rounding clause
+the phrasebook knows is then said in other words of the same kind, :mod:`~rods_agents.variation.clause_words`,
+re-measured like any new wording). Values a turn states for a
 call it leaves implicit ('the distance between Rivermist and Greenway' for the implicit zip-code
 lookups) are hidden slots that a donor must carry too. A miss_param withholding turn is worded only by
 another train turn withholding the same parameter of the same method (the withheld value is never
@@ -67,6 +69,7 @@ from rods_agents.analysis.novelty import call_values
 from rods_agents.analysis.obtainability import public_state, public_states, state_obtainable
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import _numbers, classify_arguments, user_text_upto
+from rods_agents.variation import clause_words
 from rods_agents.variation.assembly import assemble_turn, mixed_turn
 from rods_agents.variation.donor_search import (
     collect_fits,
@@ -524,6 +527,27 @@ def _reword_vague(seed: Task, seed_info: Any, variant: Task, turns: list[list[Me
     return turns, out
 
 
+def _reword_clauses(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], trace: Trace,
+                    measured: tuple[Any, set, set, set[int]], slot: int | None
+                    ) -> tuple[list[list[Message]], list[dict]]:
+    """Each turn's conditions, limits and rounding instructions in other words
+    (:func:`rods_agents.variation.clause_words.reworded`), in new and kept turns alike, each kept only where the
+    re-measure finds the structure the turn had: these clauses decide the ground truth, so they were the seed's
+    words inside every variant's new ones (reads 29/30: most pairs only "partly new")."""
+    out: list[dict] = []
+    for t, turn in enumerate(turns):
+        if _user_messages(turn) != 1:
+            continue
+        text = next(m.content for m in turn if m.role == "user")
+        for said in clause_words.reworded(text, f"{seed.scenario}|{t}", slot):
+            took = _worded(seed_info, variant, trace, turns, t, said, measured)
+            if took is not None:
+                turns = took[2]
+                out.append({"turn": t, "donors": [["phrasebook:clauses", t]]})
+                break
+    return turns, out
+
+
 def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: int | None = None
                      ) -> tuple[list[list[Message]], list[dict]]:
     """The variant's turns with as many as possible replaced by re-instantiated donor turns, and the
@@ -631,7 +655,8 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     turns, supplied = _reword_supply(seed, seed_info, variant, turns, trace, slot)
     reworded = {p["turn"] for p in provenance + supplied}
     turns, trimmed = _trim_fillers(seed, seed_info, variant, turns, trace, reworded, slot)
-    return turns, provenance + supplied + trimmed
+    turns, clauses = _reword_clauses(seed, seed_info, variant, turns, trace, measured, slot)
+    return turns, provenance + supplied + trimmed + clauses
 
 
 __all__ = ["transplant_turns"]

@@ -1,0 +1,100 @@
+"""Other words for the clauses a turn keeps because they decide its ground truth.
+
+A condition ('Should the range fall short,'), a limit ('I really can't afford a ticket that is over $5000.') or a
+rounding instruction ('round it to nearest hundredth') decides which calls run and with what values, so the rewrite
+kept its words: no donor turn says the same condition, and a donor's own would decide something else. Reads 29 and 30
+then marked most pairs only "partly new", for the seed's clause inside otherwise new words, and every sibling of a
+scenario carried the same clause. Each clause form the train seeds use has hand-written rewordings
+(``prompts/phrasebook/clauses.json``) that keep the clause's kind of cue: one condition cue, one limit word before
+the same number, a rounding cue. :func:`reworded` writes them in; the caller
+(:func:`rods_agents.variation.transplant.transplant_turns`) keeps a rewording only where the re-measured turn has
+the seed's structure (its condition count, limits, transformations and value sources), so a rewording that reads
+otherwise is never kept.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rods_agents.variation.phrasebook import clause_rewordings
+
+_NUMBER = r"(?P<n>\d[\d,]*(?:\.\d+)?)"
+_QUOTE = r"(?P<q>'[^'\n]{1,40}')"
+
+
+@dataclass(frozen=True)
+class ClauseForm:
+    """One clause as the seeds say it, compiled, and its rewordings (``{n}``/``{q}`` written back as found)."""
+
+    form: str
+    pattern: re.Pattern[str]
+    says: tuple[str, ...]
+
+
+def _compiled(form: str) -> re.Pattern[str]:
+    """``form`` as a pattern: case and runs of spaces ignored, either apostrophe accepted, ``{n}`` a number and
+    ``{q}`` a quoted value; it matches at word edges only ('if any are unlocked' is not inside 'if any are unlockedx')."""
+    parts = re.split(r"(\{n\}|\{q\})", form)
+    body = "".join(_NUMBER if p == "{n}" else _QUOTE if p == "{q}" else
+                   re.sub(r"\\ ", r"\\s+", re.escape(p)).replace("'", "['’]") for p in parts)
+    lead = r"\b" if form[:1].isalnum() else ""
+    tail = r"\b" if form[-1:].isalnum() else ""
+    return re.compile(lead + body + tail, re.I)
+
+
+@lru_cache(maxsize=1)
+def clause_forms() -> tuple[ClauseForm, ...]:
+    """Every clause form of the phrasebook, longest first (a longer form holds a shorter one's words)."""
+    return tuple(sorted((ClauseForm(form, _compiled(form), says) for form, says in clause_rewordings().items()),
+                        key=lambda f: -len(f.form)))
+
+
+def _cased(words: str, text: str, at: int) -> str:
+    """``words`` opening as the place ``at`` in ``text`` wants: a capital at the start of a sentence, else a small
+    letter ('..., if the cost is under 2000,'), except the pronoun 'I'."""
+    starts = not text[:at].strip() or text[:at].rstrip()[-1] in ".?!"
+    if not words or re.match(r"I\b", words):
+        return words
+    return (words[:1].upper() if starts else words[:1].lower()) + words[1:]
+
+
+def _written(say: str, m: re.Match[str], text: str) -> str:
+    fields = {k: v for k, v in m.groupdict().items() if v is not None}
+    return _cased(say.replace("{n}", fields.get("n", "{n}")).replace("{q}", fields.get("q", "{q}")), text, m.start())
+
+
+def clauses_in(text: str) -> list[tuple[re.Match[str], ClauseForm]]:
+    """The clauses of ``text`` the phrasebook has other words for, in text order, none overlapping."""
+    found: list[tuple[re.Match[str], ClauseForm]] = []
+    for form in clause_forms():
+        for m in form.pattern.finditer(text):
+            if all(m.end() <= o.start() or m.start() >= o.end() for o, _ in found):
+                found.append((m, form))
+    return sorted(found, key=lambda x: x[0].start())
+
+
+def reworded(text: str, key: str, slot: int | None) -> Iterator[str]:
+    """``text`` with every clause the phrasebook knows said in other words, one way after another: the ``slot``-th
+    rewording of each clause first (siblings of one scenario take different ones), then the next. ``key`` (the
+    scenario and turn) fixes each clause's order of rewordings, so a run is reproducible."""
+    found = clauses_in(text)
+    if not found:
+        return
+    orders = []
+    for _m, form in found:
+        says = list(form.says)
+        random.Random(f"{key}|{form.form}").shuffle(says)
+        orders.append(says)
+    for k in range(max(len(says) for says in orders)):
+        out, at = [], 0
+        for (m, _form), says in zip(found, orders, strict=True):
+            out += [text[at:m.start()], _written(says[((slot or 0) + k) % len(says)], m, text)]
+            at = m.end()
+        yield "".join(out) + text[at:]
+
+
+__all__ = ["ClauseForm", "clause_forms", "clauses_in", "reworded"]

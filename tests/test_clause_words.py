@@ -1,0 +1,106 @@
+"""A variant's conditions, limits and rounding instructions are its own words (rods_agents.variation.clause_words).
+
+What a user of the synthesized data relies on: a clause that decides the ground truth ('Should the range fall
+short,', 'round it to nearest hundredth') says the same thing in the variant, with the same number, but not in the
+seed's words; siblings of one scenario say it differently; a rewording that would read as another structure is
+never kept.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from envs.task import bfcl_task
+from rods_agents.analysis.information_structure import _ROUND_CUE, information_structure, reads_as_condition
+from rods_agents.analysis.novelty import user_text
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import stated_limits, trace_task
+from rods_agents.run.runtime import rng_for
+from rods_agents.stages.coherence_rewrite import build_variant, rewrite_plan
+from rods_agents.stages.plan_sampling import sample_variant_plan
+from rods_agents.variation.clause_words import clause_forms, clauses_in, reworded
+from rods_agents.variation.phrasebook import clause_rewordings
+
+
+def _filled(words: str) -> str:
+    return words.replace("{n}", "40").replace("{q}", "'AMZN'")
+
+
+def _cues(words: str) -> tuple[bool, list[float], bool]:
+    """What a clause's words decide: whether they read as a condition, the limits they state, a rounding cue."""
+    return reads_as_condition(words), [n for _t, n in stated_limits([words])], bool(_ROUND_CUE.search(words))
+
+
+@pytest.mark.parametrize("form", sorted(clause_rewordings()))
+def test_every_rewording_keeps_its_clauses_kind_of_cue_and_number(form):
+    """A rewording that lost the condition cue, stated another limit or dropped the rounding would change what the
+    task asks: the file is checked clause by clause, so a careless addition fails here and not in a read."""
+    says = clause_rewordings()[form]
+    assert len(says) >= 2, "siblings need more than one rewording"
+    for say in says:
+        assert _cues(_filled(say)) == _cues(_filled(form)), (form, say)
+        assert say.count("{n}") == form.count("{n}") and say.count("{q}") == form.count("{q}"), (form, say)
+        assert say.lower() != form.lower()
+
+
+def test_every_form_is_found_in_the_seed_words_it_was_written_for():
+    """The forms are written from the train seeds' turns: each must match at least one (a typo would leave it
+    matching nothing, and the clause would silently stay the seed's)."""
+    from envs.dataset import load_split
+
+    texts = [m.content for s in load_split("train") for turn in s.turns for m in turn if m.role == "user"]
+    for form in clause_forms():
+        assert any(form.pattern.search(t) for t in texts), form.form
+
+
+def test_a_reworded_clause_writes_back_its_number_and_takes_the_case_of_its_place():
+    text = ("Check the stats for me, would you? Should the range fall short, add 35 gallons. "
+            "Before booking, I really can't afford a ticket that is over $4200.")
+    said = next(reworded(text, "94|0", 0))
+    assert "Should the range fall short" not in said and "can't afford a ticket that is over" not in said
+    assert "$4200" in said and "add 35 gallons." in said
+    assert re.search(r"\? [A-Z]", said), said  # a sentence's opening clause opens it again
+    assert re.search(r"Before booking, (?:[a-z]|I\b)", said), said  # one inside a sentence goes on in small letters
+
+
+def test_siblings_say_a_clause_in_different_words():
+    text = "If any tire pressure is under 35 PSI, could you direct me to the closest tire shop?"
+    firsts = {next(reworded(text, "92|4", slot)) for slot in range(3)}
+    assert len(firsts) == 3 and all("35 PSI" in t for t in firsts)
+
+
+def test_clauses_do_not_overlap_and_unknown_words_are_left_alone():
+    assert clauses_in("Please book the flight to Boston.") == []
+    assert list(reworded("Please book the flight to Boston.", "1|0", 0)) == []
+    found = clauses_in("Round it to the nearest integer and fill that amount.")
+    assert len(found) == 1
+
+
+def _variant_text(seed_id: str, slot: int) -> tuple[str, object, object]:
+    seed = bfcl_task(seed_id)
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0))
+    turns, _donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, slot, "rewrite"), slot)
+    variant = build_variant(seed, turns, plan, slot, 3)
+    return user_text(variant), variant, seed
+
+
+@pytest.mark.parametrize("seed_id, seed_words", [
+    ("multi_turn_base_94", "Should the range fall short"),
+    ("multi_turn_base_90", "Round it to the nearest integer"),
+    ("multi_turn_base_152", "I really can't afford a ticket that is over"),
+])
+def test_a_variant_says_its_seeds_deciding_clause_in_other_words_with_the_same_structure(seed_id, seed_words):
+    """Reads 29/30 marked pairs 'partly new' for the seed's condition or rounding clause kept inside new words
+    (base_94's 'Should the range fall short,', base_90's 'Round it to the nearest integer'). The variant now says
+    it another way, and its conditions, transformations and limits measure as the seed's."""
+    text, variant, seed = _variant_text(seed_id, 0)
+    assert seed_words.lower() not in text.lower(), text
+    mine, theirs = information_structure(variant), information_structure(seed)
+    assert [len(t.conditions) for t in mine.turns] == [len(t.conditions) for t in theirs.turns]
+    assert [[x.kind for x in t.transformations] for t in mine.turns] == \
+        [[x.kind for x in t.transformations] for t in theirs.turns]
+    assert [len(t.limits) for t in mine.turns] == [len(t.limits) for t in theirs.turns]
