@@ -28,6 +28,20 @@ def _slot(param: str, value, source: str = "user", flag: bool = False, index: in
     return Slot(index, param, json.dumps(value), source, flag)
 
 
+def test_a_lower_case_value_of_several_words_is_quoted_where_it_would_run_into_the_sentence():
+    """Read 31, miss_func_190: 'I'd like comprehensive protection coverage for $50' reads as the type 'comprehensive'
+    (the seed quoted 'comprehensive protection'). Such a value is quoted; a one-word value, a name or a value the
+    phrasing already quotes is written as it is."""
+    p = parse_phrasing("TravelAPI", "purchase_insurance", 0, "I'd like {insurance_type} coverage for ${insurance_cost}.")
+    cost = _slot("insurance_cost", 50.0)
+    assert render(p, (_slot("insurance_type", "comprehensive protection"), cost)) == \
+        "I'd like 'comprehensive protection' coverage for $50."
+    assert render(p, (_slot("insurance_type", "comprehensive"), cost)) == "I'd like comprehensive coverage for $50."
+    q = parse_phrasing("GorillaFileSystem", "mv", 0, "Move '{source}' into {destination}.")
+    assert render(q, (_slot("source", "old notes"), _slot("destination", "San Francisco"))) == \
+        "Move 'old notes' into San Francisco."
+
+
 def test_a_phrasing_fits_only_a_call_that_states_exactly_its_placeholders():
     p = parse_phrasing("GorillaFileSystem", "mv", 0, "Move '{source}' into '{destination}'.")
     both = (_slot("source", "notes.txt"), _slot("destination", "archive"))

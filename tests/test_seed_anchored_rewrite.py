@@ -253,8 +253,10 @@ def _numbers_in_args(gt_turn: list[str]) -> set[float]:
 def test_a_changed_number_is_an_argument_wherever_the_text_says_it(seed, variant):
     """'display the last 10 lines' over tail(file) (10 is tail's default) must keep its 10: a number changes only
     where each turn that says it has a call of that turn (or the next, for a withheld value) taking it; a number
-    changed only before one unit ('30|gallons') counts only where the text says it with that unit."""
+    changed only before one unit ('30|gallons') counts only where the text says it with that unit. A threshold the
+    user sets and no call takes ('if it falls under 37.5 PSI') may change where the text says it only as a limit."""
     from rods_agents.variation.seed_anchor import has_number, number_matches, unit_after
+    from rods_agents.variation.stated_limits import _only_as_limit
 
     trace = trace_task(seed)
     profile = profile_task(seed, trace)
@@ -268,7 +270,8 @@ def test_a_changed_number_is_an_argument_wherever_the_text_says_it(seed, variant
                 unit_after(text, m.end()) == unit for m in number_matches(text, value))
             if said:
                 nearby = set().union(*(_numbers_in_args(seed.ground_truth[k]) for k in (t, t + 1) if k < len(seed.ground_truth)))
-                assert value in nearby, (seed.id, old, t, text)
+                # or a limit the user sets, said only as a limit (rods_agents.variation.stated_limits)
+                assert value in nearby or _only_as_limit(texts, value), (seed.id, old, t, text)
 
 
 def test_a_stock_the_text_never_names_keeps_its_ticker():

@@ -34,6 +34,7 @@ from rods_agents.variation.seed_anchor import (
 )
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.variation.state_resample import fills_to_capacity
+from rods_agents.variation.stated_limits import limit_numbers
 from rods_agents.variation.value_kinds import first_names, fresh, kind_of, options, pools
 
 _SYMBOL_LOOKUPS = knowledge.symbol_lookups()
@@ -222,6 +223,8 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                     and has_number(d.text_upto(rec.turn), value)
                     and (key := _number_key(d, bound, value)) is not None and d.p(0.8)):
                 numbers[key] = perturb(value, d.rng, grow=(rec.name, param) in _GROWABLE)
+    if d.attempt == 0 or d.force:
+        numbers.update(limit_numbers(d, bound, numbers))  # 'if it's below 40': the user's own threshold changes too
     # first or last names stated on their own, of a person renamed above
     for name, new in {**first_names, **last_names}.items():
         renames.setdefault(name, new)

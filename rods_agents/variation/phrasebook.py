@@ -365,6 +365,15 @@ def _stated_and_read(own: Mapping[str, Slot], named: Mapping[str, str], picks: M
     return stated, read
 
 
+def _runs_into_words(value: Any, text: str, m: re.Match) -> bool:
+    """A lower-case value of several words written bare ('comprehensive protection' in '{insurance_type} coverage'):
+    its end would run into the sentence's own words ('comprehensive protection coverage' reads as the type
+    'comprehensive', read 31), so it is quoted as the seeds quote it. Names and places (capitalised) and values the
+    phrasing already quotes are written as they are."""
+    return (isinstance(value, str) and " " in value.strip() and value == value.lower()
+            and text[m.start() - 1:m.start()] not in ("'", '"') and text[m.end():m.end() + 1] not in ("'", '"'))
+
+
 def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] = frozenset(),
            named: Mapping[str, str] | None = None, picks: Mapping[str, str] | None = None) -> str | None:
     """The phrasing written for a call's ``slots`` (one call, index 0), or None when it does not fit: its
@@ -414,6 +423,8 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
             return words
         if isinstance(value, dict) or value is None or value == "":
             raise KeyError(m.group(1))
+        if _runs_into_words(value, phrasing.text, m):
+            return f"'{value}'"
         return spoken(value)
 
     try:

@@ -1,0 +1,82 @@
+"""A limit the user sets is the user's own number: a variant may set another one, on the same side of every result.
+
+'If it's below 40, point me to the nearest tire shop', 'if the cost is under 2000, book it', 'By promising I mean the
+price is larger than 300': the number is a threshold no call takes, so the plan's numbers (which change only values
+calls take) left it as it was, and readers marked variants "partly new" for the seed's own amounts. Here such a
+limit gets another value of the same roundness (40 -> 45, 2000 -> 2500, 37.5 -> 35) that falls on the same side of
+every number the seed's results hold, with a margin, so each comparison the text asks for comes out as in the seed
+and none is knife-edge. A result the variant changes (another state, another route) is checked again after
+execution (:func:`rods_agents.analysis.tracing.limit_flips`, :func:`rods_agents.analysis.faithfulness.fare_over_cap`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rods_agents.analysis.tracing import _num_leaves, stated_limits
+from rods_agents.variation.draw import Draw, scalar_numbers
+from rods_agents.variation.seed_anchor import has_number, number_matches, word_number_matches
+from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
+
+_LEAF_LIMIT = 200_000  # a long-context listing holds no limit's comparison and is slow to walk
+
+
+def _step(n: float) -> float:
+    """How round ``n`` is: a new limit moves by this much (2000 by 500, 300 by 50, 40 by 5, 37.5 by 2.5)."""
+    for step in (500, 100, 50, 10, 5):
+        if n >= 2 * step and n % step == 0:
+            return step
+    return 2.5 if (2 * n) % 1 == 0 and n % 1 else 1.0
+
+
+def _result_numbers(d: Draw) -> list[float]:
+    out: list[float] = []
+    for rec in d.trace.calls:
+        if rec.error or not rec.result or len(rec.result) > _LEAF_LIMIT:
+            continue
+        try:
+            out += list(_num_leaves(json.loads(rec.result)).values())
+        except (json.JSONDecodeError, TypeError):
+            continue
+    return out
+
+
+def _same_side(old: float, new: float, results: list[float]) -> bool:
+    """Every result number compares with ``new`` as it does with ``old``, none within 5% (at least 1) of ``new``."""
+    lo, hi = min(old, new), max(old, new)
+    margin = max(1.0, 0.05 * new)
+    return not any(lo <= x <= hi or abs(x - new) < margin for x in results)
+
+
+def _taken_by_a_call(bound: list[tuple[Any, dict[str, Any]]], n: float) -> bool:
+    return any(n in scalar_numbers(v) or any(has_number(s, n) for s in _scalar_strings(v))
+               for _rec, args in bound for v in args.values())
+
+
+def _only_as_limit(texts: list[str], n: float) -> bool:
+    """Every place the text says ``n`` states it as a limit: a 40 said as '40 gallons' elsewhere would change too."""
+    said = sum(len(number_matches(t, n)) + len(word_number_matches(t, n)) for t in texts)
+    return said == sum(x == n for _t, x in stated_limits(texts))
+
+
+def limit_numbers(d: Draw, bound: list[tuple[Any, dict[str, Any]]], taken: dict[str, Any]) -> dict[str, Any]:
+    """The plan's new numbers (``repr(old) -> new``, as :func:`rods_agents.variation.seed_anchor.substitute_numbers`
+    reads them) for the limits the seed's text states and no call takes; ``taken``: the numbers already changed."""
+    out: dict[str, Any] = {}
+    results: list[float] | None = None
+    for n in dict.fromkeys(x for _t, x in stated_limits(d.turn_text)):
+        if (n <= 0 or any(k.partition("|")[0] in (repr(n), repr(int(n))) for k in taken) or _taken_by_a_call(bound, n)
+                or not _only_as_limit(d.turn_text, n) or not d.p(0.8)):
+            continue
+        results = _result_numbers(d) if results is None else results
+        step = _step(n)
+        options = [n + k * step for k in (-2, -1, 1, 2) if 0.6 * n <= n + k * step <= 1.5 * n]
+        options = [x for x in options if _same_side(n, x, results)]
+        if options:
+            new = d.pick(options, f"limit|{n:g}")
+            out[repr(n)] = int(new) if float(new).is_integer() and float(n).is_integer() else new
+    return out
+
+
+__all__ = ["limit_numbers"]
