@@ -1141,3 +1141,17 @@ def test_a_sentence_after_one_that_says_the_route_points_at_it_instead_of_saying
     moved = phrasebook_donors(bfcl_task("multi_turn_base_0"), 0, 1, ("mv",), mv, segment_signature(), set(), set(),
                               words, before=made)
     assert all("exports" in d.text or re.search(r"\b(it|there|that)\b", d.text) for d in moved), [d.text for d in moved]
+
+
+def test_a_grep_for_the_functions_a_script_defines_is_asked_for_by_what_it_finds():
+    """base_33 asks 'Use grep to find out the name of the function of the script.' for grep(pattern='def'): the
+    assistant composes 'def' from what is asked. No sentence asked for that recipe, so every sample kept the seed's
+    sentence. A value recipe told by the value ('def' -> function_names) lets phrasings that leave 'def' unsaid word it."""
+    from rods_agents.variation.turn_bank import recipe_of
+
+    assert recipe_of("grep", "pattern", "{}", "def") == "function_names"
+    assert recipe_of("grep", "pattern", "{}", "update") == ""
+    seed, variant = _rewritten("multi_turn_base_33")
+    said = _user(variant, 1)
+    assert said != _user(seed, 1) and "def" not in said.lower() and "grep" in said.lower(), said
+    assert [re.sub(r"file_name='[^']*',\s*", "", c) for c in variant.ground_truth[1]] == ["grep(pattern='def')"]

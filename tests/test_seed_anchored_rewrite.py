@@ -419,3 +419,18 @@ def test_a_cap_said_again_by_new_words_is_a_limit_the_plan_holds_costs_to():
              "Just double check the flight cost for me. My max spending limit is 7000.",
              "with a cost under $1200", "My travel funds should not exceed $2000"]
     assert stated_limits(texts) == [(0, 2500.0), (1, 7000.0), (2, 1200.0), (3, 2000.0)]
+
+
+def test_a_dictated_value_whose_quote_the_seed_never_closes_is_closed_where_it_ends():
+    """base_110's last turn opens the ticket's description with a quote and never closes it ('... with the
+    description 'There is an issue ... an account summary. My username is user123 ...'): nothing said where the
+    description stops (read 31, borderline). The variant closes the quote where the description ends."""
+    from envs.executor import parse_call
+    from tests.test_transplant import _rewrite
+
+    for slot in range(2):
+        _seed, plan, turns, _donors = _rewrite("multi_turn_base_110", slot)
+        said = " ".join(m.content for m in turns[5] if m.role == "user")
+        create = next(parse_call(c) for c in plan.ground_truth[5] if c.startswith("create_ticket"))
+        description = create.kwargs["description"]
+        assert f"'{description}'" in said or description not in said, said

@@ -1350,3 +1350,32 @@ def test_a_human_turn_asking_for_a_fuel_check_words_only_a_task_that_checks_the_
     for slot in range(4):
         said = " ".join(m.content for turn in _rewrite("multi_turn_long_context_67", slot)[2] for m in turn)
         assert "enough fuel" not in said
+
+
+def test_a_re_planned_sample_still_takes_a_whole_turn_wording():
+    """Slots past the scenario's eight (a re-plan, a later assembly) read their sibling rank past the eight fitting
+    donors a slot picks among, and every whole-turn wording was refused: base_5's 'display the contents of
+    'archive_summary.txt' ... Sort the contents alphabetically' stayed the seed's in every re-planned sample."""
+    for slot in (12, 13, 14):
+        said = " ".join(m.content for m in _rewrite("multi_turn_base_5", slot)[2][1] if m.role == "user")
+        assert "archive_summary.txt" in said and "Sort the contents alphabetically" not in said, said
+
+
+def test_a_pick_two_calls_of_a_unit_share_gets_new_words_around_it():
+    """base_49 sorts 'the third file displayed in that directory' and then tails it: both calls read that one pick,
+    so the sort's unit counted a reference of another call and kept the seed's sentence in every sample. The pick's
+    words stay; the request around them is new."""
+    seed = bfcl_task("multi_turn_base_49")
+    first = seed.turns[1][0].content.split(". ")[0]
+    for slot in (0, 1):
+        said = " ".join(m.content for m in _rewrite(seed.id, slot)[2][1] if m.role == "user")
+        assert "the third file displayed in that directory" in said and first not in said, said
+
+
+def test_an_id_no_call_takes_is_said_again_beside_new_words():
+    """base_199 gives a sender id no call takes ('using my sender id 'MichaelTpss'') beside the message it dictates:
+    new words dropping it were refused, so all eight samples kept 'Loggin in as USR001 for messaging ...'. The id
+    is now said again in a sentence of its own."""
+    for slot in (0, 5):
+        said = " ".join(m.content for m in _rewrite("multi_turn_base_199", slot)[2][3] if m.role == "user")
+        assert "'MichaelTpss'" in said and "Loggin in" not in said, said

@@ -218,7 +218,36 @@ def carry_turn(text: str, turn: int, plan: Any) -> str:
             text = re.sub(rf"\b([Aa])n? (?={re.escape(new)}\b)",
                           lambda m, a=article, t=text: m.group(0) if _quoted(t, m.start()) else
                           (a.capitalize() if m.group(1) == "A" else a) + " ", text)
+    text = _closed_quotes(text, _dictated(plan.ground_truth, turn))
     return _DOUBLED.sub(r"\1", text)  # the seeds' own typos ('each each') are not carried
+
+
+def _dictated(ground_truth: list[list[str]], turn: int) -> list[str]:
+    """The text values (a dozen characters or more) the calls of ``turn`` and the next one take: what the turn may
+    dictate (a miss_param turn's value is taken a turn later)."""
+    out: list[str] = []
+    for call in [c for t in (turn, turn + 1) if t < len(ground_truth) for c in ground_truth[t]]:
+        try:
+            parsed = parse_call(call)
+        except CallError:
+            continue
+        out += [v for v in (*parsed.args, *parsed.kwargs.values()) if isinstance(v, str) and len(v) >= 12]
+    return out
+
+
+def _closed_quotes(text: str, values: list[str]) -> str:
+    """A dictated value whose quote the seed opens and never closes ("with the description 'There is an issue ... an
+    account summary. My username is user123 ...", base_110) gets its closing quote where the value ends: left open,
+    nothing says where the description stops (read 31 marked it borderline). A quote closed later in the text, or an
+    apostrophe inside a word, leaves the text as it is."""
+    for value in values:
+        at = text.find("'" + value)
+        if at < 0:
+            continue
+        end = at + 1 + len(value)
+        if text[end:end + 1] not in ("'", "’") and not re.search(r"(?<![A-Za-z])['’]|['’](?![A-Za-z])", text[end:]):
+            text = text[:end] + "'" + text[end:]
+    return text
 
 
 __all__ = ["anchored_plan", "carry_turn", "rederive"]

@@ -434,7 +434,10 @@ def unit_picks(span: str, info: Any, methods: tuple[str, ...], unit: tuple[int, 
     if b - a != 1:
         return {}
     refs = [r for r in info.references if r.method == methods[a]]
-    if not refs or len(refs) != len(info.references) or info.transformations or info.conditions:
+    own = {(r.cue, r.param) for r in refs}
+    # another call's reference counts as this one's where it is the same pick of the same value: base_49 sorts 'the
+    # third file displayed in that directory' and then tails it, both calls reading that one pick
+    if not refs or any((r.cue, r.param) not in own for r in info.references) or info.transformations or info.conditions:
         return {}
     return call_picks(info, span, methods[a])
 

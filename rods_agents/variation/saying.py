@@ -547,9 +547,27 @@ def _restated_only(sentence: str, text: str, taken: set[float], earlier: str) ->
     are all it holds beyond ``text``."""
     rest = _specifics_of(sentence, earlier, text)
     lacking = _numbers(rest) - _numbers(text)
+    if not lacking:
+        return _restated_ids(sentence, rest, text)
     if not lacking - taken or lacking & taken or not _keeps_quoted(text, rest):
         return None
     return restated_numbers(sentence, lacking - taken, text)
+
+
+# an id the user gives that no call takes: "using my sender id 'MichaelTpss'" (base_199's distractor)
+_QUOTED_ID = re.compile(r"\b(?:my|the)\s+((?:[a-z]+\s+){0,2}id)\s+(?:is\s+|of\s+)?'([^']+)'", re.I)
+
+
+def _restated_ids(sentence: str, rest: str, text: str) -> list[str] | None:
+    """Sentences that say again the quoted ids of ``sentence`` the new words ``text`` lack ("My sender id is
+    'MichaelTpss'."), when those are all they lack: base_199 gives a sender id no call takes beside the message it
+    dictates, so every new wording was refused for dropping it, and all eight samples kept the seed's sentence."""
+    low = text.lower()
+    lacking = sorted(q for q in _quoted_in(rest) if q not in low)
+    said = {m.group(2).strip().lower(): f"My {m.group(1).lower()} is '{m.group(2)}'." for m in _QUOTED_ID.finditer(sentence)}
+    if not lacking or any(q not in said for q in lacking):
+        return None
+    return [said[q] for q in lacking]
 
 
 def _specifics_of(span: str, earlier: str, text: str) -> str:

@@ -215,7 +215,7 @@ def turn_slots(trace: Trace, sources: list[ArgSource], turn: int) -> tuple[tuple
                 else ""
             if not producer and a is not None and a.source == "call" and isinstance(value, list):
                 producer = gathered_producer(trace, value, position[id(r)])
-            recipe = recipe_of(r.name, param, r.result) if a is not None and a.source == "composed" else ""
+            recipe = recipe_of(r.name, param, r.result, value) if a is not None and a.source == "composed" else ""
             slots.append(Slot(r.index, param, json.dumps(value, sort_keys=True), a.source if a else "flag", flag,
                               producer, recipe))
     return tuple(r.name for r in recs), tuple(slots)
@@ -241,13 +241,17 @@ def mark_sole(task: Task, trace: Trace, turn: int, slots: tuple[Slot, ...]) -> t
     return tuple(out)
 
 
-def recipe_of(method: str, param: str, result: str) -> str:
+def recipe_of(method: str, param: str, result: str, value: Any = None) -> str:
     """The named recipe (``prompts/bfcl/value_recipes.json``) a composed argument was built by, told by its call's
     result: a fill whose tank then holds its capacity filled it up, whatever the amount ('fill it completely', 'top
-    it up to end with 50 gallons'); "" when none is named or the result shows none."""
+    it up to end with 50 gallons'); or by the ``value`` itself: a grep for 'def' looks for the functions a script
+    defines ('find out the name of the function of the script'); "" when none is named or the result shows none."""
     recipes = knowledge.value_recipes().get(f"{method}.{param}") or {}
     if not recipes:
         return ""
+    by_value = next((name for name, rule in sorted(recipes.items()) if "value" in rule and rule["value"] == value), "")
+    if by_value:
+        return by_value
     try:
         data = json.loads(result)
     except (TypeError, ValueError):
