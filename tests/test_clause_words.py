@@ -25,7 +25,7 @@ from rods_agents.variation.phrasebook import clause_rewordings
 
 
 def _filled(words: str) -> str:
-    return words.replace("{n}", "40").replace("{q}", "'AMZN'")
+    return words.replace("{n}", "40").replace("{q}", "'AMZN'").replace("{w}", "Jerry")
 
 
 def _cues(words: str) -> tuple[bool, list[float], bool]:
@@ -41,7 +41,7 @@ def test_every_rewording_keeps_its_clauses_kind_of_cue_and_number(form):
     assert len(says) >= 2, "siblings need more than one rewording"
     for say in says:
         assert _cues(_filled(say)) == _cues(_filled(form)), (form, say)
-        assert say.count("{n}") == form.count("{n}") and say.count("{q}") == form.count("{q}"), (form, say)
+        assert all(say.count(f) == form.count(f) for f in ("{n}", "{q}", "{w}")), (form, say)
         assert say.lower() != form.lower()
 
 
@@ -104,3 +104,17 @@ def test_a_variant_says_its_seeds_deciding_clause_in_other_words_with_the_same_s
     assert [[x.kind for x in t.transformations] for t in mine.turns] == \
         [[x.kind for x in t.transformations] for t in theirs.turns]
     assert [len(t.limits) for t in mine.turns] == [len(t.limits) for t in theirs.turns]
+
+
+def test_a_turn_a_later_call_writes_down_keeps_its_clauses_as_they_are():
+    """base_29 asks 'Create a file name based on the number of byte used. It should be in 'number.pdf' format.' and
+    later 'Write my last question in it': the echo writes that turn down, so its words (the format clause too) stay
+    exactly what the ground truth writes."""
+    from envs.executor import parse_call
+    from tests.test_transplant import _rewrite
+
+    for slot in (0, 1):
+        _seed, plan, turns, _donors = _rewrite("multi_turn_base_29", slot)
+        said = " ".join(m.content for m in turns[1] if m.role == "user")
+        echo = next(parse_call(c) for c in plan.ground_truth[2] if c.startswith("echo"))
+        assert echo.kwargs["content"] == said, (said, echo.kwargs["content"])

@@ -1379,3 +1379,19 @@ def test_an_id_no_call_takes_is_said_again_beside_new_words():
     for slot in (0, 5):
         said = " ".join(m.content for m in _rewrite("multi_turn_base_199", slot)[2][3] if m.role == "user")
         assert "'MichaelTpss'" in said and "Loggin in" not in said, said
+
+
+def test_a_folder_a_one_match_find_singles_out_is_pointed_at_by_new_words():
+    """base_28 finds 'analysis' (one match, './data/analysis_report.txt') and then asks 'Naviagte to that first
+    analysis and identify any line with error in it': the folder and the file are parts of the one path found, so
+    'that first' picks nothing and a sentence pointing at where the file turned up says the same. Every sample kept
+    the seed's sentence; the cd stays the assistant's to infer from the find's result."""
+    from rods_agents.variation.turn_bank import _only_path_holds
+
+    assert _only_path_holds('{"matches": ["./data/analysis_report.txt"]}', "data")
+    assert not _only_path_holds('{"matches": ["./data/a.txt", "./b/a.txt"]}', "data")
+    for slot in (0, 1):
+        _seed, plan, turns, _donors = _rewrite("multi_turn_base_28", slot)
+        said = " ".join(m.content for m in turns[1] if m.role == "user")
+        assert "Naviagte" not in said and "'error'" in said and "data" not in said, said
+        assert plan.ground_truth[1][0].startswith("cd(")

@@ -24,6 +24,7 @@ from rods_agents.variation.phrasebook import clause_rewordings
 
 _NUMBER = r"(?P<n>\d[\d,]*(?:\.\d+)?)"
 _QUOTE = r"(?P<q>'[^'\n]{1,40}')"
+_NAME = r"(?P<w>(?-i:[A-Z][a-z]+))"
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,10 @@ class ClauseForm:
 
 def _compiled(form: str) -> re.Pattern[str]:
     """``form`` as a pattern: case and runs of spaces ignored, either apostrophe accepted, ``{n}`` a number and
-    ``{q}`` a quoted value; it matches at word edges only ('if any are unlocked' is not inside 'if any are unlockedx')."""
-    parts = re.split(r"(\{n\}|\{q\})", form)
-    body = "".join(_NUMBER if p == "{n}" else _QUOTE if p == "{q}" else
-                   re.sub(r"\\ ", r"\\s+", re.escape(p)).replace("'", "['’]") for p in parts)
+    ``{q}`` a quoted value, ``{w}`` a capitalised word; it matches at word edges only ('if any are unlocked' is not inside 'if any are unlockedx')."""
+    fields = {"{n}": _NUMBER, "{q}": _QUOTE, "{w}": _NAME}
+    parts = re.split(r"(\{[nqw]\})", form)
+    body = "".join(fields.get(p) or re.sub(r"\\ ", r"\\s+", re.escape(p)).replace("'", "['’]") for p in parts)
     lead = r"\b" if form[:1].isalnum() else ""
     tail = r"\b" if form[-1:].isalnum() else ""
     return re.compile(lead + body + tail, re.I)
@@ -64,7 +65,9 @@ def _cased(words: str, text: str, at: int) -> str:
 
 def _written(say: str, m: re.Match[str], text: str) -> str:
     fields = {k: v for k, v in m.groupdict().items() if v is not None}
-    return _cased(say.replace("{n}", fields.get("n", "{n}")).replace("{q}", fields.get("q", "{q}")), text, m.start())
+    for key, found in fields.items():
+        say = say.replace("{" + key + "}", found)
+    return _cased(say, text, m.start())
 
 
 def clauses_in(text: str) -> list[tuple[re.Match[str], ClauseForm]]:

@@ -101,8 +101,10 @@ def picks_something(target: tuple[Slot, ...]) -> bool:
     """Some argument of the turn is left for its words to pick (read from a result or the state, or composed). A
     turn whose every argument is stated or a documented choice has nothing a filter phrase could single out: 'an
     inventory of files that are visible and hidden' (ls -a) describes the listing, and a sentence for the same
-    calls that states the same values asks for the same thing (the re-measure still checks sources and structure)."""
-    return any(x.source in PICKED for x in target if not x.flag)
+    calls that states the same values asks for the same thing (the re-measure still checks sources and structure).
+    A value one result singles out (:attr:`Slot.producer`) is no pick either: a sentence pointing at that result says it."""
+    return any(x.source in PICKED for x in target if not x.flag and not x.producer)  # a value its result singles
+    # out leaves nothing to pick ('that first analysis' over a find with one match, base_28)
 
 
 def stray_picks(span: str, stray: list[tuple[int, int]], methods: tuple[str, ...], target: tuple[Slot, ...]

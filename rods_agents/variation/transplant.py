@@ -539,6 +539,8 @@ def _reword_clauses(seed: Task, seed_info: Any, variant: Task, turns: list[list[
         if _user_messages(turn) != 1:
             continue
         text = next(m.content for m in turn if m.role == "user")
+        if quoted_later(text, variant, t):
+            continue  # a later call writes this turn down ('Write my last question in it', base_29): it stays
         for said in clause_words.reworded(text, f"{seed.scenario}|{t}", slot):
             took = _worded(seed_info, variant, trace, turns, t, said, measured)
             if took is not None:

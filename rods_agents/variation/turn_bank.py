@@ -299,6 +299,8 @@ def singled_producer(trace: Trace, producer: int | None, value: Any, consumer: i
         return ""
     keys = [k for k, found in _keyed_result(trace.calls[producer].result).items()
             if ("scalar", value) in found or found == (("list", value),)]  # a list of one ('travel_cost_list': [2400.0])
+    if not keys and _only_path_holds(trace.calls[producer].result, value):
+        return trace.calls[producer].name
     if len(keys) != 1:
         return ""
     def same(v: Any) -> str:  # 10 and 10.0 are one fuel level ('gallon_to_liter(gallon=10)' of '{"fuelLevel": 10.0}')
@@ -312,6 +314,16 @@ def singled_producer(trace: Trace, producer: int | None, value: Any, consumer: i
             continue  # an order's 'id' is no second ticket: 'the ticket' points past the trading calls
         seen.update(same(v) for _, v in _keyed_result(r.result).get(keys[0], ()))
     return trace.calls[producer].name if seen == {same(value)} else ""
+
+
+def _only_path_holds(result: str, value: Any) -> bool:
+    """The result lists one path and ``value`` is a part of it: find's one match './data/analysis_report.txt' singles
+    out the folder 'data' and the file 'analysis_report.txt' ('Go into the folder where that file turned up'; base_28
+    kept its seed's 'Naviagte to that first analysis' in every sample)."""
+    if not isinstance(value, str) or not value:
+        return False
+    items = [v for found in _keyed_result(result).values() for kind, v in found if kind == "list"]
+    return len(items) == 1 and isinstance(items[0], str) and "/" in items[0] and value in items[0].strip("./").split("/")
 
 
 def gathered_producer(trace: Trace, value: list, consumer: int) -> str:
