@@ -1029,9 +1029,10 @@ def test_a_booking_withholding_its_destination_leaves_a_token_said_before_unsaid
 def test_a_pick_in_words_the_lexicon_reads_as_the_calls_own_gets_new_words_around_it():
     # long_context_7 turn 2 'output the complete content of the first file you find': 'the first' reads as cat's
     # own words, so no cue counted as stray and the sentence stayed whole in 6 accepted variants
+    # the find has one match, so the new words may point at the file it found instead (turn_bank._only_path_holds)
     seed, variant = _rewritten("multi_turn_long_context_7")
     before, after = _user(seed, 2), _user(variant, 2)
-    assert "the first file" in after.lower()
+    assert re.search(r"the first file|file (?:you (?:just )?found|the search found)", after, re.I)
     assert containment(after, before, mask=True) < 0.5, after
     assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 2]
 
