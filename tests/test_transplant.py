@@ -1395,3 +1395,37 @@ def test_a_folder_a_one_match_find_singles_out_is_pointed_at_by_new_words():
         said = " ".join(m.content for m in turns[1] if m.role == "user")
         assert "Naviagte" not in said and "'error'" in said and "data" not in said, said
         assert plan.ground_truth[1][0].startswith("cd(")
+
+
+def test_a_support_message_the_assistant_composes_is_described_anew():
+    """base_186 asks 'Kindly contact customer support on my behalf, emphasizing the smooth facilitation of my travel
+    arrangements' and the assistant composes the message: a composed free text counted as a pick, so no sentence
+    describing a message of its own fitted and every sample kept the seed's words. The variant now describes another
+    concern, and its ground truth's message is that concern's."""
+    from envs.executor import parse_call
+
+    seed, _plan, turns, donors = _rewrite("multi_turn_base_186")
+    said = " ".join(m.content for m in turns[3] if m.role == "user")
+    adopted = next(d["adopted"] for d in donors if d["turn"] == 3 and d.get("adopted"))
+    assert "smooth facilitation" not in said, said
+    assert adopted[0]["from"] == parse_call(seed.ground_truth[3][0]).kwargs["message"] != adopted[0]["to"]
+
+
+def test_a_message_a_turn_writes_into_its_words_is_written_unquoted_again():
+    """base_190 writes the message into its words ('... contact customer support with the details to hopefully solve
+    this unexpected charge found on the invoice?'): every phrasing quoted it, which the seed does not, so the turn
+    stayed the seed's. Phrasings that write the message unquoted after a colon word it."""
+    said = " ".join(m.content for m in _rewrite("multi_turn_base_190")[2][3] if m.role == "user")
+    assert "popped up on the invoice" not in said and "Unexpected charge found on the invoice." in said, said
+    assert "'Unexpected charge" not in said
+
+
+def test_a_ticket_picked_by_its_description_keeps_the_description_in_new_words():
+    """base_106: 'There seems to be a glitch with a ticket I lodged recently regarding trading system queries. Would
+    you be able to track down that ticket for me?' picks the ticket by its description; 'that ticket' is written as
+    the ticket the words before introduce, inside a new sentence. long_context_125's 'the most recent ticket I opened'
+    keeps its pick the same way."""
+    said = " ".join(m.content for m in _rewrite("multi_turn_base_106")[2][2] if m.role == "user")
+    assert "the ticket I lodged recently regarding trading system queries" in said and "glitch" not in said, said
+    said = " ".join(m.content for m in _rewrite("multi_turn_long_context_125")[2][3] if m.role == "user")
+    assert "the most recent ticket" in said and "alert about a support inquiry" not in said, said

@@ -30,6 +30,7 @@ from rods_agents.analysis.tracing import Trace
 from rods_agents.analysis.value_sources import _dates, _numbers, named_by_lookup
 from rods_agents.variation.cues import PICKED, brings_cues, names_other_work, said_out_of_order
 from rods_agents.variation.donor_fit import reinstantiate, value_map
+from rods_agents.variation.free_text import free_text_params
 from rods_agents.variation.phrasebook import STATED, context_sentences, phrase_donors, spoken
 from rods_agents.variation.saying import (
     as_sentence,
@@ -323,6 +324,7 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     looked_up |= {x.param for x in own if x.source == "state" and x.param in said_before}
     if len(methods) > 2 or any(x.source in PICKED and not x.producer and not x.recipe and not x.sole
                                 and x.param not in named and x.param not in picks and x.param not in looked_up
+                                and not (describing and f"{methods[x.index]}.{x.param}" in free_text_params())
                                 for x in own):
         return []  # a value read from the state or one of several results: the seed's words say which one
     # a value of an implicit call that the call itself takes too ('snag 100 shares of XYZ' states the symbol of the
@@ -371,7 +373,8 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
         out = [d for d in out if not says_withheld_by_pronoun(d.text)]
     if earlier.strip():  # 'Can you check on the ticket?' where no turn has spoken of a ticket (read 28): words
         # that name it by themselves go first ('the support ticket I opened')
-        out = [d for d in out if not _dangling(d.text, f"{earlier} {before}")] or out
+        # the words of a value the sentence writes ('Unexpected charge found on the invoice.') are not its own pointer
+        out = [d for d in out if not _dangling(_unvalued(d.text, own), f"{earlier} {before}")] or out
     if hidden:  # a one-call turn that states values of implicit calls: a context sentence carries them, unless the
         # sentence itself names them ('How far is it from Sunset Valley to Shadowridge?' after 'There's a trip from
         # Sunset Valley to Shadowridge on my mind.' named both cities twice, read 18)
@@ -391,6 +394,15 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
 
 
 _DEFINITE = re.compile(r"\bthe (ticket|order|booking|reservation|invoice|message|tweet|post)\b", re.I)
+
+
+def _unvalued(text: str, own: Iterable[Slot]) -> str:
+    """``text`` without the values of several words it states: their words are the user's message, not a pointer."""
+    for x in own:
+        value = json.loads(x.value)
+        if x.source in STATED and isinstance(value, str) and len(value.split()) >= 3:
+            text = text.replace(value, "")
+    return text
 
 
 def _dangling(text: str, said: str) -> bool:

@@ -45,8 +45,10 @@ def _written_out(value: str, text: str) -> bool:
 
 
 def described(slot: Slot, method: str, text: str) -> bool:
-    """``slot`` is a free text of ``method`` that ``text`` gives in words of its own or unquoted, never in quotes."""
-    if f"{method}.{slot.param}" not in free_text_params() or slot.source != "user" or slot.flag:
+    """``slot`` is a free text of ``method`` that ``text`` gives in words of its own or unquoted, never in quotes: one
+    the user states, or one the assistant composes from what the turn describes ('Kindly contact customer support on
+    my behalf, emphasizing the smooth facilitation of my travel arrangements', base_186)."""
+    if f"{method}.{slot.param}" not in free_text_params() or slot.source not in ("user", "composed") or slot.flag:
         return False
     value = json.loads(slot.value)
     return isinstance(value, str) and len(value.split()) >= 3 and not quoted_in(value, text, ends=" .")

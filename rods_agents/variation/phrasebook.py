@@ -400,6 +400,8 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
     if phrasing.withholds and phrasing.withholds not in held:
         return None  # its words mark a value missing that this call has
     stated, read = _stated_and_read(own, named, picks)
+    # a free text the assistant composes from what the turn describes is described anew by a 'describes' phrasing
+    stated |= {p for p, _ in phrasing.describes if p in own and own[p].source == "composed"}
     origin = dict(phrasing.results)
     if origin.keys() != read.keys() or any(read[p] not in methods and "*" not in methods for p, methods in origin.items()):
         return None  # it points at a result the call does not read, or leaves one unpointed

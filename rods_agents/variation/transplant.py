@@ -78,7 +78,14 @@ from rods_agents.variation.donor_search import (
     phrasebook_donors,
     sibling_rank,
 )
-from rods_agents.variation.free_text import adopted_ground_truth, adopted_slots, described, quoted_later, tied_elsewhere
+from rods_agents.variation.free_text import (
+    adopted_ground_truth,
+    adopted_slots,
+    described,
+    free_text_params,
+    quoted_later,
+    tied_elsewhere,
+)
 from rods_agents.variation.phrasebook import contexts, spoken, story_sentences, supply_sentences, vague_requests
 from rods_agents.variation.saying import as_sentence, dictated, keeps_specifics, named_as, said_as_is, word_in
 from rods_agents.variation.set_picks import set_phrase, set_pick_turn
@@ -456,7 +463,9 @@ def _adopted(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message
                         if 0 <= x.index < len(methods) and described(x, methods[x.index], carried)]
     if not described_values or any(tied_elsewhere(v, others) for v in described_values):
         return
-    delicate = bool(parsed.get("references") or parsed.get("transformations"))
+    # the composing of a described free text (a 'text' transformation of it) is what the adopted words describe anew
+    delicate = bool(parsed.get("references") or any(
+        not (x.kind == "text" and f"{x.method}.{x.param}" in free_text_params()) for x in seed_info.turns[g].transformations))
     pool = ordered_donors([d for d in donors_for(methods, sig, knowledge.donor_key(seed), cue_key(seed_info, g) if delicate else None)
                      if d.task_id not in used], seed, t, 0, len(methods), rng, slot)
     if len(methods) == 1 and not delicate and all(x.index >= 0 for x in target):  # and the phrasebook's described texts
