@@ -434,3 +434,15 @@ def test_a_dictated_value_whose_quote_the_seed_never_closes_is_closed_where_it_e
         create = next(parse_call(c) for c in plan.ground_truth[5] if c.startswith("create_ticket"))
         description = create.kwargs["description"]
         assert f"'{description}'" in said or description not in said, said
+
+
+def test_a_value_quoted_open_straight_and_closed_curly_is_quoted_straight():
+    """base_193 titles a ticket 'Urgent Change in Travel Plans’ (a straight quote opening, a curly one closing): the
+    quotes paired wrongly, the turn read as holding other values and every sample kept the seed's words. The quote
+    closes as it opened, and the turn takes new words that keep the title."""
+    from rods_agents.variation.anchored_plan import _closed_quotes
+    from tests.test_transplant import _rewrite
+
+    assert _closed_quotes("a ticket titled 'Urgent Change’ now", ["Urgent Change"]) == "a ticket titled 'Urgent Change' now"
+    said = " ".join(m.content for m in _rewrite("multi_turn_base_193")[2][3] if m.role == "user")
+    assert "'Urgent Change in Travel Plans'" in said and "In light of these new developments" not in said, said

@@ -238,14 +238,17 @@ def _dictated(ground_truth: list[list[str]], turn: int) -> list[str]:
 def _closed_quotes(text: str, values: list[str]) -> str:
     """A dictated value whose quote the seed opens and never closes ("with the description 'There is an issue ... an
     account summary. My username is user123 ...", base_110) gets its closing quote where the value ends: left open,
-    nothing says where the description stops (read 31 marked it borderline). A quote closed later in the text, or an
-    apostrophe inside a word, leaves the text as it is."""
+    nothing says where the description stops (read 31 marked it borderline). One closed by a curly quote closes with
+    the straight one it opened with. A quote closed later in the text, or an apostrophe inside a word, leaves the text
+    as it is."""
     for value in values:
         at = text.find("'" + value)
         if at < 0:
             continue
         end = at + 1 + len(value)
-        if text[end:end + 1] not in ("'", "’") and not re.search(r"(?<![A-Za-z])['’]|['’](?![A-Za-z])", text[end:]):
+        if text[end:end + 1] == "’":  # 'Urgent Change in Travel Plans’ (base_193): the quote closes as it opened
+            text = text[:end] + "'" + text[end + 1:]
+        elif text[end:end + 1] != "'" and not re.search(r"(?<![A-Za-z])['’]|['’](?![A-Za-z])", text[end:]):
             text = text[:end] + "'" + text[end:]
     return text
 
