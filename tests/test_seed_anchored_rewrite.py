@@ -288,7 +288,8 @@ def test_a_stock_the_text_never_names_keeps_its_ticker():
 
 def test_a_stated_limit_holds_in_the_variant():
     """'business class, with a cost of below $1200' (miss_param_169): a new date may change the fare, but never past
-    the limit the user states, or the ground truth (which books the flight) no longer follows from the text."""
+    the limit the user states (its own or, where the plan sets another, the new one), or the ground truth (which books
+    the flight) no longer follows from the text."""
     seed = load_tasks(ids=["multi_turn_miss_param_169"])[0]
     trace = trace_task(seed)
     profile = profile_task(seed, trace)
@@ -296,7 +297,18 @@ def test_a_stated_limit_holds_in_the_variant():
         plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, variant, 0), 0)
         draft = seed.model_copy(update={"ground_truth": plan.ground_truth, "initial_config": plan.initial_config})
         invoices = [json.loads(r.result) for r in trace_task(draft).calls if r.name == "retrieve_invoice"]
-        assert invoices and all(inv["invoice"]["travel_cost"] < 1200 for inv in invoices), (variant, invoices)
+        limit = _plan_limit(seed, plan)  # the user's own limit, which the plan may set anew (stated_limits.py)
+        assert invoices and all(inv["invoice"]["travel_cost"] < limit for inv in invoices), (variant, invoices, limit)
+
+
+def _plan_limit(seed, plan) -> float:
+    """The one limit the seed's text states, as the plan's numbers write it."""
+    from rods_agents.analysis.tracing import stated_limits
+    from rods_agents.variation.seed_anchor import substitute_numbers
+
+    (limit,) = {n for _t, n in stated_limits([substitute_numbers(" ".join(m.content for m in turn), plan.numbers)
+                                                for turn in seed.turns])}
+    return limit
 
 
 def test_limits_pair_up_turn_by_turn_when_a_turn_is_reworded():
@@ -353,7 +365,7 @@ def test_a_stated_limit_holds_when_the_call_comes_turns_later():
     for plan in plans:
         draft = seed.model_copy(update={"ground_truth": plan.ground_truth, "initial_config": plan.initial_config})
         costs = [json.loads(r.result)["invoice"]["travel_cost"] for r in trace_task(draft).calls if r.name == "retrieve_invoice"]
-        assert all(c < 1200 for c in costs), costs
+        assert all(c < _plan_limit(seed, plan) for c in costs), costs
 
 
 @pytest.mark.parametrize("seed_id,word", [("multi_turn_base_125", "Alphabet"), ("multi_turn_base_66", "Berkeley"),

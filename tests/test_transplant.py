@@ -1430,3 +1430,17 @@ def test_a_ticket_picked_by_its_description_keeps_the_description_in_new_words()
     assert "the ticket I lodged recently regarding trading system queries" in said and "glitch" not in said, said
     said = " ".join(m.content for m in _rewrite("multi_turn_long_context_125")[2][3] if m.role == "user")
     assert "the most recent ticket" in said and "alert about a support inquiry" not in said, said
+
+
+def test_a_well_known_airport_named_by_its_city_becomes_another_well_known_one():
+    """Read 32: 'from Crescent Hollow to Autumnville' where the seed said 'to Los Angeles' and the ground truth writes
+    LAX with no lookup: a careful person knows LAX, not ATV, so the variant asked for a lookup its ground truth never
+    makes (four such pairs). A well-known airport the text names by its city now becomes another well-known one."""
+    from rods_agents.variation.entity_swaps import _KNOWN_CODES
+
+    for seed_id in ("multi_turn_base_167", "multi_turn_long_context_199", "multi_turn_miss_func_179"):
+        for slot in range(4):
+            _seed, plan, _turns, _donors = _rewrite(seed_id, slot)
+            for old, new in plan.swaps.items():
+                if old in _KNOWN_CODES and old not in " ".join(m.content for t in _seed.turns for m in t):
+                    assert new in _KNOWN_CODES, (seed_id, slot, old, new)

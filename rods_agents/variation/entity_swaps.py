@@ -276,11 +276,18 @@ def _routes() -> frozenset[tuple[str, str]]:
 _ROUTE_METHODS = {"get_flight_cost", "book_flight"}
 
 
+# airports a careful person knows by their city without a lookup; the environment's other cities (Rivermist,
+# Autumnville, ...) are its own, and their codes are found with get_nearest_airport_by_city or list_all_airports
+_KNOWN_CODES = frozenset({"SFO", "LAX", "JFK", "ORD", "BOS", "LHR", "CDG", "PEK", "HKG", "HND"})
+
+
 def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
     """A flight the user states (airport codes or their cities) becomes another route the travel environment
     prices: the new endpoint replaces the old code and city name everywhere, the other endpoint stays where
     it is not stated (found by a lookup). Not where any flight of the task is to or from another airport,
-    or where an airport is named only inside a dictated text."""
+    or where an airport is named only inside a dictated text. A well-known airport the text names by its city
+    ('from Los Angeles', the ground truth writing LAX with no lookup) becomes another well-known one: 'from
+    Autumnville' would leave the assistant a lookup the ground truth never makes (read 32: four such pairs)."""
     from rods_agents.analysis.value_sources import airport_cities
 
     flights = {(args.get("travel_from"), args.get("travel_to")) for r, args in bound if r.name in _ROUTE_METHODS}
@@ -314,8 +321,10 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     if not movable:
         return
     named = {c for c in cities if Substitution({c: "\0", cities[c]: "\0"}, derived_forms=False).found(text)}
+    by_city = {c for c in (src, dst) if c in _KNOWN_CODES and not Substitution({c: "\0"}, derived_forms=False).found(text)}
     options_ = [(a, b) for a, b in _routes() if (a, b) != (src, dst) and (a == src or src in movable)
-                and (b == dst or dst in movable) and not ({a, b} - {src, dst}) & named]
+                and (b == dst or dst in movable) and not ({a, b} - {src, dst}) & named
+                and all(new in _KNOWN_CODES for old, new in ((src, a), (dst, b)) if old in by_city and new != old)]
     if not options_:
         return
     a, b = d.pick(options_, "route")
