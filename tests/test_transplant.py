@@ -1444,3 +1444,14 @@ def test_a_well_known_airport_named_by_its_city_becomes_another_well_known_one()
             for old, new in plan.swaps.items():
                 if old in _KNOWN_CODES and old not in " ".join(m.content for t in _seed.turns for m in t):
                     assert new in _KNOWN_CODES, (seed_id, slot, old, new)
+
+
+def test_a_dictated_template_follows_its_own_calls_words_not_a_later_calls():
+    """Read 32, miss_func_17: '... message my new contact about it. Can you pull up my sent messages? Write the message
+    in the format of 'Kelly Total Score: total_score'.' put the format after the request to view sent messages, as if
+    it were about that. The template now follows the words asking for the message, and the later call's words follow
+    it."""
+    for slot in (0, 1, 4):
+        said = " ".join(m.content for m in _rewrite("multi_turn_base_17", slot)[2][2] if m.role == "user")
+        fmt, sent = said.find("format of 'Kelly Total Score"), said.lower().rfind("sent")
+        assert 0 <= fmt < sent, said

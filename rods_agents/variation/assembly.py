@@ -389,6 +389,16 @@ def _templated_words(carried: str, unit: tuple[int, int, int, int], templated: t
     a, b, lo, hi = unit
     start, end, slot_key = templated
     after = carried[lo + end:hi]
+    if a <= slot_key[0] < b - 1 and len(after.split()) >= 3:
+        # later calls asked for after the template ('..., in the format of '...', I'd appreciate a list of all the
+        # communications I've sent'): the template follows its own call's words, not theirs (read 32, miss_func_17
+        # put the format after 'Can you pull up my sent messages?')
+        k = slot_key[0] + 1
+        first = word(a, k, carried[lo:lo + start], left_to_template(_rebased(target, a, k), (slot_key[0] - a, slot_key[1])))
+        rest = word(k, b, after, _rebased(target, k, b)) if first is not None else None
+        if first is not None and rest is not None:
+            return ([as_sentence(first[0]), template_sentence(carried[lo + start:lo + end], key), as_sentence(rest[0])],
+                    first[1] + rest[1])
     span = carried[lo:lo + start] + after
     found = word(a, b, span, left_to_template(_rebased(target, a, b, whole=(a, b) == (0, len(methods))), slot_key))
     if found is None:
