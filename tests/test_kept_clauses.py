@@ -49,13 +49,15 @@ def test_the_template_clause_is_cut_from_the_request_that_comes_before_it():
 def test_a_template_in_mid_sentence_leaves_the_words_after_it_to_the_request():
     """base_17: 'Please dispatch of the report to Kelly, I need to add her contact (Kelly), in the format of 'Kelly
     Total Score: total_score', I'd appreciate a list of all the communications I've sent until now.' The clause ends
-    with its quote; the list of sent messages after it is asked for by new words, and the template's sentence names
-    the message it shapes (scenario 17 had no variant)."""
+    with its quote; the list of sent messages after it is asked for by new words after the template, and the
+    template's sentence follows the words asking for the message it shapes (scenario 17 had no variant)."""
     seed, variant, _, _ = _variant("multi_turn_base_17")
     text = variant.turns[2][0].content
     assert "in the format of 'Kelly Total Score: total_score'" in text
     assert "I'd appreciate a list of all the communications" not in text
-    assert "the message in the format" in text and text.index("Kelly") < text.index("format")
+    # right after the words asking for the message the template says 'it'; after other words it names the message
+    assert re.search(r"(?:the message|it) in the format", text) and text.index("Kelly") < text.index("format")
+    assert text.index("format") < text.lower().rindex("sent")  # the template comes before the later request
 
 
 def test_only_a_sentence_leaving_the_text_to_the_template_words_a_templated_value():
