@@ -1455,3 +1455,16 @@ def test_a_dictated_template_follows_its_own_calls_words_not_a_later_calls():
         said = " ".join(m.content for m in _rewrite("multi_turn_base_17", slot)[2][2] if m.role == "user")
         fmt, sent = said.find("format of 'Kelly Total Score"), said.lower().rfind("sent")
         assert 0 <= fmt < sent, said
+
+
+def test_a_withholding_turn_naming_its_call_only_vaguely_gets_a_request_as_vague():
+    """miss_param_189: 'Can you amplify some messages?' withholds which tweet to retweet and names the call only
+    vaguely; no donor withholds the same way, and the vague requests were tried only for turns naming no call, so
+    every sample kept the seed's sentence. It now takes one of them where the re-measure reads the same withholding."""
+    from rods_agents.variation.phrasebook import vague_requests
+
+    seed, plan, turns, donors = _rewrite("multi_turn_miss_param_189")
+    said = " ".join(m.content for m in turns[2] if m.role == "user")
+    assert said in vague_requests()["retweet.tweet_id"] and {"turn": 2, "donors": [["phrasebook:vague", 2]]} in donors
+    variant = build_variant(seed, turns, plan, 0, 3)
+    assert information_structure(variant).turns[2].withheld == information_structure(seed).turns[2].withheld

@@ -512,16 +512,19 @@ def _worded(seed_info: Any, variant: Task, trace: Trace, turns: list[list[Messag
 
 
 def _reword_vague(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], trace: Trace,
-                  held: dict[int, Any], measured: tuple[Any, set, set, set[int]], slot: int | None
-                  ) -> tuple[list[list[Message]], list[dict]]:
+                  held: dict[int, Any], measured: tuple[Any, set, set, set[int]], slot: int | None,
+                  worded: frozenset[int] = frozenset()) -> tuple[list[list[Message]], list[dict]]:
     """New words for each miss_param turn that asks for no call and leaves the next turn's call a value ('Can you
     amplify some messages?' before 'I mean retweet my recent post'): a request as vague as the seed's
     (:func:`rods_agents.variation.phrasebook.vague_requests`), kept only where the re-measure finds the same
-    structure. No donor words such a turn (it names no call), so every sample kept the seed's sentence (reads 27/28)."""
+    structure. No donor words such a turn (it names no call), so every sample kept the seed's sentence (reads 27/28).
+    A withholding turn that names its call only vaguely ('Can you amplify some messages?', miss_param_189) and that no
+    donor worded (not in ``worded``) tries them too: the re-measure keeps one only where the call and the withheld
+    value read as before."""
     out: list[dict] = []
     for t in range(len(turns) - 1):
         w = seed_info.turns[t].withheld if t < len(seed_info.turns) else None
-        if (variant.category != "miss_param" or t in held or w is None or w.supplied_at != t + 1 or w.stated_before
+        if (variant.category != "miss_param" or t in held and t in worded or w is None or w.supplied_at != t + 1 or w.stated_before
                 or variant.ground_truth[t] or _user_messages(turns[t]) != 1):
             continue
         texts = list(vague_requests().get(f"{w.method}.{w.param}", ()))
@@ -658,7 +661,8 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
                     {"turn": g, "method": methods[x.index], "param": x.param, "from": json.loads(x.value),
                      "to": json.loads(y.value)} for x, y in zip(target, after, strict=True) if x.value != y.value]})
                 break
-    turns, vague = _reword_vague(seed, seed_info, variant, turns, trace, held, measured, slot)
+    turns, vague = _reword_vague(seed, seed_info, variant, turns, trace, held, measured, slot,
+                                 frozenset(p["turn"] for p in provenance))
     provenance += vague
     reworded = {p["turn"] for p in provenance if "adopted" not in p}
     turns, dropped = _drop_carried_context(seed_info, variant, turns, trace, seed_turns, reworded, measured)
