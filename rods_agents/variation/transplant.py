@@ -52,7 +52,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from envs.task import Message, Task
@@ -511,6 +511,17 @@ def _worded(seed_info: Any, variant: Task, trace: Trace, turns: list[list[Messag
     return trial, trial_trace, trial_turns
 
 
+def _first_worded(seed_info: Any, variant: Task, trace: Trace, turns: list[list[Message]], t: int,
+                  texts: Iterable[str], measured: tuple[Any, set, set, set[int]]) -> list[list[Message]] | None:
+    """The turns with turn ``t`` worded by the first of ``texts`` that :func:`_worded` keeps (tried lazily, in
+    order); None when it keeps none."""
+    for text in texts:
+        took = _worded(seed_info, variant, trace, turns, t, text, measured)
+        if took is not None:
+            return took[2]
+    return None
+
+
 def _reword_vague(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message]], trace: Trace,
                   held: dict[int, Any], measured: tuple[Any, set, set, set[int]], slot: int | None,
                   worded: frozenset[int] = frozenset()) -> tuple[list[list[Message]], list[dict]]:
@@ -530,12 +541,10 @@ def _reword_vague(seed: Task, seed_info: Any, variant: Task, turns: list[list[Me
         texts = list(vague_requests().get(f"{w.method}.{w.param}", ()))
         random.Random(f"{seed.scenario}|{t}|vague").shuffle(texts)
         k = (slot or 0) % len(texts) if texts else 0
-        for text in texts[k:] + texts[:k]:
-            took = _worded(seed_info, variant, trace, turns, t, text, measured)
-            if took is not None:
-                turns = took[2]
-                out.append({"turn": t, "donors": [["phrasebook:vague", t]]})
-                break
+        took = _first_worded(seed_info, variant, trace, turns, t, texts[k:] + texts[:k], measured)
+        if took is not None:
+            turns = took
+            out.append({"turn": t, "donors": [["phrasebook:vague", t]]})
     return turns, out
 
 
@@ -553,12 +562,11 @@ def _reword_clauses(seed: Task, seed_info: Any, variant: Task, turns: list[list[
         text = next(m.content for m in turn if m.role == "user")
         if quoted_later(text, variant, t):
             continue  # a later call writes this turn down ('Write my last question in it', base_29): it stays
-        for said in clause_words.reworded(text, f"{seed.scenario}|{t}", slot):
-            took = _worded(seed_info, variant, trace, turns, t, said, measured)
-            if took is not None:
-                turns = took[2]
-                out.append({"turn": t, "donors": [["phrasebook:clauses", t]]})
-                break
+        took = _first_worded(seed_info, variant, trace, turns, t, clause_words.reworded(text, f"{seed.scenario}|{t}", slot),
+                             measured)
+        if took is not None:
+            turns = took
+            out.append({"turn": t, "donors": [["phrasebook:clauses", t]]})
     return turns, out
 
 
@@ -598,12 +606,11 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
         carried = next(m.content for m in turns[t] if m.role == "user")
         set_pick = bool(seed_info.turns[g].unresolved_picks)
         if not methods and signature is None:
-            for text in statement_texts(carried, target, world, seed.scenario, slot):
-                took = _worded(seed_info, variant, trace, turns, t, text, measured)
-                if took is not None:
-                    turns = took[2]
-                    provenance.append({"turn": t, "donors": [["phrasebook:statement", t]]})
-                    break
+            took = _first_worded(seed_info, variant, trace, turns, t,
+                                 statement_texts(carried, target, world, seed.scenario, slot), measured)
+            if took is not None:
+                turns = took
+                provenance.append({"turn": t, "donors": [["phrasebook:statement", t]]})
             continue
         if not methods or (set_pick and (signature is not None or set_phrase(carried) is None)):
             continue  # words that pick a value the lexicon cannot read ('the one with a substantial order value',
