@@ -22,6 +22,10 @@ over train seeds and measures, per seed category:
 - ground truths failing the trace checks: accepted variants whose ground truth, executed again, errors or
   does not pass ``envs.checker.check(strict_tools=True)`` against itself (seeds that fail it themselves,
   e.g. miss_func_49, only count when the non-strict check fails too);
+- lookups written: accepted variants whose ground truth gained the lookups its text leaves to the assistant
+  (``rods_agents.analysis.lookups``: 'the alphabetically first file' gains its ``ls()``), with their count, and
+  the variants that need fewer such lookups than their seed would (an easier task). Every other column measures
+  the variant as judged, with those lookups taken out again; the trace checks run on the final ground truth;
 - unfaithful variants: accepted variants with a problem :mod:`rods_agents.analysis.faithfulness` finds (a
   choice swapped with the old option's words left, 'fill it completely' not full, a knife-edge balance,
   a ticker the environment does not know, an id renamed with its old digits left, a round number made odd).
@@ -63,6 +67,7 @@ from envs.checker import check
 from envs.task import Task
 from rods_agents.analysis.faithfulness import faithfulness_problems
 from rods_agents.analysis.information_structure import InformationStructure, information_structure, structure_mismatches
+from rods_agents.analysis.lookups import without_lookups, write_lookups
 from rods_agents.analysis.novelty import (
     containment,
     kept_seed_turns,
@@ -171,9 +176,11 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
                     for cls in seed.involved_classes:
                         copies_by_class[cls] += 1
     pairs: dict[str, list[tuple[Task, Task]]] = defaultdict(list)
-    for task in accepted:
-        prov = task.provenance or {}
+    for final in accepted:
+        prov = final.provenance or {}
         seed = by_id[prov["seed_id"]]
+        task = without_lookups(final)  # as judged; the written lookups are counted on their own
+        seed_lookups = len(write_lookups(seed)[1])
         for key in (seed.category, "all"):
             pairs[key].append((task, seed))
         vis = information_structure(task)
@@ -205,12 +212,14 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "patched": bool(prov.get("patches")),
             "digits_only": new_only_in_digits(task, seed),
             "kept_turns": len(kept := kept_seed_turns(task, seed)), "keeps_seed_turn": bool(kept),
-            "trace_check_failed": fails_trace_checks(task, seed),
+            "trace_check_failed": fails_trace_checks(final, seed),
+            "lookups_written": bool(prov.get("lookups")), "lookup_count": len(prov.get("lookups") or []),
+            "fewer_lookups_than_seed": len(prov.get("lookups") or []) < seed_lookups,
             "unfaithful": bool(unfaithful(task, seed)),
         }
         for key in (seed.category, "all"):
             c[key].update({k: int(v) for k, v in flags.items()})
-    copies = near_copy_stats(accepted)
+    copies = near_copy_stats([without_lookups(t) for t in accepted])
     seeded = {key: {s.scenario for s in seeds if key in (s.category, "all")} for key in (*CATEGORIES, "all")}
     out: dict[str, Any] = {}
     for key in (*CATEGORIES, "all"):
@@ -226,6 +235,8 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "scenario_near_copy_share": _share(copies[key]["near_copies"], copies[key]["pairs"]),
             "scenarios_covered": len(covered), "scenarios_seeded": len(seeded[key]),
             "gt_trace_check_failures": x["trace_check_failed"],
+            "lookups_written": _share(x["lookups_written"], acc), "lookup_count": x["lookup_count"],
+            "fewer_lookups_than_seed": x["fewer_lookups_than_seed"],
             "unfaithful_variants": x["unfaithful"],
             "samples": x["samples"], "accepted": acc, "acceptance": _share(acc, x["samples"]),
             "same_skeleton": _share(x["same_skeleton"], acc),
@@ -273,6 +284,8 @@ ROWS = [("samples", "samples"), ("accepted", "accepted"), ("acceptance", "accept
         ("variants with leftover old names", "leftover_old_names"), ("variants with filler arguments", "filler_arguments"),
         ("repaired by the patch agent", "patch_share"),
         ("ground truths failing the trace checks", "gt_trace_check_failures"),
+        ("lookups written into the ground truth (share)", "lookups_written"), ("  lookups written", "lookup_count"),
+        ("  needs fewer lookups than its seed", "fewer_lookups_than_seed"),
         ("unfaithful (old choice words, knife-edge, unknown ticker, ...)", "unfaithful_variants")]
 
 

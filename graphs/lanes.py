@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from envs.task import Task
+from rods_agents.analysis.lookups import without_lookups
 
 T = TypeVar("T")
 
@@ -36,8 +37,10 @@ def lanes(samples: Sequence[T], seed_of: Callable[[T], Task]) -> list[list[T]]:
 
 def sibling_entry(task: Task) -> dict:
     """What the verdict's near-copy test reads of a sibling (text, calls, scenario), without the initial config:
-    it can be large (long_context), and the list is written into each later sample's first checkpoint."""
-    return task.model_dump(exclude={"initial_config", "provenance"})
+    it can be large (long_context), and the list is written into each later sample's first checkpoint. The calls
+    are those the sibling was judged with: the lookups written into its ground truth after the verdict
+    (:mod:`rods_agents.analysis.lookups`) are taken out, as the candidate has none written yet."""
+    return without_lookups(task).model_dump(exclude={"initial_config", "provenance"})
 
 
 class Siblings:

@@ -13,6 +13,7 @@ from envs.task import Task
 from graphs.synthesis import graph, synthesize
 from rods_agents.analysis.contamination import contamination_threshold, natural_baseline
 from rods_agents.analysis.information_structure import information_structure
+from rods_agents.analysis.lookups import without_lookups, write_lookups
 from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.skills import compare_skill_profiles, rejecting
 from rods_agents.analysis.tracing import trace_task
@@ -143,6 +144,8 @@ def test_oracle_every_literal_argument_is_obtainable(run):
     for task in result.accepted:
         composed = {(a["turn"], a["index"], a["param"]) for a in task.provenance["profile"]["arg_sources"]
                     if a["source"] == "composed"}
+        for w in task.provenance["lookups"]:  # positions judged before the lookups were written in
+            composed = {(t, i + (t == w["turn"] and i >= w["index"]), p) for t, i, p in composed}
         misses, n = _oracle_misses(task, composed)
         checked += n
         seed = by_id[task.provenance["seed_id"]]
@@ -159,11 +162,14 @@ def test_accepted_samples_reexecute_cleanly_and_match_their_seed(run):
         assert task.id.startswith(f"multi_turn_{task.category}_{task.scenario}__rods_")
         seed = by_id[task.provenance["seed_id"]]
         assert check(task, [[gt] for gt in task.ground_truth], strict_tools=True).passed or seed_fails_strict(seed)
-        trace = trace_task(task)
-        assert not trace.errors
-        seed_profile, profile = profile_task(seed), profile_task(task, trace)
+        assert not trace_task(task).errors
+        # the verdict judged the task before its lookups were written in (rods_agents.analysis.lookups)
+        judged = without_lookups(task)
+        assert write_lookups(judged)[0].ground_truth == task.ground_truth
+        trace = trace_task(judged)
+        seed_profile, profile = profile_task(seed), profile_task(judged, trace)
         # only obtainable values: state values have a unique hint in the text, composed ones a recipe
-        unobtainable, fallbacks = obtainability_problems(task, trace, profile, seed_profile)
+        unobtainable, fallbacks = obtainability_problems(judged, trace, profile, seed_profile)
         # a slot the seed's own wording already leaves without a rule-recognised hint is not held against it
         assert [p for p in unobtainable if slot(p) not in seed_unobtainable(seed)] == []
         # the seed's skill-level profile holds (issue 13: functions may change inside a skill class, so exact

@@ -1432,18 +1432,25 @@ def test_a_ticket_picked_by_its_description_keeps_the_description_in_new_words()
     assert "the most recent ticket" in said and "alert about a support inquiry" not in said, said
 
 
-def test_a_well_known_airport_named_by_its_city_becomes_another_well_known_one():
+def test_an_airport_named_by_its_city_stays_as_well_known_as_it_was():
     """Read 32: 'from Crescent Hollow to Autumnville' where the seed said 'to Los Angeles' and the ground truth writes
     LAX with no lookup: a careful person knows LAX, not ATV, so the variant asked for a lookup its ground truth never
-    makes (four such pairs). A well-known airport the text names by its city now becomes another well-known one."""
-    from rods_agents.variation.entity_swaps import _KNOWN_CODES
+    makes (four such pairs). A well-known airport the text names by its city now becomes another well-known one, and
+    a made-up city's (Rivermist: the assistant looks RMS up, and the lookup is written in) another made-up one: 'from
+    Los Angeles' would spare the variant a lookup its seed needs."""
+    from rods_agents.analysis.value_sources import WELL_KNOWN_AIRPORTS, airport_cities
 
-    for seed_id in ("multi_turn_base_167", "multi_turn_long_context_199", "multi_turn_miss_func_179"):
+    moved = {True: 0, False: 0}
+    for seed_id in ("multi_turn_base_167", "multi_turn_long_context_199", "multi_turn_miss_func_179",
+                    "multi_turn_base_153", "multi_turn_base_190"):
         for slot in range(4):
             _seed, plan, _turns, _donors = _rewrite(seed_id, slot)
+            said = " ".join(m.content for t in _seed.turns for m in t)
             for old, new in plan.swaps.items():
-                if old in _KNOWN_CODES and old not in " ".join(m.content for t in _seed.turns for m in t):
-                    assert new in _KNOWN_CODES, (seed_id, slot, old, new)
+                if old in airport_cities() and old not in said and new != old:
+                    assert (new in WELL_KNOWN_AIRPORTS) == (old in WELL_KNOWN_AIRPORTS), (seed_id, slot, old, new)
+                    moved[old in WELL_KNOWN_AIRPORTS] += 1
+    assert moved[True] and moved[False], moved
 
 
 def test_a_dictated_template_follows_its_own_calls_words_not_a_later_calls():

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from envs.task import Task
+from rods_agents.analysis.lookups import without_lookups
 from rods_agents.analysis.novelty import SIBLING_TEXT_COPY, mask_digits, masked_text, ngrams
 from rods_agents.analysis.variant_quality import parsed_call, parsed_ground_truth
 
@@ -54,6 +55,9 @@ def text_print(task: Task) -> Fingerprint:
 
 
 def fingerprint(task: Task) -> Fingerprint:
+    """The near-duplicate fingerprint of ``task`` as judged: the lookups written into its ground truth afterwards
+    (``ls()``, ``get_user_id(user=...)``) are the same in many siblings and say nothing about its substance."""
+    task = without_lookups(task)
     masked = tuple(sorted(f"{m}({mask_digits(a)})" for turn in parsed_ground_truth(task) for m, a in turn))
     base = text_print(task)
     return Fingerprint(task.id, base.text, base.calls, task.scenario, frozenset(ngrams(masked_text(task), mask=True)),

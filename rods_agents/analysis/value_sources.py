@@ -204,6 +204,9 @@ def stated_as_date(value: str, dates: set[str]) -> bool:
     return bool(m) and f"????-{m.group(2)}-{m.group(3)}" in dates
 
 
+# airports a model knows by their city without a lookup ('from Los Angeles' is LAX); a made-up city's is looked up
+WELL_KNOWN_AIRPORTS = frozenset({"SFO", "LAX", "JFK", "ORD", "BOS", "LHR", "CDG", "PEK", "HKG", "HND"})
+
 # what people call the cities of TravelAPI's airport table
 CITY_ALIASES: dict[str, tuple[str, ...]] = {"New York": ("NYC", "New York City"), "San Francisco": ("SF",),
                                             "Los Angeles": ("LA",), "Hong Kong": ("HK",)}

@@ -1,5 +1,9 @@
 """Last node of a sample, ``finalize_sample``: package its outcome as one :class:`SampleResult`.
 
+An accepted task first gets the lookups its text leaves to the assistant written into its ground truth
+(:mod:`rods_agents.analysis.lookups`: 'the alphabetically first file' gains the ``ls()`` a person makes), after
+every check has passed on the task as planned; ``provenance['lookups']`` says what was written where.
+
 The accepted task carries its provenance (seed, run settings, plan changes, patches, judge log,
 costs) so an exported row can be traced back to the run and seed that made it; a rejection keeps
 its reasons, the judge's log and earlier attempts' reasons (``rejected.jsonl``).
@@ -11,6 +15,7 @@ import logging
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from rods_agents.analysis.lookups import write_lookups
 from rods_agents.run.context import context_of
 from rods_agents.run.outcome import PIPELINE_EXCEPTION, SampleResult, Verdict
 from rods_agents.run.runtime import emit
@@ -86,8 +91,9 @@ def _package_sample(state: SampleState, runtime: Any) -> dict:
         variant_sources=dict(Counter(a["source"] for a in (variant_profile or {}).get("arg_sources", []))),
     ).model_dump()
     if result["accepted"]:
-        task = task_of(state)
+        task, lookups = write_lookups(task_of(state))
         task.provenance = _provenance(state, runtime, result, detail, variant_profile)
+        task.provenance["lookups"] = [w.model_dump() for w in lookups]
         result["task"] = task.to_bfcl()
     emit(runtime, state, "done", "accepted" if result["accepted"] else "rejected")
     return {"results": [result]}

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from rods_agents.analysis import knowledge
-from rods_agents.analysis.value_sources import household_tickers, ticker_companies, ticker_products
+from rods_agents.analysis.value_sources import WELL_KNOWN_AIRPORTS, household_tickers, ticker_companies, ticker_products
 from rods_agents.variation.draw import Draw, fs_kinds
 from rods_agents.variation.seed_anchor import Substitution
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
@@ -278,7 +278,6 @@ _ROUTE_METHODS = {"get_flight_cost", "book_flight"}
 
 # airports a careful person knows by their city without a lookup; the environment's other cities (Rivermist,
 # Autumnville, ...) are its own, and their codes are found with get_nearest_airport_by_city or list_all_airports
-_KNOWN_CODES = frozenset({"SFO", "LAX", "JFK", "ORD", "BOS", "LHR", "CDG", "PEK", "HKG", "HND"})
 
 
 def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
@@ -287,7 +286,9 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     it is not stated (found by a lookup). Not where any flight of the task is to or from another airport,
     or where an airport is named only inside a dictated text. A well-known airport the text names by its city
     ('from Los Angeles', the ground truth writing LAX with no lookup) becomes another well-known one: 'from
-    Autumnville' would leave the assistant a lookup the ground truth never makes (read 32: four such pairs)."""
+    Autumnville' would leave the assistant a lookup the ground truth never makes (read 32: four such pairs); a
+    made-up city's airport, which the assistant looks up, stays a made-up one (rods_agents.analysis.lookups writes
+    that lookup in; 'from Los Angeles' would spare the assistant it)."""
     from rods_agents.analysis.value_sources import airport_cities
 
     flights = {(args.get("travel_from"), args.get("travel_to")) for r, args in bound if r.name in _ROUTE_METHODS}
@@ -321,10 +322,11 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     if not movable:
         return
     named = {c for c in cities if Substitution({c: "\0", cities[c]: "\0"}, derived_forms=False).found(text)}
-    by_city = {c for c in (src, dst) if c in _KNOWN_CODES and not Substitution({c: "\0"}, derived_forms=False).found(text)}
+    by_city = {c for c in (src, dst) if not Substitution({c: "\0"}, derived_forms=False).found(text)}
     options_ = [(a, b) for a, b in _routes() if (a, b) != (src, dst) and (a == src or src in movable)
                 and (b == dst or dst in movable) and not ({a, b} - {src, dst}) & named
-                and all(new in _KNOWN_CODES for old, new in ((src, a), (dst, b)) if old in by_city and new != old)]
+                and all((new in WELL_KNOWN_AIRPORTS) == (old in WELL_KNOWN_AIRPORTS)
+                        for old, new in ((src, a), (dst, b)) if old in by_city and new != old)]
     if not options_:
         return
     a, b = d.pick(options_, "route")
