@@ -65,6 +65,9 @@ def example(variant: Task, seed: Task, index: int) -> str:
                                         "patches", "donors") if prov.get(k)}
     if changes:
         lines += ["Changes: " + "; ".join(f"**{k}** `{json.dumps(v)[:300]}`" for k, v in changes.items()), ""]
+    if prov.get("lookups"):
+        lines += ["Lookups written into the variant's ground truth (a careful person makes them; the seed's own ground "
+                  "truth leaves them out): " + "; ".join(f"turn {w['turn']}: `{w['call']}`" for w in prov["lookups"]), ""]
     if diff := state_diff(seed, variant):
         lines += [f"State the variant starts in (changed from the seed's, patches applied): `{diff}`", ""]
     lines += ["| turn | seed | variant |", "|---|---|---|"]

@@ -20,12 +20,14 @@ from rods_agents.analysis.tracing import stated_limits, trace_task
 from rods_agents.run.runtime import rng_for
 from rods_agents.stages.coherence_rewrite import build_variant, rewrite_plan
 from rods_agents.stages.plan_sampling import sample_variant_plan
-from rods_agents.variation.clause_words import clause_forms, clauses_in, reworded
+from rods_agents.variation.clause_words import SLOT, clause_forms, clauses_in, reworded
 from rods_agents.variation.phrasebook import clause_rewordings
+
+_FILL = {"n": "40", "q": "'AMZN'", "w": "Jerry", "c": "Crescent Hollow", "x": "card_1234"}
 
 
 def _filled(words: str) -> str:
-    return words.replace("{n}", "40").replace("{q}", "'AMZN'").replace("{w}", "Jerry")
+    return SLOT.sub(lambda m: _FILL[m.group(1)], words)
 
 
 def _cues(words: str) -> tuple[bool, list[float], bool]:
@@ -41,7 +43,7 @@ def test_every_rewording_keeps_its_clauses_kind_of_cue_and_number(form):
     assert len(says) >= 2, "siblings need more than one rewording"
     for say in says:
         assert _cues(_filled(say)) == _cues(_filled(form)), (form, say)
-        assert all(say.count(f) == form.count(f) for f in ("{n}", "{q}", "{w}")), (form, say)
+        assert sorted(SLOT.findall(say)) == sorted(SLOT.findall(form)), (form, say)  # every value written back once
         assert say.lower() != form.lower()
 
 
@@ -69,6 +71,20 @@ def test_siblings_say_a_clause_in_different_words():
     text = "If any tire pressure is under 35 PSI, could you direct me to the closest tire shop?"
     firsts = {next(reworded(text, "92|4", slot)) for slot in range(3)}
     assert len(firsts) == 3 and all("35 PSI" in t for t in firsts)
+
+
+def test_a_sentence_form_writes_back_each_of_its_numbered_slots():
+    """A kept sentence holds several values ('Please cd into {x} folder and find {w}'s {x2} report ...'): each slot
+    is its own group, so the rewording writes each value back where it belongs."""
+    from rods_agents.variation.clause_words import ClauseForm, _compiled, _written
+
+    form = "Please cd into {x} folder and find {w}'s {x2} report somewhere in the directory and read the content to me."
+    text = "Please cd into photos folder and find Kelly's lab report somewhere in the directory and read the content to me."
+    m = _compiled(form).search(text)
+    assert m is not None and ClauseForm(form, _compiled(form), ()).pattern.pattern
+    said = _written("Head into {x}, look for {w}'s {x2} report somewhere inside, and tell me what it says.", m, text)
+    assert said == "Head into photos, look for Kelly's lab report somewhere inside, and tell me what it says."
+    assert _compiled("a flight from {c} to {c2}").search("a flight from Crescent Hollow to New York").group("c2") == "New York"
 
 
 def test_clauses_do_not_overlap_and_unknown_words_are_left_alone():

@@ -623,8 +623,11 @@ def test_a_withheld_text_is_supplied_in_quotes():
 
 
 def test_an_option_no_turn_words_stays_unworded():
-    """'secure travel insurance with a fee of $350' leaves the insurance type (comprehensive) to the assistant: a
-    sentence for the purchase leaves it unsaid too, where one naming 'comprehensive' would decide it for them."""
+    """'secure travel insurance with a fee of $350' leaves the insurance type (comprehensive) unsaid: a donor sentence
+    for the purchase must not bring a type of its own. The type is then said once, by
+    :mod:`rods_agents.variation.unsaid_choices`, since no text, state or document gives it (read 33 on base_185:
+    "supplies an insurance type that the seed never stated, which fixes a seed gap rather than making the task
+    easier")."""
     from rods_agents.variation.donor_search import unworded_options
     from rods_agents.variation.phrasebook import phrase_donors
 
@@ -642,7 +645,8 @@ def test_an_option_no_turn_words_stays_unworded():
     assert texts and not any("comprehensive" in t for t in texts)
     _, variant, _, donors = _variant("multi_turn_base_185", 0, run_seed=3)
     assert 1 in {d["turn"] for d in donors}
-    assert "comprehensive" not in " ".join(m.content for m in variant.turns[1])
+    said = " ".join(m.content for m in variant.turns[1])
+    assert said.count("comprehensive") == 1 and said.rstrip().endswith(("cover.", "plan.", "insurance.", "please.")), said
 
 
 def test_an_optional_or_defaultable_value_a_turn_withholds_is_missed_in_words():
@@ -1447,7 +1451,7 @@ def test_an_airport_named_by_its_city_stays_as_well_known_as_it_was():
             _seed, plan, _turns, _donors = _rewrite(seed_id, slot)
             said = " ".join(m.content for t in _seed.turns for m in t)
             for old, new in plan.swaps.items():
-                if old in airport_cities() and old not in said and new != old:
+                if old in airport_cities() and airport_cities()[old] in said and new != old:
                     assert (new in WELL_KNOWN_AIRPORTS) == (old in WELL_KNOWN_AIRPORTS), (seed_id, slot, old, new)
                     moved[old in WELL_KNOWN_AIRPORTS] += 1
     assert moved[True] and moved[False], moved

@@ -36,12 +36,25 @@ class ClauseForm:
     says: tuple[str, ...]
 
 
+_FIELDS = {"n": _NUMBER, "q": _QUOTE, "w": _NAME,
+           "c": r"(?P<c>(?-i:[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2}))",  # a place of up to three words ('Crescent Hollow')
+           "x": r"(?P<x>[A-Za-z0-9][\w.\-]*)"}  # one token: an id ('card_6789'), a lower-case folder name
+SLOT = re.compile(r"\{([nqwcx])(\d?)\}")
+
+
+def _field(kind: str, number: str) -> str:
+    """The pattern of slot ``{kind}`` or ``{kind2}``: the same pattern under its own group name."""
+    return _FIELDS[kind].replace(f"(?P<{kind}>", f"(?P<{kind}{number}>", 1)
+
+
 def _compiled(form: str) -> re.Pattern[str]:
     """``form`` as a pattern: case and runs of spaces ignored, either apostrophe accepted, ``{n}`` a number and
-    ``{q}`` a quoted value, ``{w}`` a capitalised word; it matches at word edges only ('if any are unlocked' is not inside 'if any are unlockedx')."""
-    fields = {"{n}": _NUMBER, "{q}": _QUOTE, "{w}": _NAME}
-    parts = re.split(r"(\{[nqw]\})", form)
-    body = "".join(fields.get(p) or re.sub(r"\\ ", r"\\s+", re.escape(p)).replace("'", "['’]") for p in parts)
+    ``{q}`` a quoted value, ``{w}`` a capitalised word, ``{c}`` a place of up to three capitalised words, ``{x}`` one
+    token (an id, a lower-case name); a slot used twice is numbered (``{n2}``). It matches at word edges only ('if any
+    are unlocked' is not inside 'if any are unlockedx')."""
+    parts = SLOT.split(form)
+    body = "".join(re.sub(r"\\ ", r"\\s+", re.escape(parts[i])).replace("'", "['’]") if i % 3 == 0
+                   else _field(parts[i], parts[i + 1]) if i % 3 == 1 else "" for i in range(len(parts)))
     lead = r"\b" if form[:1].isalnum() else ""
     tail = r"\b" if form[-1:].isalnum() else ""
     return re.compile(lead + body + tail, re.I)
@@ -65,8 +78,7 @@ def _cased(words: str, text: str, at: int) -> str:
 
 def _written(say: str, m: re.Match[str], text: str) -> str:
     fields = {k: v for k, v in m.groupdict().items() if v is not None}
-    for key, found in fields.items():
-        say = say.replace("{" + key + "}", found)
+    say = SLOT.sub(lambda s: fields.get(s.group(1) + s.group(2), s.group(0)), say)
     return _cased(say, text, m.start())
 
 

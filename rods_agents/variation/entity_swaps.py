@@ -322,7 +322,9 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     if not movable:
         return
     named = {c for c in cities if Substitution({c: "\0", cities[c]: "\0"}, derived_forms=False).found(text)}
-    by_city = {c for c in (src, dst) if not Substitution({c: "\0"}, derived_forms=False).found(text)}
+    # named by its city somewhere (base_153 says 'from Rivermist' two turns before 'from RMS'): the turn that names
+    # the city needs the lookup, or not, whatever a later turn says
+    by_city = {c for c in (src, dst) if Substitution({cities[c]: "\0"}, derived_forms=False).found(text)}
     options_ = [(a, b) for a, b in _routes() if (a, b) != (src, dst) and (a == src or src in movable)
                 and (b == dst or dst in movable) and not ({a, b} - {src, dst}) & named
                 and all((new in WELL_KNOWN_AIRPORTS) == (old in WELL_KNOWN_AIRPORTS)

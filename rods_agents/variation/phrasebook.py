@@ -212,9 +212,19 @@ def vague_requests() -> dict[str, tuple[str, ...]]:
 @lru_cache(maxsize=1)
 def clause_rewordings() -> dict[str, tuple[str, ...]]:
     """A clause as the seeds say it ('Should the range fall short,') -> other words that say the same
-    ('If the range isn't enough,'), from the files' ``"clauses"`` tables; ``{n}`` a number, ``{q}`` a quoted value.
+    ('If the range isn't enough,'), from the files' ``"clauses"`` tables, and a whole sentence the variants kept
+    ('Please cd into {x} folder and find {w}'s {x2} report ...') from their ``"sentences"`` tables; ``{n}`` a number,
+    ``{q}`` a quoted value, ``{w}``/``{c}``/``{x}`` a name (see :func:`rods_agents.variation.clause_words._compiled`).
     Applied by :mod:`rods_agents.variation.clause_words`."""
-    return _merged("clauses")
+    return {**_merged("clauses"), **_merged("sentences")}
+
+
+@lru_cache(maxsize=1)
+def unsaid_choice_sentences() -> dict[str, tuple[str, ...]]:
+    """``method.param`` -> sentences that say a choice the text never says ('Make it {words} cover.'), from the files'
+    ``"unsaid_choices"`` tables (``prompts/phrasebook/choices.json``); applied by
+    :mod:`rods_agents.variation.unsaid_choices`."""
+    return _merged("unsaid_choices")
 
 
 def story_sentences(classes: list[str]) -> list[str]:

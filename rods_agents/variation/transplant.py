@@ -105,6 +105,7 @@ from rods_agents.variation.turn_bank import (
     withholding_calls,
     world_strings,
 )
+from rods_agents.variation.unsaid_choices import say_unsaid_choices
 
 ASSEMBLIES = 4  # wordings tried per turn
 """Sources of a value the text does not write: where the assistant finds it (an earlier result, the state) is
@@ -678,7 +679,8 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     reworded = {p["turn"] for p in provenance + supplied}
     turns, trimmed = _trim_fillers(seed, seed_info, variant, turns, trace, reworded, slot)
     turns, clauses = _reword_clauses(seed, seed_info, variant, turns, trace, measured, slot)
-    return turns, provenance + supplied + trimmed + clauses
+    turns, choices = say_unsaid_choices(variant, turns, trace, seed_info, slot)
+    return turns, provenance + supplied + trimmed + clauses + choices
 
 
 __all__ = ["transplant_turns"]
