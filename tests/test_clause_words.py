@@ -134,3 +134,14 @@ def test_a_turn_a_later_call_writes_down_keeps_its_clauses_as_they_are():
         said = " ".join(m.content for m in turns[1] if m.role == "user")
         echo = next(parse_call(c) for c in plan.ground_truth[2] if c.startswith("echo"))
         assert echo.kwargs["content"] == said, (said, echo.kwargs["content"])
+
+
+def test_words_inside_a_dictated_quote_are_never_reworded():
+    """base_109 dictates a tweet ('Just made a move ... I initiated and then canceled a 100-share buy order for
+    $MSFT. ...'); a sentence form matching inside it reworded the tweet the ground truth posts, and the verdict
+    refused all eight samples of the scenario (unfaithful:dictated_cut). Words inside quotes stay as they are."""
+    text = ("Could you also compose and send out a tweet 'Just made a move in the tech sector! I initiated and then "
+            "canceled a 100-share buy order for $MSFT. Always staying sharp with my investment decisions!' to my followers?")
+    assert not any("I initiated" in m.group(0) for m, _ in clauses_in(text))
+    quoted = "Before setting off, I want to make sure all the car doors are locked tight."
+    assert clauses_in(quoted) and not clauses_in(f"Post 'Note to self: {quoted}' for me.")

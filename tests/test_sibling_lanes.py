@@ -53,14 +53,14 @@ def test_a_near_copy_of_an_accepted_sibling_is_re_planned_not_dropped_after_the_
 
 
 def test_tasks_published_before_are_the_first_siblings(tmp_path):
-    # scenario 90: both seeds' first variants word the litres-to-gallons fill alike, so they near-copy
-    scenario_90 = ["multi_turn_base_90", "multi_turn_long_context_90"]
-    published = synthesize_resumable(load_tasks(ids=scenario_90[:1]), SynthesisContext(seed=3, variants_per_seed=1),
+    # scenario 134: both seeds' first variants tell the same trading story, so they near-copy
+    scenario_134 = ["multi_turn_base_134", "multi_turn_long_context_134"]
+    published = synthesize_resumable(load_tasks(ids=scenario_134[:1]), SynthesisContext(seed=3, variants_per_seed=1),
                                      tmp_path / "a.sqlite").accepted
     dedupe = Deduper()
     for task in published:
         dedupe.keep(task)
-    later = synthesize_resumable(load_tasks(ids=scenario_90[1:]), SynthesisContext(seed=3, variants_per_seed=1),
+    later = synthesize_resumable(load_tasks(ids=scenario_134[1:]), SynthesisContext(seed=3, variants_per_seed=1),
                                  tmp_path / "b.sqlite", dedupe=dedupe)
     reasons = [r["reasons"][0] for r in later.rejected]
     assert reasons and reasons[0].startswith(f"novelty:sibling_copy of={published[0].id}"), reasons

@@ -363,3 +363,22 @@ def test_the_fare_rule_the_prompt_states_is_the_environments():
     fare = {d: json.loads(env.execute(f"get_flight_cost(travel_from='SFO', travel_to='LAX', travel_date='{d}', "
                                       "travel_class='first')"))["travel_cost_list"][0] for d in ("2026-11-15", "2026-11-16")}
     assert fare["2026-11-15"] == 2 * fare["2026-11-16"]  # digit sums 18 (even) and 19 (odd)
+
+
+def test_the_drafts_own_plan_keeps_the_drafts_state():
+    """long_context_41: the offline draft renames Bob, whom only MessageAPI's default user map knows, and writes the
+    renamed map into its config. A model answering the draft's own plan got the seed's config with the rename
+    applied, which has no user map: get_user_id(user='Nikhil') failed, and every sample went to the patch agent."""
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+
+    seed, trace, profile = _seed("multi_turn_long_context_41")
+    draft = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, 0, 0))
+    moved = [o for o in draft.renames if o not in json.dumps(seed.initial_config)]
+    assert moved, draft.renames  # a rename of a default the seed's config does not list
+    answer = {"turns": plan_json(draft.ground_truth), "new_values": [],
+              "renames": [{"old": o, "new": n} for o, n in draft.renames.items()]}
+    plan = validate_plan(answer, seed, draft)
+    assert plan.initial_config == draft.initial_config
+    assert not trace_task(seed.model_copy(update={"ground_truth": plan.ground_truth,
+                                                  "initial_config": plan.initial_config})).errors

@@ -399,7 +399,8 @@ def test_words_picking_a_value_the_lexicon_cannot_read_keep_the_seeds_wording():
     assert information_structure(seed).turns[1].unresolved_picks == 1
     for v in range(2):
         _, variant, _, _ = _variant("multi_turn_base_143", v)
-        assert "substantial order value" in variant.turns[1][0].content
+        # the pick stays, in the seed's words or its own (prompts/phrasebook/sentences.json)
+        assert re.search(r"\b(?:substantial|large|sizable|hefty|big) order value", variant.turns[1][0].content)
 
 
 def test_a_sentence_saying_a_file_is_somewhere_else_stays_beside_new_words():
@@ -1193,7 +1194,8 @@ def test_an_address_whose_city_the_text_names_gets_another_street_and_an_untaken
     new = plan.renames.get("2107 Channing Way, Berkeley, CA", "")
     assert new.endswith(", Berkeley, CA") and not new.startswith("2107")
     turns, _ = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, 0, "rewrite"), 0)
-    assert "If it is reachable, set navigation to" in " ".join(m.content for m in turns[0] if m.role == "user")
+    said = " ".join(m.content for m in turns[0] if m.role == "user")
+    assert re.search(r"\bIf (?:it is reachable|that's within reach|it can make it|the trip is doable)\b[^.]*navigation", said), said
 
 
 def test_a_turn_saying_where_a_file_is_gets_new_words_that_still_say_both():
@@ -1291,7 +1293,8 @@ def test_a_route_picked_from_the_airport_list_keeps_its_pick_words_inside_new_wo
     seed, plan, turns, donors = _rewrite("multi_turn_base_185")
     text = " ".join(m.content for m in turns[0] if m.role == "user")
     assert 0 in {d["turn"] for d in donors}
-    assert "from the first to the second airport in your inventory" in text
+    assert re.search(r"from the (?:airport listed )?first (?:airport )?(?:in your inventory )?to the (?:one listed )?second"
+                     r"(?: airport| one)?(?: in your inventory)?", text), text
     assert "mapping out the logistics" not in text
 
 
@@ -1320,7 +1323,8 @@ def test_a_kept_lead_keeps_the_conjunction_and_a_turn_says_please_once():
         return " ".join(m.content for m in turns[0] if m.role == "user")
 
     text = first_turn("multi_turn_base_151")
-    assert re.search(r"for budgeting purposes, and (?:if|as long as|provided) [^,]* 2000,", text), text
+    assert re.search(r"(?:for budgeting purposes|so I can budget|for my budget), and (?:if|as long as|provided) [^,]* 2000,",
+                     text), text
     assert len(re.findall(r"\bplease\b", first_turn("multi_turn_miss_func_41"), re.I)) == 1
 
 
@@ -1431,7 +1435,8 @@ def test_a_ticket_picked_by_its_description_keeps_the_description_in_new_words()
     the ticket the words before introduce, inside a new sentence. long_context_125's 'the most recent ticket I opened'
     keeps its pick the same way."""
     said = " ".join(m.content for m in _rewrite("multi_turn_base_106")[2][2] if m.role == "user")
-    assert "the ticket I lodged recently regarding trading system queries" in said and "glitch" not in said, said
+    assert re.search(r"the ticket (?:I lodged recently regarding|about) trading system queries", said), said
+    assert "recent" in said and "glitch" not in said, said
     said = " ".join(m.content for m in _rewrite("multi_turn_long_context_125")[2][3] if m.role == "user")
     assert "the most recent ticket" in said and "alert about a support inquiry" not in said, said
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rods_agents.analysis.information_structure import _QUOTED
 from rods_agents.variation.phrasebook import clause_rewordings
 
 _NUMBER = r"(?P<n>\d[\d,]*(?:\.\d+)?)"
@@ -82,12 +83,21 @@ def _written(say: str, m: re.Match[str], text: str) -> str:
     return _cased(say, text, m.start())
 
 
+def _cuts_a_quote(m: re.Match[str], quotes: list[re.Match[str]]) -> bool:
+    """The match lies inside a quoted text, or across its edge: the user dictates those words (a tweet), which a
+    later call writes down as they are, so they are never reworded (a whole quote inside the match is a ``{q}``)."""
+    return any(m.start() < q.end() and q.start() < m.end() and not (m.start() <= q.start() and q.end() <= m.end())
+               for q in quotes)
+
+
 def clauses_in(text: str) -> list[tuple[re.Match[str], ClauseForm]]:
-    """The clauses of ``text`` the phrasebook has other words for, in text order, none overlapping."""
+    """The clauses of ``text`` the phrasebook has other words for, in text order, none overlapping, none inside a
+    quoted text."""
     found: list[tuple[re.Match[str], ClauseForm]] = []
+    quotes = list(_QUOTED.finditer(text))
     for form in clause_forms():
         for m in form.pattern.finditer(text):
-            if all(m.end() <= o.start() or m.start() >= o.end() for o, _ in found):
+            if all(m.end() <= o.start() or m.start() >= o.end() for o, _ in found) and not _cuts_a_quote(m, quotes):
                 found.append((m, form))
     return sorted(found, key=lambda x: x[0].start())
 

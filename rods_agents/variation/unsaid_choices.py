@@ -24,8 +24,12 @@ def _said(turns: list[list[Message]], upto: int) -> str:
     return "\n".join(m.content for t in turns[: upto + 1] for m in t if m.role == "user")
 
 
+def _withholdings(seed_info: Any) -> list[Any]:
+    return [t.withheld for t in seed_info.turns if t.withheld is not None]
+
+
 def _withheld(seed_info: Any) -> set[tuple[str, str]]:
-    return {(t.withheld.method, t.withheld.param) for t in seed_info.turns if t.withheld is not None}
+    return {(w.method, w.param) for w in _withholdings(seed_info)}
 
 
 def say_unsaid_choices(variant: Task, turns: list[list[Message]], trace: Trace, seed_info: Any, slot: int | None
@@ -45,7 +49,10 @@ def say_unsaid_choices(variant: Task, turns: list[list[Message]], trace: Trace, 
             said = _said(turns, rec.turn)
             if said_in(words, said) or said_in(str(value), said):
                 continue
-            t = next((x for x in range(rec.turn, -1, -1) if any(m.role == "user" for m in turns[x])), None)
+            # a miss_param call runs in the turn that supplies the withheld value: its choice goes with the request
+            # the turn before makes, or it would read as the value withheld and supplied (miss_param_185)
+            asked = next((w.turn for w in _withholdings(seed_info) if w.supplied_at == rec.turn), rec.turn)
+            t = next((x for x in range(asked, -1, -1) if any(m.role == "user" for m in turns[x])), None)
             if t is None:
                 continue
             sentence = table[key][((slot or 0) + (variant.scenario or 0)) % len(table[key])].format(words=words)
