@@ -217,8 +217,9 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
             if rec.name == "fillFuelTank" and fills_to_capacity(
                     "VehicleControlAPI", seed.initial_config.get("VehicleControlAPI", {}).get("fuelLevel", 0) or 0, d.trace):
                 continue  # "fill it up": the amount is what the tank lacks
-            if (not d.composed and (d.attempt == 0 or d.force) and src is not None and src.source == "user"
+            if ((d.attempt == 0 or d.force) and src is not None and src.source == "user"
                     and isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > 1
+                    and not d.feeds_composed_number(value)
                     and not any(k.partition("|")[0] == repr(value) for k in numbers)
                     and has_number(d.text_upto(rec.turn), value)
                     and (key := _number_key(d, bound, value)) is not None and d.p(0.8)):

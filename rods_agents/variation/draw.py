@@ -14,8 +14,10 @@ from functools import lru_cache
 from typing import Any
 
 from envs.task import Task
+from rods_agents.analysis.obtainability import _arithmetic, _number_pool, public_states
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace
+from rods_agents.variation.seed_anchor import has_number
 
 PROTECTED = {".", "..", "/", "~", "", "*"}  # path values that name no entity: never renamed, never a composed piece
 
@@ -162,6 +164,35 @@ class Draw:
         words = {w for w in re.findall(r"[a-z0-9]{4,}", value.lower())}
         return any(value.lower() in c.lower() or c.lower() in value.lower() or words & set(re.findall(r"[a-z0-9]{4,}", c.lower()))
                    for c in self.composed_values)
+
+    def feeds_composed_number(self, value: float) -> bool:
+        """True when the stated number ``value`` is a piece of a composed argument: written inside a composed text, or
+        one of the two numbers a composed number is worked out from ('40 gallons in total' for fillFuelTank(30) on
+        a tank holding 10), or taken by an earlier call whose result a composed number is built from (150 liters
+        converted, then the rounded gallons filled). Only such a number must stay for the composition to hold; before,
+        any composed argument
+        kept every number of the task (base_66's 450 miles stayed beside the fill it has nothing to do with)."""
+        results: list[str] = []
+        states = public_states(self.seed)
+        taken_before = False  # an earlier call takes the number: a result built from it may feed the composition
+        for rec in self.trace.calls:
+            for param, arg in rec.args.items():
+                a = self.sources.get((rec.turn, rec.index, param))
+                if a is None or a.source != "composed":
+                    continue
+                if isinstance(arg, str) and has_number(arg, value):
+                    return True
+                for v in scalar_numbers(arg):
+                    pool = _number_pool(self.text_upto(rec.turn), results, states.get(rec.cls or "", {}), rec.name)
+                    recipe = _arithmetic(v, pool)
+                    if recipe is None or any(float(p.token) == float(value) for p in recipe.pieces):
+                        return True  # no recipe found: keep every number, as before
+                    if taken_before and any(pool[float(p.token)] == "the number from the earlier result"
+                                            for p in recipe.pieces):
+                        return True  # 150 liters -> liter_to_gallon -> 39.63 -> fill 40 (base_90): the fill follows it
+            results.append(rec.result)
+            taken_before = taken_before or any(value in scalar_numbers(x) for x in rec.args.values())
+        return False
 
     def text_upto(self, turn: int) -> str:
         return " ".join(self.turn_text[: turn + 1])

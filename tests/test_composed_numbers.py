@@ -1,0 +1,38 @@
+"""A stated number changes unless a composed argument is built from it (rods_agents.variation.draw).
+
+Before, any composed argument in a task kept every stated number: base_66's '450 miles' stayed in every variant
+because an unrelated fill amount was worked out from '40 gallons in total' (read 34: "the same 40 gallons ... and the
+450 miles ... are kept")."""
+
+from __future__ import annotations
+
+import random
+
+from envs.task import bfcl_task
+from rods_agents.analysis.profile import profile_task
+from rods_agents.analysis.tracing import trace_task
+from rods_agents.run.runtime import rng_for
+from rods_agents.stages.plan_sampling import sample_variant_plan
+from rods_agents.variation.draw import Draw
+
+
+def _draw(seed_id: str) -> Draw:
+    seed = bfcl_task(seed_id)
+    trace = trace_task(seed)
+    return Draw(seed, profile_task(seed, trace), trace, random.Random(0), attempt=0, force=False)
+
+
+def test_only_the_numbers_a_composition_is_built_from_stay():
+    d = _draw("multi_turn_base_66")  # fillFuelTank(30): '40 gallons in total' on a tank holding 10
+    assert d.composed and d.feeds_composed_number(40) and not d.feeds_composed_number(450)
+    d = _draw("multi_turn_base_90")  # 150 liters -> liter_to_gallon -> 39.63 -> 'Round it' -> fillFuelTank(40)
+    assert d.feeds_composed_number(150)
+
+
+def test_a_number_beside_an_unrelated_composition_changes_and_the_composition_holds():
+    seed = bfcl_task("multi_turn_base_66")
+    trace = trace_task(seed)
+    plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(3, seed.id, 0, 0))
+    assert "450.0" in plan.numbers and "40" not in plan.numbers and "40.0" not in plan.numbers, plan.numbers
+    fills = [c for turn in plan.ground_truth for c in turn if c.startswith("fillFuelTank")]
+    assert fills == ["fillFuelTank(fuelAmount=30)"]  # 40 in total on the same 10-gallon tank
