@@ -19,7 +19,7 @@ from rods_agents.variation.seed_anchor import Substitution
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.variation.value_kinds import options
 
-_DICTATED_PARAMS = {"content", "message", "comment_content", "description", "tags", "hashtags"}
+_DICTATED_PARAMS = {"content", "message", "comment_content", "description", "resolution", "tags", "hashtags"}
 
 
 def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dict[str, str],
