@@ -53,11 +53,14 @@ def test_a_template_in_mid_sentence_leaves_the_words_after_it_to_the_request():
     template's sentence follows the words asking for the message it shapes (scenario 17 had no variant)."""
     seed, variant, _, _ = _variant("multi_turn_base_17")
     text = variant.turns[2][0].content
-    assert "in the format of 'Kelly Total Score: total_score'" in text
+    # the template, in the seed's words or its own (prompts/phrasebook/sentences.json)
+    fmt = re.search(r"(?:in the format of|so that it reads|following this exact template:|with the wording laid out as) "
+                    r"'Kelly Total Score: total_score'", text)
+    assert fmt, text
     assert "I'd appreciate a list of all the communications" not in text
     # right after the words asking for the message the template says 'it'; after other words it names the message
-    assert re.search(r"(?:the message|it) in the format", text) and text.index("Kelly") < text.index("format")
-    assert text.index("format") < text.lower().rindex("sent")  # the template comes before the later request
+    assert re.search(r"(?:the message|it) (?:in the format|so that it reads|following|with the wording)", text), text
+    assert text.index("Kelly") < fmt.start() < text.lower().rindex("sent")  # before the later request
 
 
 def test_only_a_sentence_leaving_the_text_to_the_template_words_a_templated_value():

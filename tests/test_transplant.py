@@ -1469,7 +1469,7 @@ def test_a_dictated_template_follows_its_own_calls_words_not_a_later_calls():
     it."""
     for slot in (0, 1, 4):
         said = " ".join(m.content for m in _rewrite("multi_turn_base_17", slot)[2][2] if m.role == "user")
-        fmt, sent = said.find("format of 'Kelly Total Score"), said.lower().rfind("sent")
+        fmt, sent = said.find("'Kelly Total Score"), said.lower().rfind("sent")
         assert 0 <= fmt < sent, said
 
 
