@@ -1157,3 +1157,26 @@ def test_a_grep_for_the_functions_a_script_defines_is_asked_for_by_what_it_finds
     said = _user(variant, 1)
     assert said != _user(seed, 1) and "def" not in said.lower() and "grep" in said.lower(), said
     assert [re.sub(r"file_name='[^']*',\s*", "", c) for c in variant.ground_truth[1]] == ["grep(pattern='def')"]
+
+
+def test_a_withholding_sentence_leaves_the_value_unsaid_without_announcing_it():
+    """Read 35 (miss_param_1): 'Show me some final lines of the file; I'll say how many.' tells the assistant outright
+    that a value is missing and that it should wait for it, where the seed's 'show the last several lines the file'
+    left it to notice; the reader marked the variant easier. No withholding sentence announces the value."""
+    import json as _json
+    from pathlib import Path
+
+    announcing = re.compile(r"I'll (?:say|tell you|give you|let you know)|however many I|which I'll", re.I)
+    def withholding(obj):
+        if isinstance(obj, dict):
+            if "withholds" in obj:
+                yield obj.get("text", "")
+            for v in obj.values():
+                yield from withholding(v)
+        elif isinstance(obj, list):
+            for v in obj:
+                yield from withholding(v)
+
+    found = [(path.name, text) for path in sorted(Path("prompts/phrasebook").glob("*.json"))
+             for text in withholding(_json.loads(path.read_text())) if announcing.search(text)]
+    assert not found, found
