@@ -58,3 +58,23 @@ def test_a_variant_may_set_another_tire_limit_and_asks_for_the_same_calls():
         assert all((p < said[0]) == (p < 40.0) for p in pressures)
         assert [c.split("(")[0] for c in plan.ground_truth[2]] == [c.split("(")[0] for c in seed.ground_truth[2]]
     assert limits - {40.0}, limits
+
+
+def test_a_limit_moves_past_a_number_that_other_results_print_under_another_name():
+    """base_68 says 'If any of my car's tires are showing pressure below 40' (tires at 35): the full tank's 50 that
+    the engine start prints in the turn before sat between 40 and every new value, so the limit never moved. Only
+    results of the limit's turn and the next, or named in its words ('pressure'), bound it now; it stays above every
+    tire's pressure."""
+    from rods_agents.analysis.profile import profile_task
+    from rods_agents.analysis.tracing import trace_task
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+
+    seed = bfcl_task("multi_turn_base_68")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    moved = [sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0)).numbers.get("40.0")
+             for slot in range(4)]
+    assert any(moved), moved
+    tires = [v for k, v in seed.initial_config["VehicleControlAPI"].items() if k.endswith("TirePressure")]
+    assert all(new > max(tires) for new in moved if new)

@@ -12,6 +12,7 @@ execution (:func:`rods_agents.analysis.tracing.limit_flips`, :func:`rods_agents.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from rods_agents.analysis.tracing import _num_leaves, stated_limits
@@ -30,16 +31,27 @@ def _step(n: float) -> float:
     return 2.5 if (2 * n) % 1 == 0 and n % 1 else 1.0
 
 
-def _result_numbers(d: Draw) -> list[float]:
+def _result_numbers(d: Draw, turn: int | None = None) -> list[float]:
+    """The numbers the seed's results print. With ``turn`` (where a limit is stated), those of that turn and the next,
+    and of other turns only under a name the turn's words use ('pressure' for frontLeftTirePressure): base_68's
+    'pressure below 40' (turn 2) could not move for the full tank's 50 that turn 1's engine start prints."""
+    words = set(re.findall(r"[a-z]{4,}", d.turn_text[turn].lower())) if turn is not None else set()
     out: list[float] = []
     for rec in d.trace.calls:
         if rec.error or not rec.result or len(rec.result) > _LEAF_LIMIT:
             continue
         try:
-            out += list(_num_leaves(json.loads(rec.result)).values())
+            leaves = _num_leaves(json.loads(rec.result))
         except (json.JSONDecodeError, TypeError):
             continue
+        near = turn is None or rec.turn in (turn, turn + 1)
+        out += [v for k, v in leaves.items() if near or _key_words(k) & words]
     return out
+
+
+def _key_words(key: str) -> set[str]:
+    return {w for w in re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key).replace("_", " ").replace(".", " ").lower().split()
+            if len(w) >= 4}
 
 
 def _same_side(old: float, new: float, results: list[float]) -> bool:
@@ -64,12 +76,12 @@ def limit_numbers(d: Draw, bound: list[tuple[Any, dict[str, Any]]], taken: dict[
     """The plan's new numbers (``repr(old) -> new``, as :func:`rods_agents.variation.seed_anchor.substitute_numbers`
     reads them) for the limits the seed's text states and no call takes; ``taken``: the numbers already changed."""
     out: dict[str, Any] = {}
-    results: list[float] | None = None
-    for n in dict.fromkeys(x for _t, x in stated_limits(d.turn_text)):
+    limits = stated_limits(d.turn_text)
+    for n in dict.fromkeys(x for _t, x in limits):
         if (n <= 0 or any(k.partition("|")[0] in (repr(n), repr(int(n))) for k in taken) or _taken_by_a_call(bound, n)
                 or not _only_as_limit(d.turn_text, n) or not d.p(0.8)):
             continue
-        results = _result_numbers(d) if results is None else results
+        results = [x for t, m in limits if m == n for x in _result_numbers(d, t)]
         step = _step(n)
         options = [n + k * step for k in (-2, -1, 1, 2) if 0.6 * n <= n + k * step <= 1.5 * n]
         options = [x for x in options if _same_side(n, x, results)]
