@@ -27,6 +27,8 @@ def _final_state(task):
     ("multi_turn_base_62", 0, "get_user_id(user='Bob')", "send_message("),  # 'message Bob about it'
     ("multi_turn_base_68", 0, "displayCarStatus(option='fuel')", "fillFuelTank("),  # 'fill it up' needs the level
     ("multi_turn_base_125", 3, "get_user_tickets()", "get_ticket("),  # 'the most recent ticket'
+    # the same, where ticket 1 read as printed by an order's details only because an 'amount' there is 1 (read 36)
+    ("multi_turn_long_context_125", 3, "get_user_tickets()", "get_ticket("),
     ("multi_turn_base_153", 1, "get_nearest_airport_by_city(location='Rivermist')", "get_flight_cost("),
     ("multi_turn_base_105", 0, "get_symbol_by_name(name='Quasar Ltd.')", "get_stock_info("),
     ("multi_turn_base_112", 2, "get_order_history()", "cancel_order("),

@@ -172,7 +172,7 @@ def _needs(task: Task, trace: Trace) -> list[tuple[int, int, Any, str]]:
         earlier = [r.result for r in trace.calls[: pos[(a.turn, a.index)]]]
         value = rec.args.get(a.param)
         wanted: list[tuple[Any, str]] = []
-        if a.source == "state":
+        if a.source == "state" or (a.source == "call" and _coincidental_id(a.param, value, trace.calls[a.producer].result)):
             wanted = [(v, "") for v in (value if isinstance(value, list) else [value]) if not known_without_looking(v)]
         elif a.source == "composed" and isinstance(value, int | float) and not isinstance(value, bool):
             pool = _number_pool(user_text_upto(task, a.turn), earlier, states.get(rec.cls or "", {}), rec.name)
@@ -181,6 +181,18 @@ def _needs(task: Task, trace: Trace) -> list[tuple[int, int, Any, str]]:
                       for p in (recipe.pieces if recipe else []) if pool[float(p.token)].startswith("the current ")]
         out += [(a.turn, a.index, v, key) for v, key in wanted if not any(prints(r, v, key) for r in earlier)]
     return out
+
+
+def _coincidental_id(param: str, value: Any, result: str) -> bool:
+    """An id read as printed by an earlier call only because its digits appear there under another name: ticket 1
+    is no 'amount': 1 of an order's details (long_context_125's 'the most recent ticket', which then got no lookup)."""
+    if not (param == "id" or param.endswith("_id")) or isinstance(value, bool) or not isinstance(value, int | str):
+        return False
+    try:
+        leaves = _keyed_leaves(json.loads(result))
+    except (json.JSONDecodeError, TypeError):
+        return False
+    return not any(str(x) == str(value) and "id" in _words(k).split() for k, x in leaves)
 
 
 def write_lookups(task: Task) -> tuple[Task, list[WrittenLookup]]:
