@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 import copy
 import json
-import re
 from typing import Any
 
 from pydantic import BaseModel
@@ -31,7 +30,7 @@ from pydantic import BaseModel
 from envs.executor import Environment, parse_call, serialize_result, to_call_string
 from envs.task import Task
 from rods_agents.analysis.catalog import build_catalog
-from rods_agents.analysis.obtainability import _arithmetic, _number_pool, public_states, state_hints
+from rods_agents.analysis.obtainability import camel_words, public_states, recipe_pieces, state_hints
 from rods_agents.analysis.skills import call_kind
 from rods_agents.analysis.tracing import Trace, error_of, trace_task
 from rods_agents.analysis.value_sources import (
@@ -65,10 +64,6 @@ def known_without_looking(value: Any) -> bool:
     return isinstance(value, str) and (value in WELL_KNOWN_AIRPORTS or value in household_tickers())
 
 
-def _words(name: str) -> str:
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", str(name)).replace("_", " ").strip().lower()
-
-
 def _keyed_leaves(obj: Any, key: str = "") -> list[tuple[str, Any]]:
     if isinstance(obj, dict):
         return [(key, k) for k in obj] + [x for k, v in obj.items() for x in _keyed_leaves(v, str(k))]
@@ -90,7 +85,7 @@ def prints(result: str, value: Any, key: str = "") -> bool:
             return False
     if isinstance(value, bool):
         return False
-    leaves = [x for k, x in leaves if not key or _words(k) == key]
+    leaves = [x for k, x in leaves if not key or camel_words(k) == key]
     if isinstance(value, int | float):
         return any(isinstance(x, int | float) and not isinstance(x, bool) and float(x) == float(value) for x in leaves)
     return any(isinstance(x, str) and x == value for x in leaves) or any(str(x) == value for x in leaves
@@ -175,10 +170,9 @@ def _needs(task: Task, trace: Trace) -> list[tuple[int, int, Any, str]]:
         if a.source == "state" or (a.source == "call" and _coincidental_id(a.param, value, trace.calls[a.producer].result)):
             wanted = [(v, "") for v in (value if isinstance(value, list) else [value]) if not known_without_looking(v)]
         elif a.source == "composed" and isinstance(value, int | float) and not isinstance(value, bool):
-            pool = _number_pool(user_text_upto(task, a.turn), earlier, states.get(rec.cls or "", {}), rec.name)
-            recipe = _arithmetic(float(value), pool)
-            wanted = [(float(p.token), pool[float(p.token)].removeprefix("the current "))
-                      for p in (recipe.pieces if recipe else []) if pool[float(p.token)].startswith("the current ")]
+            pieces = recipe_pieces(value, user_text_upto(task, a.turn), earlier, states.get(rec.cls or "", {}), rec.name)
+            wanted = [(n, where.removeprefix("the current ")) for n, where in pieces or []
+                      if where.startswith("the current ")]
         out += [(a.turn, a.index, v, key) for v, key in wanted if not any(prints(r, v, key) for r in earlier)]
     return out
 
@@ -192,7 +186,7 @@ def _coincidental_id(param: str, value: Any, result: str) -> bool:
         leaves = _keyed_leaves(json.loads(result))
     except (json.JSONDecodeError, TypeError):
         return False
-    return not any(str(x) == str(value) and "id" in _words(k).split() for k, x in leaves)
+    return not any(str(x) == str(value) and "id" in camel_words(k).split() for k, x in leaves)
 
 
 def write_lookups(task: Task) -> tuple[Task, list[WrittenLookup]]:
@@ -222,7 +216,7 @@ def write_lookups(task: Task) -> tuple[Task, list[WrittenLookup]]:
         written.append(WrittenLookup(turn=turn, index=index, call=call, reveals=repr(value), for_call=rec.call[:80]))
         done = {(t, i + 1 if (t == turn and i >= index) else i, v) for t, i, v in done}
         trace = trace_task(out)
-    if not written or not _same_outcome(task, out):
+    if not written or trace.errors or not _same_end_state(task, out):
         return task, []
     return out, written
 
@@ -240,10 +234,8 @@ def without_lookups(task: Task) -> Task:
     return out
 
 
-def _same_outcome(task: Task, completed: Task) -> bool:
-    """The completed ground truth runs without errors and ends in the same state as the original."""
-    if trace_task(completed).errors:
-        return False
+def _same_end_state(task: Task, completed: Task) -> bool:
+    """The completed ground truth ends in the same state as the original."""
     a = Environment(task.involved_classes, task.initial_config, task.long_context)
     b = Environment(completed.involved_classes, completed.initial_config, completed.long_context)
     for calls in task.ground_truth:

@@ -47,7 +47,8 @@ class Hint(BaseModel):
     say: str
 
 
-def _camel_words(name: str) -> str:
+def camel_words(name: str) -> str:
+    """'fuelLevel' / 'fuel_level' -> 'fuel level': the words of a state field or result key."""
     return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).replace("_", " ").lower()
 
 
@@ -155,8 +156,8 @@ def _state_hints(value: Any, state: dict[str, Any], noun: str) -> list[Hint]:
                 add("record", ident, f"the {noun} listed with '{ident}'")
     for attr, x in state.items():
         if not isinstance(x, bool) and x == value and not isinstance(x, dict | list):
-            words = _camel_words(attr.lstrip("_"))
-            if isinstance(value, str) or set(words.split()) & set(_camel_words(noun).split()):
+            words = camel_words(attr.lstrip("_"))
+            if isinstance(value, str) or set(words.split()) & set(camel_words(noun).split()):
                 add("field", f"current {words}", f"the current {words}")  # numbers: only a field of that name
     return out
 
@@ -231,7 +232,7 @@ def _state_numbers(state: dict[str, Any]) -> dict[float, str]:
     out: dict[float, str] = {}
     for attr, x in state.items():
         if isinstance(x, int | float) and not isinstance(x, bool):
-            out.setdefault(float(x), f"the current {_camel_words(attr)}")
+            out.setdefault(float(x), f"the current {camel_words(attr)}")
     return out
 
 
@@ -271,6 +272,15 @@ def _arithmetic(v: float, pool: dict[float, str]) -> Recipe | None:
                     return Recipe(kind="arithmetic", say=f"worked out as {pool[a]} {word} {pool[b]}",
                                   pieces=[Piece(token=_fmt(a), where="pool"), Piece(token=_fmt(b), where="pool")])
     return None
+
+
+def recipe_pieces(value: float, text: str, results: list[str], state: dict[str, Any], method: str
+                  ) -> list[tuple[float, str]] | None:
+    """The numbers a composed number is worked out from, each with where it comes from ('the current fuel level',
+    'the number from the earlier result', or the number as the text says it); None when no recipe rebuilds it."""
+    pool = _number_pool(text, results, state, method)
+    found = _arithmetic(float(value), pool)
+    return None if found is None else [(float(p.token), pool[float(p.token)]) for p in found.pieces]
 
 
 def recipe(value: Any, text: str, results: list[str], state: dict[str, Any], method: str,

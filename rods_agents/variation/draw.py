@@ -10,11 +10,11 @@ user states are perturbed with their roundness kept (:func:`perturb`). The modul
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from envs.task import Task
-from rods_agents.analysis.obtainability import _arithmetic, _number_pool, public_states
+from rods_agents.analysis.obtainability import public_states, recipe_pieces
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace
 from rods_agents.variation.seed_anchor import has_number
@@ -170,10 +170,12 @@ class Draw:
         one of the two numbers a composed number is worked out from ('40 gallons in total' for fillFuelTank(30) on
         a tank holding 10), or taken by an earlier call whose result a composed number is built from (150 liters
         converted, then the rounded gallons filled). Only such a number must stay for the composition to hold; before,
-        any composed argument
-        kept every number of the task (base_66's 450 miles stayed beside the fill it has nothing to do with)."""
+        any composed argument kept every number of the task (base_66's 450 miles stayed beside the fill it has nothing
+        to do with)."""
+        if not self.composed:
+            return False
         results: list[str] = []
-        states = public_states(self.seed)
+        states = self._states
         taken_before = False  # an earlier call takes the number: a result built from it may feed the composition
         for rec in self.trace.calls:
             for param, arg in rec.args.items():
@@ -183,16 +185,19 @@ class Draw:
                 if isinstance(arg, str) and has_number(arg, value):
                     return True
                 for v in scalar_numbers(arg):
-                    pool = _number_pool(self.text_upto(rec.turn), results, states.get(rec.cls or "", {}), rec.name)
-                    recipe = _arithmetic(v, pool)
-                    if recipe is None or any(float(p.token) == float(value) for p in recipe.pieces):
+                    pieces = recipe_pieces(v, self.text_upto(rec.turn), results, states.get(rec.cls or "", {}), rec.name)
+                    if pieces is None or any(n == float(value) for n, _ in pieces):
                         return True  # no recipe found: keep every number, as before
-                    if taken_before and any(pool[float(p.token)] == "the number from the earlier result"
-                                            for p in recipe.pieces):
+                    if taken_before and any(where == "the number from the earlier result" for _, where in pieces):
                         return True  # 150 liters -> liter_to_gallon -> 39.63 -> fill 40 (base_90): the fill follows it
             results.append(rec.result)
             taken_before = taken_before or any(value in scalar_numbers(x) for x in rec.args.values())
         return False
+
+    @cached_property
+    def _states(self) -> dict[str, dict[str, Any]]:
+        """The seed's loaded states by class, built once per draw (an environment per call was built before)."""
+        return public_states(self.seed)
 
     def text_upto(self, turn: int) -> str:
         return " ".join(self.turn_text[: turn + 1])

@@ -276,10 +276,6 @@ def _routes() -> frozenset[tuple[str, str]]:
 _ROUTE_METHODS = {"get_flight_cost", "book_flight"}
 
 
-# airports a careful person knows by their city without a lookup; the environment's other cities (Rivermist,
-# Autumnville, ...) are its own, and their codes are found with get_nearest_airport_by_city or list_all_airports
-
-
 def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
     """A flight the user states (airport codes or their cities) becomes another route the travel environment
     prices: the new endpoint replaces the old code and city name everywhere, the other endpoint stays where

@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from rods_agents.analysis.obtainability import camel_words
 from rods_agents.analysis.tracing import _num_leaves, stated_limits
 from rods_agents.variation.draw import Draw, scalar_numbers
 from rods_agents.variation.seed_anchor import has_number, number_matches, word_number_matches
@@ -50,8 +51,7 @@ def _result_numbers(d: Draw, turn: int | None = None) -> list[float]:
 
 
 def _key_words(key: str) -> set[str]:
-    return {w for w in re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key).replace("_", " ").replace(".", " ").lower().split()
-            if len(w) >= 4}
+    return {w for w in camel_words(key.replace(".", " ")).split() if len(w) >= 4}
 
 
 def _same_side(old: float, new: float, results: list[float]) -> bool:
