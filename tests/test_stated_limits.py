@@ -23,7 +23,23 @@ def test_a_new_limit_keeps_every_result_on_its_side_with_a_margin():
 
 
 def test_a_limit_moves_by_its_own_roundness():
-    assert [_step(x) for x in (2000, 5000, 300, 40, 35, 37.5, 7)] == [500, 500, 100, 10, 5, 2.5, 1.0]
+    assert [_step(x) for x in (2000, 5000, 300, 40, 35, 37.5, 7)] == [100, 500, 50, 5, 5, 2.5, 1.0]
+
+
+def test_a_tire_limit_stays_a_tire_pressure_someone_sets():
+    """Read 36: base_68's 'below 40' PSI became 'lower than 60', which no driver sets; every new limit stays within a
+    quarter of the seed's (40 -> 35, 45 or 50 here), still above every tire's pressure."""
+    from rods_agents.analysis.profile import profile_task
+    from rods_agents.analysis.tracing import trace_task
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+
+    seed = bfcl_task("multi_turn_base_68")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    moved = {sample_variant_plan(seed, profile, trace, rng_for(s, seed.id, slot, 0)).numbers.get("40.0")
+             for s in range(6) for slot in range(4)} - {None}
+    assert moved and all(30 <= new <= 50 for new in moved), moved
 
 
 def test_a_number_said_also_as_something_else_is_not_a_limit_to_change():

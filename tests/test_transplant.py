@@ -1484,3 +1484,20 @@ def test_a_withholding_turn_naming_its_call_only_vaguely_gets_a_request_as_vague
     assert said in vague_requests()["retweet.tweet_id"] and {"turn": 2, "donors": [["phrasebook:vague", 2]]} in donors
     variant = build_variant(seed, turns, plan, 0, 3)
     assert information_structure(variant).turns[2].withheld == information_structure(seed).turns[2].withheld
+
+
+def test_a_check_the_seed_leaves_to_its_condition_stays_unnamed_in_new_words():
+    """Read 36, base_92 and base_68: 'I must verify that my vehicle is in excellent shape. If any tire pressure is under
+    35 PSI, ...' names the pressure only as what the condition tests, which leaves the check to the assistant; three
+    readers marked 'What are my tire pressure readings? If one of the tires is lower than 35 PSI, ...' mild easier.
+    New words ask for the check no more plainly than the seed: outside the condition they do not name it."""
+    from rods_agents.analysis.information_structure import asked_by_goal, outside_conditions
+
+    seed_turn = ("Lastly, I must verify that my vehicle is in excellent shape. If any tire pressure is under 35 PSI, "
+                 "could you direct me to the closest tire shop to rectify this promptly?")
+    assert "pressure" not in outside_conditions(seed_turn) and asked_by_goal("check_tire_pressure", seed_turn) is True
+    assert asked_by_goal("check_tire_pressure", "What are my tire pressure readings? If one is low, find a shop.") is False
+    for seed_id, g in (("multi_turn_base_92", 4), ("multi_turn_base_68", 2)):
+        for slot in range(4):
+            text = " ".join(m.content for m in _rewrite(seed_id, slot)[2][g] if m.role == "user")
+            assert asked_by_goal("check_tire_pressure", text) is not False, text

@@ -254,12 +254,38 @@ def _classify_calls(trace: Trace, turn: int, text: str) -> list[CallInfo]:
 
 
 def asked_by_goal(method: str, text: str) -> bool | None:
-    """How ``text`` asks for ``method``: True by what it is for only (a hint, no words naming it), False by words
-    naming it, None not by the lexicon at all (quoted values blanked). A method without hints is never asked by goal."""
+    """How ``text`` asks for ``method``: True by what it is for only (a hint, or words naming it only inside a
+    condition), False by words naming it outside any condition, None not by the lexicon at all (quoted values
+    blanked). 'If any tire pressure is under 35 PSI, direct me to the closest tire shop' names the pressure only as
+    what the condition tests, which leaves the check to the assistant: a variant asking 'What are my tire pressure
+    readings?' first names the step (read 36, three readers: mild easier)."""
     lex, plain = lexicon(), unquoted(text)
-    if _first(lex.names.get(method, []), plain) is not None:
+    if _first(lex.names.get(method, []), outside_conditions(plain)) is not None:
         return False
-    return True if _first(lex.hints.get(method, []), plain) is not None else None
+    if _first(lex.names.get(method, []), plain) is not None or _first(lex.hints.get(method, []), plain) is not None:
+        return True
+    return None
+
+
+_CLAUSE_END = re.compile(r"[,;]|$")
+
+
+def outside_conditions(text: str) -> str:
+    """``text`` with each condition clause blanked: from its cue ('if', 'should any', 'in case') to the next comma,
+    or to the sentence's end when none follows ('... the closest shop if any tire reads under 35')."""
+    lex = lexicon()
+    excluded = [(m.start(), m.end()) for p in lex.condition_exclusions for m in p.finditer(text)]
+    chars = list(text)
+    for sent in _SENTENCE.finditer(text):
+        body = sent.group(0)
+        for p in lex.conditions:
+            for m in p.finditer(body):
+                s = sent.start() + m.start()
+                if any(a <= s < b for a, b in excluded):
+                    continue
+                end = m.start() + _CLAUSE_END.search(body, m.end()).start()
+                chars[s:sent.start() + end] = " " * (end - m.start())
+    return "".join(chars)
 
 
 def unquoted(text: str) -> str:
@@ -678,6 +704,6 @@ def compare_structure(seed: InformationStructure, variant: InformationStructure)
     return sorted({f"{REASON}:{m.reason}" for m in structure_mismatches(seed, variant)})
 
 
-__all__ = ["asked_by_goal", "asks_for", "call_shift", "reads_as_condition", "CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
+__all__ = ["asked_by_goal", "outside_conditions", "asks_for", "call_shift", "reads_as_condition", "CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
            "TurnStructure", "Withheld", "asking_text", "compare_structure", "information_structure", "lexicon",
            "structure_mismatches"]

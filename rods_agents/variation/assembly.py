@@ -22,6 +22,7 @@ from rods_agents.analysis.information_structure import _QUOTED, asks_for, lexico
 from rods_agents.variation.condition_clauses import ConditionCut, condition_cut
 from rods_agents.variation.cues import call_picks, cue_spans, picks_something, stray_cues, stray_picks, turn_picks
 from rods_agents.variation.donor_search import (
+    at_goal_level,
     find_wording,
     hidden_said,
     ordered_donors,
@@ -202,7 +203,8 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
                                       cue_key(seed_info, g) if delicate and not whole_only else None)
                 if d.task_id not in used and d.text not in picked
                 and not (whole_only and says_withheld_by_pronoun(d.text))]
-            pool = ordered_donors(pool, seed, turn, start, stop, rng, slot)
+            pool = ordered_donors(at_goal_level(seed, turn, methods[start:stop], carried, pool), seed, turn, start, stop,
+                                  rng, slot)
             seg_target = _rebased(target, start, stop, (start, stop) == (0, n))
             # a miss_param turn withholding a value of its one call: a sentence for that call without the value
             # (the re-measure checks the same parameter is still the one withheld)
@@ -542,6 +544,7 @@ def mixed_turn(seed: Task, base_info: Any, turn: int, g: int, methods: tuple[str
         pool = [] if phrasebook_only or picks else [
             d for d in donors_for(methods[a:b], segment_signature(), knowledge.donor_key(seed))
             if d.task_id not in used and d.text not in {x.text for x in donors}]
+        pool = at_goal_level(seed, turn, methods[a:b], span, pool)  # a human turn naming what the seed leaves unnamed
         phrases = phrasebook_donors(seed, turn, a, methods[a:b], sub, segment_signature(), used,
                                     {x.text for x in donors}, span, said, picks=picks, aliases=aliases)
         if phrasebook_only:  # one sentence, so that a kept condition governs all of it

@@ -342,7 +342,7 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
     out = [d for d in phrase_donors("+".join(methods), target, signature, unsaid - named.keys() - picks.keys(), named, picks,
                                     marked_only=marked, describing=describing)
            if d.task_id not in used and d.text not in picked and not _describes_withheld(d.text, target)]
-    out = _at_goal_level(seed, turn, methods, span, out)
+    out = at_goal_level(seed, turn, methods, span, out)
     for words in named.values():  # a folder named by its singular or plural stays a folder ('the document folder'),
         if re.search(rf"\b{re.escape(words)}\s+(?:folder|directory)\b", span, re.I):  # not 'Please navigate into document.'
             out = [d for d in out if re.search(rf"\b{re.escape(words)}\s+(?:folder|directory)\b", d.text, re.I)]
@@ -411,7 +411,7 @@ def _dangling(text: str, said: str) -> bool:
     return any(m.group(1).lower() not in low for m in _DEFINITE.finditer(_QUOTED.sub("''", text)))
 
 
-def _at_goal_level(seed: Task, turn: int, methods: tuple[str, ...], span: str, donors: list[Donor]) -> list[Donor]:
+def at_goal_level(seed: Task, turn: int, methods: tuple[str, ...], span: str, donors: list[Donor]) -> list[Donor]:
     """The donors that ask for each call as the seed does: a call the seed asks for by what it is for stays unnamed,
     a named one named (read of 2026-12-05: 'confirm their flight booking's details' became 'pull up the invoice', which
     tells the assistant the step). Words for another call of the turn never name one the seed leaves to its goal
@@ -421,6 +421,11 @@ def _at_goal_level(seed: Task, turn: int, methods: tuple[str, ...], span: str, d
     others = [m for m, hints in lexicon().hints.items() if hints and m in called and m not in methods]
     for m in (*methods, *others):
         goal = asked_by_goal(m, span if m in methods else whole)
+        if goal is None and m in methods:
+            # words that say nothing of the call ('make sure my car is in excellent shape'), with the turn naming it
+            # only in its condition ('If any tire pressure is under 35'): the condition leaves the step to the
+            # assistant, and so must the new words (read 36: 'What are my tire pressure readings?')
+            goal = asked_by_goal(m, whole) or None
         if goal is not None and (m in methods or goal):
             donors = [d for d in donors if asked_by_goal(m, d.text) is not (not goal)]
     return donors
@@ -445,4 +450,4 @@ def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> boo
     return all(m in catalog.methods and p in catalog.spec(m).required and f"{m}.{p}" not in in_words for m, p in held)
 
 
-__all__ = ["EMPTY_SEARCHES", "MAX_TRIES", "PICK", "collect_fits", "find_wording", "hidden_said", "lookup_names", "ordered_donors", "phrasebook_donors", "says_withheld_by_pronoun", "sibling_rank", "unworded_options", "withholds_plainly"]
+__all__ = ["EMPTY_SEARCHES", "MAX_TRIES", "PICK", "at_goal_level", "collect_fits", "find_wording", "hidden_said", "lookup_names", "ordered_donors", "phrasebook_donors", "says_withheld_by_pronoun", "sibling_rank", "unworded_options", "withholds_plainly"]

@@ -3,7 +3,7 @@
 'If it's below 40, point me to the nearest tire shop', 'if the cost is under 2000, book it', 'By promising I mean the
 price is larger than 300': the number is a threshold no call takes, so the plan's numbers (which change only values
 calls take) left it as it was, and readers marked variants "partly new" for the seed's own amounts. Here such a
-limit gets another value of the same roundness (40 -> 45, 2000 -> 2500, 37.5 -> 35) that falls on the same side of
+limit gets another value of the same roundness, within a quarter of it (40 -> 45, 2000 -> 2200, 37.5 -> 35) that falls on the same side of
 every number the seed's results hold, with a margin, so each comparison the text asks for comes out as in the seed
 and none is knife-edge. A result the variant changes (another state, another route) is checked again after
 execution (:func:`rods_agents.analysis.tracing.limit_flips`, :func:`rods_agents.analysis.faithfulness.fare_over_cap`).
@@ -24,10 +24,16 @@ from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 _LEAF_LIMIT = 200_000  # a long-context listing holds no limit's comparison and is slow to walk
 
 
+_RANGE = (0.75, 1.25)
+"""How far a limit may move, as shares of the seed's: a tire limit of 40 PSI became 60 (read 36: 'lower than 60' is
+no tire pressure anyone sets), so a new limit stays within a quarter of the old, as a person's own would."""
+
+
 def _step(n: float) -> float:
-    """How round ``n`` is: a new limit moves by this much (2000 by 500, 300 by 50, 40 by 5, 37.5 by 2.5)."""
+    """How round ``n`` is, within a fifth of it: a new limit moves by this much (5000 by 500, 2000 by 100, 300 by 50,
+    40 by 5, 37.5 by 2.5)."""
     for step in (500, 100, 50, 10, 5):
-        if n >= 2 * step and n % step == 0:
+        if n >= 5 * step and n % step == 0:
             return step
     return 2.5 if (2 * n) % 1 == 0 and n % 1 else 1.0
 
@@ -83,7 +89,7 @@ def limit_numbers(d: Draw, bound: list[tuple[Any, dict[str, Any]]], taken: dict[
             continue
         results = [x for t, m in limits if m == n for x in _result_numbers(d, t)]
         step = _step(n)
-        options = [n + k * step for k in (-2, -1, 1, 2) if 0.6 * n <= n + k * step <= 1.5 * n]
+        options = [n + k * step for k in (-2, -1, 1, 2) if _RANGE[0] * n <= n + k * step <= _RANGE[1] * n]
         options = [x for x in options if _same_side(n, x, results)]
         if options:
             new = d.pick(options, f"limit|{n:g}")
