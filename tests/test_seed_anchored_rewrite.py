@@ -458,3 +458,53 @@ def test_a_value_quoted_open_straight_and_closed_curly_is_quoted_straight():
     assert _closed_quotes("a ticket titled 'Urgent Change’ now", ["Urgent Change"]) == "a ticket titled 'Urgent Change' now"
     said = " ".join(m.content for m in _rewrite("multi_turn_base_193")[2][3] if m.role == "user")
     assert "'Urgent Change in Travel Plans'" in said and "In light of these new developments" not in said, said
+
+
+def test_a_login_of_the_users_own_gets_a_new_username_and_its_password_follows_it():
+    """Read 36, miss_func_189: 'I post as john; password john1234.' was kept in all 28 variants that log in to Twitter
+    (the code's default username 'john' read as a name the environment knows, though the seed's state sets it). A
+    variant's user is someone else: a new username everywhere the state has it, a password made of it, and the login
+    still succeeds; no 'john' is left in the text or the state."""
+    from tests.test_transplant import _variant
+
+    for seed_id in ("multi_turn_base_151", "multi_turn_miss_func_189"):
+        for v in range(2):
+            _, variant, plan, _ = _variant(seed_id, v, 3)
+            new = plan.renames.get("john")
+            assert new and re.fullmatch(r"[a-z]+", new), plan.renames
+            twitter = variant.initial_config["TwitterAPI"]
+            assert twitter["username"] == new and re.fullmatch(rf"{new}\d{{4}}", twitter["password"]), twitter
+            assert "john" not in json.dumps(variant.initial_config) + json.dumps(variant.ground_truth)
+            text = " ".join(m.content for t in variant.turns for m in t if m.role == "user")
+            assert not re.search(r"\bjohn", text, re.I) and twitter["password"] in text, text
+            trace = trace_task(variant)
+            login = next(r for r in trace.calls if r.name == "authenticate_twitter")
+            assert json.loads(login.result) == {"authentication_status": True}
+
+
+def test_a_travel_date_the_user_states_moves_in_the_text_and_the_calls_alike():
+    """Read 36: 'The trip is still the seed's (LAX to JFK on November 15th, 2026)'; 148 of 150 dates the seeds state were
+    kept. A stated date now moves by whole weeks within its year, written in the seed's own form ('July 14th, 2026' ->
+    'July 7th, 2026'), and the calls take the new date; a date named by its holiday ('on Christmas') stays."""
+    import datetime as dt
+
+    from rods_agents.variation.saying import date_words
+    from tests.test_transplant import _variant
+
+    moved = 0
+    for seed_id, old in (("multi_turn_base_182", "2026-07-14"), ("multi_turn_base_151", "2026-11-10")):
+        for v in range(3):
+            _, variant, plan, _ = _variant(seed_id, v, 3)
+            new = plan.renames.get(old)
+            if new is None:
+                continue
+            moved += 1
+            a, b = dt.date.fromisoformat(old), dt.date.fromisoformat(new)
+            assert a.year == b.year and (b - a).days % 7 == 0, new
+            text = " ".join(m.content for t in variant.turns for m in t if m.role == "user")
+            assert date_words(new)[0] in text and date_words(old)[0] not in text, text
+            assert old not in json.dumps(variant.ground_truth) and new in json.dumps(variant.ground_truth)
+    assert moved >= 4
+    for v in range(3):
+        _, variant, plan, _ = _variant("multi_turn_miss_param_198", v, 3)
+        assert "2026-12-25" not in plan.renames and "2026-12-25" in json.dumps(variant.ground_truth)

@@ -23,6 +23,7 @@ from rods_agents.analysis.value_sources import state_values, ticker_companies
 from rods_agents.variation.draw import PROTECTED, Draw, fs_kinds, hardcoded, perturb, scalar_numbers
 from rods_agents.variation.entity_swaps import city_pair_swap, dictated_swap, route_swap, stock_swap
 from rods_agents.variation.method_swap import maybe_swap, skill_method_swaps
+from rods_agents.variation.saying import ISO_DATE
 from rods_agents.variation.seed_anchor import (
     Substitution,
     _strings,
@@ -35,13 +36,18 @@ from rods_agents.variation.seed_anchor import (
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.variation.state_resample import fills_to_capacity
 from rods_agents.variation.stated_limits import limit_numbers
-from rods_agents.variation.value_kinds import first_names, fresh, kind_of, options, pools
+from rods_agents.variation.value_kinds import first_names, fresh, kind_of, options, pools, tied_password
 
 _SYMBOL_LOOKUPS = knowledge.symbol_lookups()
 
 
 # amounts that may grow past what the state allows (the patch agent then repairs the state)
 _GROWABLE = {("place_order", "amount"), ("fillFuelTank", "fuelAmount"), ("transfer_funds", "amount")}
+
+
+_HOLIDAY = re.compile(r"\b(christmas|xmas|new year|halloween|valentine|thanksgiving|independence day|(4th|fourth) of july|"
+                      r"easter|hanukkah|diwali|eid)\b", re.I)
+"""Days a text may name by their holiday: such a date is not moved, or 'on Christmas' would be another day."""
 
 
 def _replace(value: Any, exact: dict[str, str], sub: Substitution, numbers: dict[str, Any]) -> Any:
@@ -182,10 +188,11 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                         continue  # a phrase inside file contents (grep pattern): keep it findable
                 if d.feeds_composed(s):
                     continue  # a piece of a value the assistant composes: the composition must still hold
-                if any(o != s and o in s for o in arg_strings):
-                    continue
-                if hardcoded(s, seed.involved_classes, seed.long_context) and s not in own_symbols:
-                    continue
+                if any(o != s and o in s for o in arg_strings) and param != "password":
+                    continue  # (a password holding its username, 'john1234', follows the username: tied_password)
+                if (hardcoded(s, seed.involved_classes, seed.long_context) and s not in own_symbols
+                        and seed.initial_config.get(rec.cls, {}).get(param) != s):
+                    continue  # the code's own value; unless it is only a default the seed's state sets (a username)
                 if s in own_symbols and not _ticker_renamable(s, all_text):
                     continue
                 if s.isdigit() and not param.lower().endswith("id") and any(_keys_with(seed.initial_config, s)):
@@ -193,6 +200,9 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                 kind = kind_of(s, rec.name, param, fs.get(s))
                 if kind in (None, "title") and knowledge.is_user_class(rec.cls):
                     kind = knowledge.derived_kind(s) or kind  # no pools for this class: a handle or a name by its shape
+                if kind == "handle" and s in parts:  # a handle made of a renamed person's name follows the person
+                    renames[s] = parts[s]
+                    continue
                 if kind == "first_name" and s in first_names:
                     renames[s] = first_names[s]
                     continue
@@ -203,12 +213,15 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                     kind = "street"  # the text names its city on its own: another street of that city
                 if kind is None or not _renamable_in_context(s, kind, all_text, config_strings | arg_strings):
                     continue
+                if kind == "date" and _HOLIDAY.search(all_text):
+                    continue  # 'a first-class ticket on Christmas': the day is the holiday's
                 if stated and not Substitution({s: "\0"}).found(d.text_upto(rec.turn)):
                     continue  # the text says it in a form the rewrite cannot carry
                 if kind == "sentence" or (kind == "title" and not d.force):
                     continue  # dictated free text stays (a pool sentence would be off-topic); titles change their head noun
                 new = (knowledge.derived_value(s, kind, d.rng, taken, rec.cls) if kind in knowledge.DERIVED_KINDS
-                       else fresh(s, kind, d.rng, taken, rec.cls, pronoun=_pronoun(all_text)))
+                       else (kind == "password" and tied_password(s, renames, d.rng))
+                       or fresh(s, kind, d.rng, taken, rec.cls, pronoun=_pronoun(all_text)))
                 if new is not None and re.search(rf"(?<!\w){re.escape(s)}(?!\w)", new, re.I) is None:
                     # never a new value holding the old one ('update the system' -> 'update the system software'):
                     # the old words would survive inside it
@@ -275,10 +288,10 @@ def _digit_companions(renames: dict[str, str], config_strings: set[str]) -> None
     wherever the config writes them on their own (the card number ending '-6789'): a renamed card whose
     number still ends in the old digits is two cards at once."""
     for old, new in list(renames.items()):
-        if re.sub(r"\d", "#", old) != re.sub(r"\d", "#", new) or old.isdigit():
-            continue
+        if re.sub(r"\d", "#", old) != re.sub(r"\d", "#", new) or old.isdigit() or ISO_DATE.match(old):
+            continue  # (a date's year is no id's digits: other dates of the state share it)
         for o_run, n_run in zip(re.findall(r"\d+", old), re.findall(r"\d+", new), strict=False):
-            if len(o_run) < 4 or o_run in renames:
+            if len(o_run) < 4 or o_run in renames or o_run == n_run:
                 continue
             for c in config_strings:  # a card number written without separators ends with the run
                 if c != old and c not in renames and re.fullmatch(r"[\d\s\-*]+", c) and c.endswith(o_run):

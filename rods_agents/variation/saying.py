@@ -93,6 +93,12 @@ def _date_words(year: int, month: int, day: int) -> list[str]:
             f"{mon} {d} {year}", f"{o} of {m}", f"{m} {o}", f"{m} {d}", f"{mon} {o}", f"{mon} {d}", f"{mon}. {d}"]
 
 
+def date_words(iso: str) -> list[str]:
+    """The ways a user writes the ISO date ``iso`` in words, most specific first ('December 15th, 2026', ...,
+    'Dec. 15')."""
+    return _date_words(*(int(x) for x in ISO_DATE.match(iso).groups()))
+
+
 def date_forms(old: str, new: str, text: str) -> list[tuple[str, str]]:
     """(old form, new form) of an ISO date the donor writes in words ('December 15th, 2026'), the forms
     found in ``text`` only, longest first."""

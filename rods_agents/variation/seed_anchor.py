@@ -25,6 +25,8 @@ from typing import Any
 
 from rods_agents.analysis.value_sources import _WORD_NUMBERS
 
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
 _ALNUM = "A-Za-z0-9"
 _EXT = re.compile(r"^(?P<stem>.+)\.(?P<ext>[A-Za-z0-9]{1,5})$")
 _NUMBER = re.compile(r"(?<![\w.,/\-])(?P<cur>\$)?(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<dec>\.\d+)?(?![\w]|\.\d|/\d)")
@@ -33,8 +35,14 @@ MIN_TEXT_LEN = 3  # shorter values are never substituted in free text ('l', 'a')
 
 
 def string_forms(old: str, new: str) -> list[tuple[str, str]]:
-    """(old form, new form) pairs of one rename, the most specific first."""
+    """(old form, new form) pairs of one rename, the most specific first; an ISO date's forms in words too
+    ('2026-12-15' -> '2027-01-05' rewrites 'December 15th, 2026' and 'December 15th'), as users say their dates."""
     forms = [(old, new)]
+    if _ISO.match(old):
+        from rods_agents.variation.saying import date_words
+
+        olds = date_words(old)
+        return forms + list(zip(olds, date_words(new) if _ISO.match(new) else [new] * len(olds), strict=True))
     mo, mn = _EXT.match(old), _EXT.match(new)
     if mo and mn and mo.group("ext") == mn.group("ext"):
         so, sn = mo.group("stem"), mn.group("stem")

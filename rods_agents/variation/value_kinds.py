@@ -32,6 +32,8 @@ _FOLDER_PARAMS = {"folder", "dir_name"}
 _FILE_PARAMS = {"file_name", "file_name1", "file_name2", "source"}
 _TITLE_PARAMS = {"title"}
 _TEXT_PARAMS = {"content", "message", "description", "comment_content", "resolution"}
+_HANDLE = re.compile(r"^[a-z][a-z0-9_.]{2,30}$")
+_SECRET = re.compile(r"^(?P<word>[A-Za-z]+)(?P<digits>\d+)$")
 
 
 @lru_cache(maxsize=1)
@@ -56,6 +58,10 @@ def kind_of(value: str, method: str | None, param: str | None, fs_kind: str | No
         return "folder"
     if fs_kind == "file":
         return "file" if _EXT.match(v) else "folder_like_file"
+    if param == "password":
+        return "password" if _SECRET.match(v) else None
+    if param == "username" and _HANDLE.match(v):
+        return "handle"  # a login of the user's own: 'john' and 'john1234' were kept in all 28 variants asking for it
     if param in ("city", "location", "cityA", "cityB", "travel_from", "travel_to"):
         return "place"  # the environment's own tables: swapped for another documented place, never made up
     if param in _TITLE_PARAMS:
@@ -128,6 +134,26 @@ def _new_digits(old: str, rng: Any) -> str:
     return "".join(out)
 
 
+def _password(old: str, rng: Any) -> str | None:
+    """A password in ``old``'s style ('securePass123' -> 'quietMaple507', 'SecurePass123' -> 'QuietMaple507')."""
+    m = _SECRET.match(old)
+    if not m or not pools().get("password_words"):
+        return None
+    word = rng.choice(pools()["password_words"])
+    word = word[:1].upper() + word[1:] if m.group("word")[:1].isupper() else word
+    return word + _new_digits(m.group("digits"), rng)
+
+
+def tied_password(old: str, renames: dict[str, str], rng: Any) -> str | None:
+    """A password made of its username and digits ('john1234' for 'john') follows the username's new name, so no old
+    name is left inside it."""
+    m = _SECRET.match(old)
+    if not m:
+        return None
+    user = next((u for u in renames if u.lower() == m.group("word").lower() and _HANDLE.match(u)), None)
+    return None if user is None else renames[user] + _new_digits(m.group("digits"), rng)
+
+
 def first_names(pronoun: str | None = None) -> list[str]:
     """First names to draw from; with ``pronoun`` ('he' / 'she') only those that agree with it."""
     agree = pools().get("first_name_pronouns", {}).get(pronoun or "")
@@ -185,6 +211,8 @@ def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None
             from rods_agents.analysis.faithfulness import known_symbols
 
             new = rng.choice(sorted(known_symbols(False)))
+        elif kind == "password":
+            new = _password(old, rng)
         elif kind == "id":
             new = _new_digits(old, rng)
         elif kind == "date":  # whole weeks later or earlier: 'next Tuesday 2026-11-10' stays a Tuesday
@@ -194,7 +222,10 @@ def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None
                 day = dt.date.fromisoformat(old)
             except ValueError:
                 return None
-            new = (day + dt.timedelta(days=7 * rng.choice([-2, -1, 1, 2, 3]))).isoformat()
+            shifted = day + dt.timedelta(days=7 * rng.choice([-2, -1, 1, 2, 3]))
+            if shifted.year != day.year:
+                continue  # the year stays: other dates of the state share it (a booking on 2026-12-10, an expiry)
+            new = shifted.isoformat()
         else:
             return None
         if new.lower() not in taken_low and new.lower() != old.lower():
