@@ -382,3 +382,44 @@ def test_the_drafts_own_plan_keeps_the_drafts_state():
     assert plan.initial_config == draft.initial_config
     assert not trace_task(seed.model_copy(update={"ground_truth": plan.ground_truth,
                                                   "initial_config": plan.initial_config})).errors
+
+
+# ----------------------------------------------------------------------------- trial 4 (seeds drawn with --seed 2027)
+def test_the_seeds_own_argument_type_passes_where_the_schema_says_another():
+    """Trial 4, requests 0014-0016: base_173 closes ticket 'ticket_001' through ``close_ticket(ticket_id: int)``, and
+    the plan validator refused the seed's own call ('str is not integer') three times, so the scenario yielded nothing.
+    A value of the type the seed's own call passes there is accepted; another type still is not."""
+    seed = bfcl_task("multi_turn_base_173")
+    draft = Plan(ground_truth=seed.ground_truth, initial_config=seed.initial_config)
+    plan = validate_plan({"turns": plan_json(seed.ground_truth), "renames": [], "new_values": []}, seed, draft)
+    assert any("close_ticket(ticket_id='ticket_001')" in c.replace(" ", "") or "ticket_001" in c
+               for t in plan.ground_truth for c in t if c.startswith("close_ticket"))
+    turns = json.loads(json.dumps(plan_json(seed.ground_truth)).replace('\\"ticket_001\\"', "[1]"))
+    with pytest.raises(ValueError, match="close_ticket.ticket_id: list is not integer"):
+        validate_plan({"turns": turns, "renames": [], "new_values": []}, seed, draft)
+
+
+def test_a_list_entry_and_a_key_with_parentheses_can_be_given_new_values():
+    """Trial 4, requests 0015, 0019-0023 and 0034: 'TicketAPI.ticket_queue.0.id' was 'no such field' and 'crosses a
+    non-object', and 'TradingBot.stocks.NVDA.MA(5)' not a path at all, so neither the planner nor the patch agent could
+    change a ticket or a moving average. A number indexes a list; a key is written as it is."""
+    import copy
+
+    from rods_agents.llm.backbone import _apply_new_value, apply_proposal
+    from rods_agents.llm.schemas import ConfigPatchProposal
+
+    seed = bfcl_task("multi_turn_base_173")
+    config = copy.deepcopy(seed.initial_config)
+    queue = config["TicketAPI"]["ticket_queue"]
+    _apply_new_value(config, "TicketAPI.ticket_queue.0.status", "In Progress", seed.involved_classes)
+    apply_proposal(config, ConfigPatchProposal(cls="TicketAPI", path="ticket_queue.0.priority", value=5),
+                   seed.involved_classes)
+    assert queue[0]["status"] == "In Progress" and queue[0]["priority"] == 5
+    with pytest.raises(ValueError, match="no such"):
+        apply_proposal(config, ConfigPatchProposal(cls="TicketAPI", path=f"ticket_queue.{len(queue)}.id", value=5),
+                       seed.involved_classes)
+    trading = bfcl_task("multi_turn_base_108")
+    config = copy.deepcopy(trading.initial_config)
+    symbol = next(s for s, v in config["TradingBot"]["stocks"].items() if "MA(5)" in v)
+    _apply_new_value(config, f"TradingBot.stocks.{symbol}.MA(5)", 101.5, trading.involved_classes)
+    assert config["TradingBot"]["stocks"][symbol]["MA(5)"] == 101.5
