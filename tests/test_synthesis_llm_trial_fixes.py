@@ -423,3 +423,27 @@ def test_a_list_entry_and_a_key_with_parentheses_can_be_given_new_values():
     symbol = next(s for s, v in config["TradingBot"]["stocks"].items() if "MA(5)" in v)
     _apply_new_value(config, f"TradingBot.stocks.{symbol}.MA(5)", 101.5, trading.involved_classes)
     assert config["TradingBot"]["stocks"][symbol]["MA(5)"] == 101.5
+
+
+def test_a_free_text_the_llm_planned_is_not_replaced_by_an_offline_drafts_own():
+    """Trial 4, requests 0002-0006: the LLM planned base_197's support message ('a lost bag in Boston'), and the
+    offline drafts' donor describing a text of its own ('seats next to each other') replaced it in the ground truth,
+    so both variants of the seed asked support for the same seat request. The plan's texts stay the LLM's."""
+    seed = bfcl_task("multi_turn_base_197")
+    message = "My checked bag never arrived in Boston; please trace it for me."
+
+    def script(prompt: str) -> AIMessage:
+        if "## Draft plan" in prompt:
+            draft = json.loads(prompt.split("\n## Draft plan", 1)[1].split("\n", 2)[1])
+            for call in (c for turn in draft["turns"] for c in turn if c["name"] == "contact_customer_support"):
+                for arg in call["arguments"]:
+                    if arg["name"] == "message":
+                        arg["value_json"] = json.dumps(message)
+            return _tool(draft, "PlanProposal")
+        return capable_rewrite(prompt)
+
+    model = ScriptedChatModel(messages=iter([]), script=script)
+    synthesize([seed], _ctx(model, ["plan", "rewrite"], variants_per_seed=2, max_plan_attempts=1))
+    rewrites = [p for p in model.prompts if "Drafts:" in p]  # each shows the ground truth the words are written for
+    support = [m.group(0) for p in rewrites for m in re.finditer(r"contact_customer_support\(.*", p)]
+    assert len(rewrites) >= 2 and support and all(message in c for c in support), support

@@ -51,7 +51,7 @@ def carry_plan(seed: Task, plan: Plan) -> list[list[Message]]:
             for t, turn in enumerate(seed.turns)]
 
 
-def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any, slot: int | None = None
+def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any, slot: int | None = None, adopt: bool = True
                  ) -> tuple[list[list[Message]], list[dict]]:
     """User turns for ``plan`` and where their wording came from.
 
@@ -75,7 +75,7 @@ def rewrite_plan(seed: Task, profile: Profile, plan: Plan, rng: Any, slot: int |
     if repaired is not None and repaired != draft.initial_config:
         draft = draft.model_copy(update={"initial_config": repaired})
     seed_info = profile.information if profile.information is not None else information_structure(seed)
-    return transplant_turns(seed, seed_info, draft, rng, slot)
+    return transplant_turns(seed, seed_info, draft, rng, slot, adopt)
 
 
 def variant_id(seed: Task, variant: int, run_seed: int, attempt: int) -> str:
@@ -120,8 +120,8 @@ def rewrite_turns(state: SampleState, runtime: Runtime[SynthesisContext] | None 
         from rods_agents.variation.donor_search import avoiding_siblings
 
         with avoiding_siblings(user_text(t) for t in siblings_of(state)):
-            turns, donors = rewrite_plan(seed, profile, plan, rng,
-                                         sibling_slot(seed.category, variant, plan.attempt))
+            turns, donors = rewrite_plan(seed, profile, plan, rng, sibling_slot(seed.category, variant, plan.attempt),
+                                         adopt=backbone_for(runtime, "plan") is None)  # an LLM's texts stay its own
         # a donor turn that describes its own free text (a concern for customer support) brought that text along
         plan = plan.model_copy(update={"ground_truth": apply_adoptions(plan.ground_truth, donors)})
         task = build_variant(seed, turns, plan, variant, run_seed)

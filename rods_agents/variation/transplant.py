@@ -571,11 +571,13 @@ def _reword_clauses(seed: Task, seed_info: Any, variant: Task, turns: list[list[
     return turns, out
 
 
-def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: int | None = None
-                     ) -> tuple[list[list[Message]], list[dict]]:
+def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: int | None = None,
+                     adopt: bool = True) -> tuple[list[list[Message]], list[dict]]:
     """The variant's turns with as many as possible replaced by re-instantiated donor turns, and the
     provenance of each replacement ({'turn', 'donor', 'donor_turn'}). ``variant`` holds the carried turns,
-    the plan's ground truth and config; ``seed_info`` is the seed's information structure."""
+    the plan's ground truth and config; ``seed_info`` is the seed's information structure. ``adopt``: a donor
+    describing a free text of its own may bring that text into the ground truth (never where an LLM planned the
+    text: LLM trial 4, requests 0002-0006, had its support messages replaced)."""
     if rng is None:
         rng = random.Random(f"{seed.id}|transplant")
     trace = trace_task(variant)
@@ -653,7 +655,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
             used.update(d.task_id for d in donors)
             provenance.append({"turn": t, "donors": [[d.task_id, d.turn] for d in donors]})
             break
-        if t in held or any(p["turn"] == t for p in provenance):
+        if not adopt or t in held or any(p["turn"] == t for p in provenance):
             continue
         for text, donor, after in _adopted(seed, seed_info, variant, turns, t, g, methods, target, world, allowed,
                                            gt_text, used, rng, slot, carried):
