@@ -423,6 +423,10 @@ def test_a_list_entry_and_a_key_with_parentheses_can_be_given_new_values():
     symbol = next(s for s, v in config["TradingBot"]["stocks"].items() if "MA(5)" in v)
     _apply_new_value(config, f"TradingBot.stocks.{symbol}.MA(5)", 101.5, trading.involved_classes)
     assert config["TradingBot"]["stocks"][symbol]["MA(5)"] == 101.5
+    # the planner is told so up front, and that paths are read after its renames (request 0001 learnt it by refusal)
+    _, trace, profile = _seed("multi_turn_base_173")
+    prompt = " ".join(render_plan_prompt(seed, profile, trace, seed.ground_truth, {}).split())
+    assert "a number indexes a list entry" in prompt and "a renamed entry is addressed by its new name" in prompt
 
 
 def test_a_free_text_the_llm_planned_is_not_replaced_by_an_offline_drafts_own():
