@@ -451,3 +451,15 @@ def test_a_free_text_the_llm_planned_is_not_replaced_by_an_offline_drafts_own():
     rewrites = [p for p in model.prompts if "Drafts:" in p]  # each shows the ground truth the words are written for
     support = [m.group(0) for p in rewrites for m in re.finditer(r"contact_customer_support\(.*", p)]
     assert len(rewrites) >= 2 and support and all(message in c for c in support), support
+
+
+def test_the_plan_prompt_says_which_airports_a_booking_takes():
+    """Trial 4, request 0018: the planner priced JFK -> PVG (get_flight_cost's fare table prices it), and book_flight
+    refused it ('Invalid destination airport code: PVG'): the booking checks its codes against list_all_airports(),
+    which the prompt never showed. The catalog line of a method that checks against another method's literal list
+    now lists it."""
+    seed, trace, profile = _seed("multi_turn_base_173")
+    prompt = render_plan_prompt(seed, profile, trace, seed.ground_truth, {})
+    line = next(x for x in prompt.splitlines() if x.startswith("book_flight("))
+    airports = line.split("checked against list_all_airports():", 1)[1]
+    assert "PEK" in airports and "JFK" in airports and "PVG" not in airports

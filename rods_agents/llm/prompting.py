@@ -236,12 +236,37 @@ def lookup_tables(classes: list[str]) -> dict[str, str]:
             tree = threadsafe_ast.parse(class_source_text(cls))
         except (SyntaxError, ValueError, TypeError):
             continue
-        for fn in ast.walk(tree):
-            if isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_"):
-                table = _method_table(fn)
-                if table:
-                    out[fn.name] = _one_line(table, MAX_TABLE_CHARS)
+        fns = [fn for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef)]
+        lists = {fn.name: values for fn in fns if (values := _returned_list(fn))}
+        for fn in fns:
+            if fn.name.startswith("_"):
+                continue
+            # a check against another method's list: book_flight takes only list_all_airports' codes, fewer than
+            # get_flight_cost prices (LLM trial 4, request 0018: PVG priced, then refused by the booking)
+            checked = [f"checked against {m}(): {', '.join(lists[m])}" for m in dict.fromkeys(_self_calls(fn))
+                       if m in lists and m != fn.name]
+            table = "; ".join(x for x in (_method_table(fn), ", ".join(lists.get(fn.name, ())), *checked) if x)
+            if table:
+                out[fn.name] = _one_line(table, MAX_TABLE_CHARS)
     return out
+
+
+def _returned_list(fn: Any) -> list[str]:
+    """The strings of a literal list the method returns (``list_all_airports``), at least four; else []."""
+    import ast
+
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.List) and len(node.value.elts) >= 4 and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.value.elts):
+            return [e.value for e in node.value.elts]
+    return []
+
+
+def _self_calls(fn: Any) -> list[str]:
+    import ast
+
+    return [c.func.attr for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+            and isinstance(c.func.value, ast.Name) and c.func.value.id == "self"]
 
 
 def _walk_strings(obj: Any, keys: set[str], values: set[str], depth: int = 0) -> None:
