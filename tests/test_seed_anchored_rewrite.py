@@ -508,3 +508,17 @@ def test_a_travel_date_the_user_states_moves_in_the_text_and_the_calls_alike():
     for v in range(3):
         _, variant, plan, _ = _variant("multi_turn_miss_param_198", v, 3)
         assert "2026-12-25" not in plan.renames and "2026-12-25" in json.dumps(variant.ground_truth)
+
+
+def test_an_option_swap_that_cannot_hold_leaves_the_new_numbers_in_place():
+    """Read 37, base_116: the sector swap (Technology -> Automobile) broke the plan, and the next level dropped the new
+    numbers along with the resampled state, so '$10000' and '50 shares at $150 apiece' stayed the seed's in every
+    sibling that lost its sector swap. The option swap now goes first; the numbers stay where they still run."""
+    from tests.test_transplant import _rewrite
+
+    kept_numbers = 0
+    for slot in range(3):
+        _, plan, _, _ = _rewrite("multi_turn_base_116", slot)
+        assert "Technology" not in plan.swaps  # the swap does not hold in this scenario
+        kept_numbers += bool(plan.numbers)
+    assert kept_numbers >= 2

@@ -107,11 +107,19 @@ def _levels(changes: dict[str, Any]) -> list[dict[str, Any]]:
     """The draw's changes, then more conservative versions of them, in the order :func:`anchored_plan` tries
     them: without the resampled state, without new numbers, without the option swaps, without the renames,
     without any swap."""
-    calm = {**changes, "state": False, "numbers": {}}
-    out = [changes, {**changes, "state": False}, calm]
+    quiet = {**changes, "state": False}
+    calm = {**quiet, "numbers": {}}
+
+    def without_options(level: dict[str, Any]) -> dict[str, Any]:
+        return {**level, "substitutions": [], "phrases": [],
+                "swaps": {k: v for k, v in changes["swaps"].items() if k not in changes["option_swaps"]}}
+
+    # an option swap that breaks the plan goes before the new numbers do (read 37, base_116: a sector swap that
+    # could not hold took '50 shares at $150' and '$10000' back to the seed's with it)
+    out = [changes, quiet, *([without_options(quiet)] if changes.get("option_swaps") and changes.get("numbers") else []),
+           calm]
     if changes.get("option_swaps"):
-        out.append({**calm, "substitutions": [], "phrases": [],
-                    "swaps": {k: v for k, v in changes["swaps"].items() if k not in changes["option_swaps"]}})
+        out.append(without_options(calm))
     if changes.get("renames") and (changes.get("substitutions") or changes.get("swaps")):
         out.append({**calm, "renames": {}})
     out.append({**calm, "swaps": {}, "substitutions": [], "phrases": []})
