@@ -1501,3 +1501,16 @@ def test_a_check_the_seed_leaves_to_its_condition_stays_unnamed_in_new_words():
         for slot in range(4):
             text = " ".join(m.content for m in _rewrite(seed_id, slot)[2][g] if m.role == "user")
             assert asked_by_goal("check_tire_pressure", text) is not False, text
+
+
+def test_a_donor_turn_lends_its_words_without_its_slips():
+    """Read 37: 'My curiosity peaks regarding the specifics of my placed order. Would you be able to retrieve these
+    details, ensuring the transaction progresses smoothly as envisioned?' worded 11 variants of one run, slip and all,
+    and four pairs of the read named it (one just before the order is cancelled). A donor's words come with
+    prompts/bfcl/donor_edits.json's slips mended; the seed itself keeps its words."""
+    from rods_agents.variation.turn_bank import turn_bank
+
+    texts = [d.text for donors in turn_bank().values() for d in donors]
+    assert not [t for t in texts if "curiosity peaks" in t or "progresses smoothly as envisioned" in t]
+    assert any("I'm curious about the specifics of my placed order" in t for t in texts)
+    assert "My curiosity peaks" in " ".join(m.content for m in bfcl_task("multi_turn_base_128").turns[2])

@@ -35,6 +35,7 @@ from typing import Any
 
 from envs.classes import resolve
 from envs.task import Task
+from prompts import load_prompt_json
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import (
     InformationStructure,
@@ -485,7 +486,16 @@ def asks_other_work(text: str, all_methods: tuple[str, ...], explicit: tuple[str
 
 
 def _user_text(task: Task, turn: int) -> str:
-    return "\n".join(m.content for m in task.turns[turn] if m.role == "user").strip()
+    """A donor's words: its user messages, with ``prompts/bfcl/donor_edits.json``'s slips mended."""
+    text = "\n".join(m.content for m in task.turns[turn] if m.role == "user").strip()
+    for old, new in _donor_edits().items():
+        text = text.replace(old, new)
+    return text
+
+
+@lru_cache(maxsize=1)
+def _donor_edits() -> dict[str, str]:
+    return dict(load_prompt_json("bfcl/donor_edits.json").get("edits", {}))
 
 
 def turn_bank() -> dict[tuple[str, ...], tuple[Donor, ...]]:
