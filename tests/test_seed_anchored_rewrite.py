@@ -522,3 +522,22 @@ def test_an_option_swap_that_cannot_hold_leaves_the_new_numbers_in_place():
         assert "Technology" not in plan.swaps  # the swap does not hold in this scenario
         kept_numbers += bool(plan.numbers)
     assert kept_numbers >= 2
+
+
+def test_a_message_users_id_changes_with_the_state_that_holds_it():
+    """Read 37: 'USR001/USR002' were the seed's in 75 of 91 variants that message someone (BFCL's code writes the ids
+    in its default state, so they read as names the environment knows). An id changes now: in the user map, the
+    inbox's senders and every call alike, a default map and inbox written into the variant's state; where a later
+    call takes the id back from a result ("Message sent to 'USR003' successfully."), it takes the new one."""
+    from tests.test_transplant import _variant
+
+    for seed_id in ("multi_turn_base_33", "multi_turn_miss_func_131"):
+        seed, variant, plan, _ = _variant(seed_id, 0, 3)
+        new = plan.renames.get("USR003")
+        assert new and re.fullmatch(r"USR\d{3}", new), plan.renames
+        message = variant.initial_config["MessageAPI"]
+        assert new in message["user_map"].values() and "USR003" not in json.dumps(message)
+        assert any(new in entry for entry in message["inbox"])
+        calls = json.dumps(variant.ground_truth)
+        assert "USR003" not in calls and new in calls
+        assert not trace_task(variant).errors

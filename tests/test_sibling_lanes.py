@@ -53,14 +53,15 @@ def test_a_near_copy_of_an_accepted_sibling_is_re_planned_not_dropped_after_the_
 
 
 def test_tasks_published_before_are_the_first_siblings(tmp_path):
-    # scenario 134: both seeds' first variants tell the same trading story, so they near-copy
-    scenario_134 = ["multi_turn_base_134", "multi_turn_long_context_134"]
-    published = synthesize_resumable(load_tasks(ids=scenario_134[:1]), SynthesisContext(seed=3, variants_per_seed=1),
+    # scenario 121: both seeds' first variants make the same calls (the sector's first stock, bought), so they
+    # near-copy (scenario 134's did, until its donor turns lost their slips)
+    scenario_121 = ["multi_turn_base_121", "multi_turn_miss_func_121"]
+    published = synthesize_resumable(load_tasks(ids=scenario_121[:1]), SynthesisContext(seed=3, variants_per_seed=1),
                                      tmp_path / "a.sqlite").accepted
     dedupe = Deduper()
     for task in published:
         dedupe.keep(task)
-    later = synthesize_resumable(load_tasks(ids=scenario_134[1:]), SynthesisContext(seed=3, variants_per_seed=1),
+    later = synthesize_resumable(load_tasks(ids=scenario_121[1:]), SynthesisContext(seed=3, variants_per_seed=1),
                                  tmp_path / "b.sqlite", dedupe=dedupe)
     reasons = [r["reasons"][0] for r in later.rejected]
     assert reasons and reasons[0].startswith(f"novelty:sibling_copy of={published[0].id}"), reasons

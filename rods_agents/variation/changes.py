@@ -131,10 +131,13 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
     uses_lookup = any(r.name in _SYMBOL_LOOKUPS for r in d.trace.calls)
     own_symbols = set(stocks) if isinstance(stocks, dict) and not uses_lookup else set()
     own_symbols |= set(default_users(seed))  # the environment's default users, written into the new state
+    # their ids too ('USR002'): the code writes them only in its default state, which a renamed one replaces with the
+    # variant's own (read 37: 'USR001/USR002' kept in 75 of 91 variants that message someone)
+    default_ids = set(dict(_message_default_users()).values()) if "MessageAPI" in seed.involved_classes else set()
     arg_strings = {x for r in d.trace.calls for x in _scalar_strings(list(r.args.values())) if len(x) >= 3}
     all_text = " ".join(d.turn_text)
     unverifiable = _unverifiable(seed, d.profile, d.trace)
-    taken = set(config_strings) | state_strings | set(re.findall(r"[A-Za-z0-9_.\-]+", all_text))
+    taken = set(config_strings) | state_strings | set(re.findall(r"[A-Za-z0-9_.\-]+", all_text)) | default_ids
     renames: dict[str, str] = {}
     swaps: dict[str, str] = {}
     numbers: dict[str, Any] = {}
@@ -191,7 +194,7 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                 if any(o != s and o in s for o in arg_strings) and param != "password":
                     continue  # (a password holding its username, 'john1234', follows the username: tied_password)
                 if (hardcoded(s, seed.involved_classes, seed.long_context) and s not in own_symbols
-                        and seed.initial_config.get(rec.cls, {}).get(param) != s):
+                        and s not in default_ids and seed.initial_config.get(rec.cls, {}).get(param) != s):
                     continue  # the code's own value; unless it is only a default the seed's state sets (a username)
                 if s in own_symbols and not _ticker_renamable(s, all_text):
                     continue
@@ -410,8 +413,12 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
         gt[rec.turn].append(to_call_string(name, new_args))
     base = copy.deepcopy(seed.initial_config)
     users = default_users(seed)
-    if any(u in renames for u in users):  # a default user renamed: the new state names its users itself
-        base.setdefault("MessageAPI", {})["user_map"] = dict(users)
+    if any(u in renames or i in renames for u, i in users.items()):  # a default user renamed: the new state
+        base.setdefault("MessageAPI", {})["user_map"] = dict(users)  # names its users itself
+    message = base.get("MessageAPI", {})
+    if "MessageAPI" in seed.involved_classes and "inbox" not in message and any(
+            i in renames for i in dict(_message_default_users()).values()):
+        message["inbox"] = _message_default_inbox()  # the default messages' senders, renamed with them
     config = sub.obj(base)
     trading = config.get("TradingBot")
     if isinstance(trading, dict) and isinstance(trading.get("watch_list"), list):
@@ -434,11 +441,20 @@ def default_users(seed: Task) -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def _message_default_users() -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(_message_defaults().user_map.items()))
+
+
+def _message_default_inbox() -> list[dict[str, str]]:
+    return copy.deepcopy(_message_defaults().inbox)
+
+
+@lru_cache(maxsize=1)
+def _message_defaults() -> Any:
     from envs.bfcl_data import env_class
 
     api = env_class("MessageAPI")()
     api._load_scenario({}, long_context=False)
-    return tuple(sorted(api.user_map.items()))
+    return api
 
 
 __all__ = ["apply_changes", "default_users", "draw_changes"]

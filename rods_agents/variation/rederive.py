@@ -42,6 +42,13 @@ def _paths(obj: Any, value: Any, path: tuple = ()) -> list[tuple]:
     return [path] if same else []
 
 
+def _keyed(obj: Any, value: Any) -> bool:
+    """``value`` is a key of a dict inside ``obj`` (``view_messages_sent`` keys messages by receiver id)."""
+    if isinstance(obj, dict):
+        return value in obj or any(_keyed(v, value) for v in obj.values())
+    return isinstance(obj, list) and any(_keyed(v, value) for v in obj)
+
+
 def _path_leaves(obj: Any, name: str, path: tuple = ()) -> list[tuple]:
     """Paths at which a leaf of ``obj`` is a file-system path through or ending in ``name`` ('./a/name/c', './a/b/name')."""
     if isinstance(obj, dict):
@@ -112,9 +119,14 @@ def rederive(seed: Task, seed_trace: Trace, profile: Profile, gt: list[list[str]
             # moving average that happens to equal the old price is not the new stock's price (long_context_108)
             paths = _paths(sj, old_value) if sj is not None else []
             by_path = isinstance(cur_value, int | float) and not isinstance(cur_value, bool) and bool(paths)
-            if not positional and not by_path and (_paths(vj, cur_value) if vj is not None else
-                                                   (isinstance(cur_value, str) and cur_value in var_res)):
-                continue  # the same entity (renamed alike) is still there: nothing to re-derive
+            inside = (isinstance(cur_value, str) and len(cur_value) >= 4 and cur_value in var_res
+                      and isinstance(old_value, str) and old_value in seed_res)
+            if inside or not positional and not by_path and (
+                    _paths(vj, cur_value) or _keyed(vj, cur_value) if vj is not None
+                    else isinstance(cur_value, str) and cur_value in var_res):
+                continue  # the same entity (renamed alike) is still there, as a value, a key (the messages sent,
+                # keyed by their receiver's id) or inside a text ("Message sent to 'USR003' successfully."):
+                # nothing to re-derive
             if sj is not None and vj is not None and isinstance(old_value, str) and isinstance(cur_value, str):
                 seed_at, var_at = _path_leaves(sj, old_value), _path_leaves(vj, cur_value)
                 if seed_at and seed_at == var_at:
