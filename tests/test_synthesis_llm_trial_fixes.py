@@ -463,3 +463,21 @@ def test_the_plan_prompt_says_which_airports_a_booking_takes():
     line = next(x for x in prompt.splitlines() if x.startswith("book_flight("))
     airports = line.split("checked against list_all_airports():", 1)[1]
     assert "PEK" in airports and "JFK" in airports and "PVG" not in airports
+
+
+def test_the_judge_is_not_told_a_long_context_task_is_not_one():
+    """Trial 5, requests 0006 and 0034: long_context_68's loader adds nothing to VehicleControlAPI's or TwitterAPI's
+    state, and the judge read '(no padding: not a long-context task)' for a task of that category."""
+    seed, trace, profile = _seed("multi_turn_long_context_68")
+    prompt = render_judge_prompt(seed, profile, trace, seed, trace)
+    assert "not a long-context task" not in prompt and "a long-context task whose loader adds nothing" in prompt
+    base, base_trace, base_profile = _seed("multi_turn_base_68")
+    assert "not a long-context task" in render_judge_prompt(base, base_profile, base_trace, base, base_trace)
+
+
+def test_the_plan_prompt_states_the_rules_trial_5_learnt_from_refusals():
+    """Trial 5, requests 0036/0037 and 0064/0066 (42.5 gallons and 12 shares refused as round_made_odd) and 0001-0005
+    (a tire check's healthy flag that flipped): the verdict's rules, stated in the plan prompt up front."""
+    seed, trace, profile = _seed("multi_turn_long_context_68")
+    prompt = " ".join(render_plan_prompt(seed, profile, trace, seed.ground_truth, {}).split())
+    assert "A round number the user states stays as round" in prompt and "tire check's healthy flag" in prompt

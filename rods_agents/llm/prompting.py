@@ -899,7 +899,8 @@ def render_judge_prompt(seed: Task, profile: Profile, seed_trace: Trace, candida
         seed_ground_truth=ground_truth_text(seed, seed_trace),
         structure=structure_text(structure, profile, seed.ground_truth, candidate.ground_truth),
         seed_state=_state_json(seed) + "\n" + defaults_text(seed), candidate_state_changes=state_changes_text(seed, candidate),
-        padding=padding_text(candidate) or "(no padding: not a long-context task)",
+        padding=padding_text(candidate) or ("(a long-context task whose loader adds nothing to these classes' state)"
+                                            if candidate.long_context else "(no padding: not a long-context task)"),
         candidate_turns=turns_text(candidate), candidate_ground_truth=ground_truth_text(candidate, trace),
         changes=changes_text(seed, candidate.ground_truth),
         novelty=json.dumps(novelty_facts(seed, candidate)))
