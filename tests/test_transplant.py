@@ -370,7 +370,9 @@ def test_the_total_shares_of_an_order_is_a_field_not_a_sum_so_its_sentence_takes
     seed, variant, _, donors = _variant("multi_turn_base_134")
     assert any(d["turn"] == 1 for d in donors)  # the details sentence is new words; the condition's sentence stays
     said = next(m.content for m in variant.turns[1] if m.role == "user")
-    assert re.search(r"withdraw that order (?:if|provided|as long as) ", said) and "total shares purchased" not in said
+    # the condition stays a condition on that order, in the seed's words or a sentence form's
+    assert re.search(r"(?:withdraw|cancel|call off|pull back) that order,? (?:if|provided|as long as) ", said), said
+    assert "total shares purchased" not in said
 
 
 def test_a_value_an_implicit_call_shares_with_the_asked_call_needs_no_sentence_of_its_own():
