@@ -481,3 +481,14 @@ def test_the_plan_prompt_states_the_rules_trial_5_learnt_from_refusals():
     seed, trace, profile = _seed("multi_turn_long_context_68")
     prompt = " ".join(render_plan_prompt(seed, profile, trace, seed.ground_truth, {}).split())
     assert "A round number the user states stays as round" in prompt and "tire check's healthy flag" in prompt
+
+
+def test_the_planner_is_told_the_company_of_each_stock_it_may_use():
+    """Trial 5, request 0064: base_107 names its stock by company ('Zeta Corp'), and the planner had to guess what the
+    user would call QUAS, which only the rewrite prompt was told ('QUAS -> Quasar Ltd.'). The plan prompt's renamable
+    values give the company of the seed's stock and of each other one it may use."""
+    seed, trace, profile = _seed("multi_turn_base_107")
+    ticker = next(e for e in renamable_values(seed)["task_entities"] if e["value"] == "ZETA")
+    assert ticker["company_names"]["ZETA"] == "Zeta Corp" and ticker["company_names"]["QUAS"] == "Quasar Ltd."
+    assert set(ticker["others_of_its_kind"]) <= set(ticker["company_names"])
+    assert "Quasar Ltd." in render_plan_prompt(seed, profile, trace, seed.ground_truth, {})

@@ -22,7 +22,13 @@ from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog, class_source_text
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace, bind_args, trace_task
-from rods_agents.analysis.value_sources import choice_phrases, classify_arguments, is_choice, is_flag
+from rods_agents.analysis.value_sources import (
+    choice_phrases,
+    classify_arguments,
+    is_choice,
+    is_flag,
+    ticker_companies,
+)
 
 MAX_STATE_CHARS = 6000
 _LOGIN_ATTRS = {"authenticated", "current_user", "access_token"}
@@ -366,8 +372,12 @@ def renamable_values(task: Task) -> dict[str, Any]:
         else:  # a name the code knows, or a sibling of such names (a ticker of the price table), stays
             renamable = (2 <= len(s) <= 60 and not s.replace(".", "").isdigit() and not fixed(s)
                          and not any(fixed(a) for a in alts))
+        # a ticker's company, for it and the others: the planner names the stock as the user would ('Quasar Ltd.'),
+        # which LLM trial 5 (request 0064) had to guess while the rewrite prompt was told
+        companies = {a: ticker_companies()[a] for a in [s, *alts[:20]] if a in ticker_companies()}
         entities.append({"value": s, "kind": "key" if s in keys else "value", "renamable": renamable,
-                         **({"others_of_its_kind": alts[:20]} if alts else {})})
+                         **({"others_of_its_kind": alts[:20]} if alts else {}),
+                         **({"company_names": companies} if companies else {})})
     named = {e["value"] for e in entities}
     return {"task_entities": entities,
             "entity_keys": sorted(k for k in keys if entity_key(k) and k not in named)[:120],
