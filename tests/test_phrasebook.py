@@ -20,7 +20,7 @@ from rods_agents.analysis.novelty import containment
 from rods_agents.analysis.tracing import CallRecord, Trace, trace_task
 from rods_agents.analysis.value_sources import classify_arguments
 from rods_agents.variation.phrasebook import check, context_sentences, parse_phrasing, phrase_donors, phrasebook, render
-from rods_agents.variation.saying import date_words
+from rods_agents.variation.seed_anchor import date_words
 from rods_agents.variation.turn_bank import Slot, donors_for, segment_signature, singled_producer
 from tests.test_transplant import _variant
 

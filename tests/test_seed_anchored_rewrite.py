@@ -488,7 +488,7 @@ def test_a_travel_date_the_user_states_moves_in_the_text_and_the_calls_alike():
     'July 7th, 2026'), and the calls take the new date; a date named by its holiday ('on Christmas') stays."""
     import datetime as dt
 
-    from rods_agents.variation.saying import date_words
+    from rods_agents.variation.seed_anchor import date_words
     from tests.test_transplant import _variant
 
     moved = 0

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -270,21 +271,26 @@ def asked_by_goal(method: str, text: str) -> bool | None:
 _CLAUSE_END = re.compile(r"[,;]|$")
 
 
+def _condition_cues(text: str) -> Iterator[tuple[re.Match, re.Match]]:
+    """(sentence, cue) for every condition cue the lexicon reads in ``text``, its sentence by sentence, less the cues
+    inside an exclusion ('check if', 'if you could')."""
+    lex = lexicon()
+    excluded = [(m.start(), m.end()) for p in lex.condition_exclusions for m in p.finditer(text)]
+    for sent in _SENTENCE.finditer(text):
+        for p in lex.conditions:
+            for m in p.finditer(sent.group(0)):
+                s, e = sent.start() + m.start(), sent.start() + m.end()
+                if not any(a <= s and e <= b for a, b in excluded):
+                    yield sent, m
+
+
 def outside_conditions(text: str) -> str:
     """``text`` with each condition clause blanked: from its cue ('if', 'should any', 'in case') to the next comma,
     or to the sentence's end when none follows ('... the closest shop if any tire reads under 35')."""
-    lex = lexicon()
-    excluded = [(m.start(), m.end()) for p in lex.condition_exclusions for m in p.finditer(text)]
     chars = list(text)
-    for sent in _SENTENCE.finditer(text):
-        body = sent.group(0)
-        for p in lex.conditions:
-            for m in p.finditer(body):
-                s = sent.start() + m.start()
-                if any(a <= s < b for a, b in excluded):
-                    continue
-                end = m.start() + _CLAUSE_END.search(body, m.end()).start()
-                chars[s:sent.start() + end] = " " * (end - m.start())
+    for sent, m in _condition_cues(text):
+        end = _CLAUSE_END.search(sent.group(0), m.end()).start()
+        chars[sent.start() + m.start():sent.start() + end] = " " * (end - m.start())
     return "".join(chars)
 
 
@@ -306,7 +312,6 @@ def reads_as_condition(words: str) -> bool:
 
 # ----------------------------------------------------------------------------- conditions
 def _conditions(turn: int, text: str, trace: Trace) -> list[Condition]:
-    lex = lexicon()
     text = unquoted(text)
     recs = [r for r in trace.calls if r.turn == turn]
     if not recs:
@@ -323,19 +328,8 @@ def _conditions(turn: int, text: str, trace: Trace) -> list[Condition]:
         deciders = [earlier[-1].name] if earlier else []
     if not deciders:
         return []
-    excluded = [(m.start(), m.end()) for p in lex.condition_exclusions for m in p.finditer(text)]
-    out: list[Condition] = []
-    for sent in _SENTENCE.finditer(text):
-        for p in lex.conditions:
-            for m in p.finditer(sent.group(0)):
-                s, e = sent.start() + m.start(), sent.start() + m.end()
-                if any(a <= s and e <= b for a, b in excluded):
-                    continue
-                out.append(Condition(turn=turn, cue=sent.group(0).strip()[:160], depends_on=sorted(set(deciders))))
-                break
-            if out and out[-1].cue == sent.group(0).strip()[:160]:
-                break
-    return out
+    sentences = {sent.start(): sent.group(0) for sent, _cue in _condition_cues(text)}  # one condition per sentence
+    return [Condition(turn=turn, cue=body.strip()[:160], depends_on=sorted(set(deciders))) for body in sentences.values()]
 
 
 def _thresholds(turn: int, text: str, trace: Trace) -> list[float]:

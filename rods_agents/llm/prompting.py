@@ -363,6 +363,7 @@ def renamable_values(task: Task) -> dict[str, Any]:
         return ok(k) and counts.get(k, 0) == 1 and _holds_dict(task.initial_config, k)
 
     entities = []
+    company = ticker_companies()
     for s in _task_strings(task):
         if s not in keys and s not in values or len(s) < 2:
             continue
@@ -374,7 +375,7 @@ def renamable_values(task: Task) -> dict[str, Any]:
                          and not any(fixed(a) for a in alts))
         # a ticker's company, for it and the others: the planner names the stock as the user would ('Quasar Ltd.'),
         # which LLM trial 5 (request 0064) had to guess while the rewrite prompt was told
-        companies = {a: ticker_companies()[a] for a in [s, *alts[:20]] if a in ticker_companies()}
+        companies = {a: company[a] for a in [s, *alts[:20]] if a in company}
         entities.append({"value": s, "kind": "key" if s in keys else "value", "renamable": renamable,
                          **({"others_of_its_kind": alts[:20]} if alts else {}),
                          **({"company_names": companies} if companies else {})})

@@ -23,8 +23,8 @@ from rods_agents.analysis.value_sources import state_values, ticker_companies
 from rods_agents.variation.draw import PROTECTED, Draw, fs_kinds, hardcoded, perturb, scalar_numbers
 from rods_agents.variation.entity_swaps import city_pair_swap, dictated_swap, route_swap, stock_swap
 from rods_agents.variation.method_swap import maybe_swap, skill_method_swaps
-from rods_agents.variation.saying import ISO_DATE
 from rods_agents.variation.seed_anchor import (
+    ISO_DATE,
     Substitution,
     _strings,
     has_number,
@@ -133,7 +133,7 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
     own_symbols |= set(default_users(seed))  # the environment's default users, written into the new state
     # their ids too ('USR002'): the code writes them only in its default state, which a renamed one replaces with the
     # variant's own (read 37: 'USR001/USR002' kept in 75 of 91 variants that message someone)
-    default_ids = set(dict(_message_default_users()).values()) if "MessageAPI" in seed.involved_classes else set()
+    default_ids = _message_default_ids() if "MessageAPI" in seed.involved_classes else frozenset()
     arg_strings = {x for r in d.trace.calls for x in _scalar_strings(list(r.args.values())) if len(x) >= 3}
     all_text = " ".join(d.turn_text)
     unverifiable = _unverifiable(seed, d.profile, d.trace)
@@ -416,8 +416,7 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
     if any(u in renames or i in renames for u, i in users.items()):  # a default user renamed: the new state
         base.setdefault("MessageAPI", {})["user_map"] = dict(users)  # names its users itself
     message = base.get("MessageAPI", {})
-    if "MessageAPI" in seed.involved_classes and "inbox" not in message and any(
-            i in renames for i in dict(_message_default_users()).values()):
+    if "MessageAPI" in seed.involved_classes and "inbox" not in message and any(i in renames for i in _message_default_ids()):
         message["inbox"] = _message_default_inbox()  # the default messages' senders, renamed with them
     config = sub.obj(base)
     trading = config.get("TradingBot")
@@ -442,6 +441,11 @@ def default_users(seed: Task) -> dict[str, str]:
 @lru_cache(maxsize=1)
 def _message_default_users() -> tuple[tuple[str, str], ...]:
     return tuple(sorted(_message_defaults().user_map.items()))
+
+
+@lru_cache(maxsize=1)
+def _message_default_ids() -> frozenset[str]:
+    return frozenset(i for _name, i in _message_default_users())
 
 
 def _message_default_inbox() -> list[dict[str, str]]:

@@ -28,6 +28,7 @@ from rods_agents.analysis.value_sources import (
     stated_as_date,
     ticker_companies,
 )
+from rods_agents.variation.seed_anchor import ISO_DATE, MONTHS, date_words, ordinal
 from rods_agents.variation.turn_bank import SENTENCE_END, Slot
 
 # A human turn opened by a premise of its own conversation ('With the liters in mind, ...', 'Now that the tank is
@@ -76,37 +77,13 @@ def premise_free(text: str) -> bool:
     return _PREMISE.search(text.strip()) is None
 
 
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December"]
-ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-
-
-def _ordinal(n: int) -> str:
-    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
-
-
-def _date_words(year: int, month: int, day: int) -> list[str]:
-    m, mon = _MONTHS[month - 1], _MONTHS[month - 1][:3]
-    d, o = str(day), _ordinal(day)
-    return [f"{m} {o}, {year}", f"{m} {d}, {year}", f"{m} {o} {year}", f"{m} {d} {year}", f"{o} of {m}, {year}",
-            f"{o} of {m} {year}", f"{d} {m} {year}", f"{mon} {o}, {year}", f"{mon} {d}, {year}", f"{mon}. {d}, {year}",
-            f"{mon} {d} {year}", f"{o} of {m}", f"{m} {o}", f"{m} {d}", f"{mon} {o}", f"{mon} {d}", f"{mon}. {d}"]
-
-
-def date_words(iso: str) -> list[str]:
-    """The ways a user writes the ISO date ``iso`` in words, most specific first ('December 15th, 2026', ...,
-    'Dec. 15')."""
-    return _date_words(*(int(x) for x in ISO_DATE.match(iso).groups()))
-
-
 def date_forms(old: str, new: str, text: str) -> list[tuple[str, str]]:
     """(old form, new form) of an ISO date the donor writes in words ('December 15th, 2026'), the forms
     found in ``text`` only, longest first."""
     mo, mn = ISO_DATE.match(old), ISO_DATE.match(new)
     if not mo or not mn:
         return []
-    olds = _date_words(*(int(x) for x in mo.groups()))
-    news = _date_words(*(int(x) for x in mn.groups()))
+    olds, news = date_words(old), date_words(new)
     return [(o, n) for o, n in zip(olds, news, strict=True) if re.search(rf"(?<!\w){re.escape(o)}(?!\w)", text, re.I)]
 
 
@@ -249,7 +226,7 @@ def named_as(value: Any, span: str) -> str | None:
     if date := ISO_DATE.match(value):
         found = [old for old, _ in date_forms(value, value, span)]
         year, month, day = (int(x) for x in date.groups())
-        words = f"{_MONTHS[month - 1]} {_ordinal(day)}"
+        words = f"{MONTHS[month - 1]} {ordinal(day)}"
         if not found:
             return date_riddle(year, month, day, span)
         return f"{words}, {year}" if any(str(year) in f for f in found) else words
@@ -278,7 +255,7 @@ def date_riddle(year: int, month: int, day: int, span: str) -> str | None:
     repeats those words, so putting the date together stays the assistant's (every sample of those scenarios kept
     the seed's whole first turn, and siblings were copies of each other); None when the span has no such clause."""
     tokens = [rf"\b{day}(?:st|nd|rd|th)?\b", rf"\b{year}\b",
-              rf"\b(?:{_MONTHS[month - 1]}|{_MONTHS[month - 1][:3]}\.?|{_ORDINAL_WORDS[month - 1]}\s+month)\b"]
+              rf"\b(?:{MONTHS[month - 1]}|{MONTHS[month - 1][:3]}\.?|{_ORDINAL_WORDS[month - 1]}\s+month)\b"]
     spots = []
     for pattern in tokens:
         found = [m for m in re.finditer(pattern, span, re.I) if not _inside_quotes(span, m.start())]
@@ -640,4 +617,4 @@ def dictated(value: Any) -> bool:
     return isinstance(value, str) and (len(value.split()) >= 3 or value.rstrip()[-1:] in tuple("!?.,"))
 
 
-__all__ = ["CODE_PATTERN", "ISO_DATE", "as_sentence", "asked_as_said", "companies_of", "date_forms", "dictated", "foreign_names", "keeps_said", "keeps_specifics", "named_as", "names_other_option", "premise_free", "said_as_is", "says_all", "says_no_more", "says_value", "scalars_of", "source_as_said", "times_named", "restated_numbers", "untaken_limit", "with_specifics", "word_in", "word_set"]
+__all__ = ["CODE_PATTERN", "as_sentence", "asked_as_said", "companies_of", "date_forms", "dictated", "foreign_names", "keeps_said", "keeps_specifics", "named_as", "names_other_option", "premise_free", "said_as_is", "says_all", "says_no_more", "says_value", "scalars_of", "source_as_said", "times_named", "restated_numbers", "untaken_limit", "with_specifics", "word_in", "word_set"]

@@ -25,7 +25,24 @@ from typing import Any
 
 from rods_agents.analysis.value_sources import _WORD_NUMBERS
 
-_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December"]
+ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+
+
+def ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def date_words(iso: str) -> list[str]:
+    """The ways a user writes the ISO date ``iso`` in words, most specific first ('December 15th, 2026', ...,
+    'Dec. 15')."""
+    year, month, day = (int(x) for x in ISO_DATE.match(iso).groups())
+    m, mon = MONTHS[month - 1], MONTHS[month - 1][:3]
+    d, o = str(day), ordinal(day)
+    return [f"{m} {o}, {year}", f"{m} {d}, {year}", f"{m} {o} {year}", f"{m} {d} {year}", f"{o} of {m}, {year}",
+            f"{o} of {m} {year}", f"{d} {m} {year}", f"{mon} {o}, {year}", f"{mon} {d}, {year}", f"{mon}. {d}, {year}",
+            f"{mon} {d} {year}", f"{o} of {m}", f"{m} {o}", f"{m} {d}", f"{mon} {o}", f"{mon} {d}", f"{mon}. {d}"]
 
 _ALNUM = "A-Za-z0-9"
 _EXT = re.compile(r"^(?P<stem>.+)\.(?P<ext>[A-Za-z0-9]{1,5})$")
@@ -38,11 +55,9 @@ def string_forms(old: str, new: str) -> list[tuple[str, str]]:
     """(old form, new form) pairs of one rename, the most specific first; an ISO date's forms in words too
     ('2026-12-15' -> '2027-01-05' rewrites 'December 15th, 2026' and 'December 15th'), as users say their dates."""
     forms = [(old, new)]
-    if _ISO.match(old):
-        from rods_agents.variation.saying import date_words
-
+    if ISO_DATE.match(old):
         olds = date_words(old)
-        return forms + list(zip(olds, date_words(new) if _ISO.match(new) else [new] * len(olds), strict=True))
+        return forms + list(zip(olds, date_words(new) if ISO_DATE.match(new) else [new] * len(olds), strict=True))
     mo, mn = _EXT.match(old), _EXT.match(new)
     if mo and mn and mo.group("ext") == mn.group("ext"):
         so, sn = mo.group("stem"), mn.group("stem")
