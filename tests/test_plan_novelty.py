@@ -500,3 +500,16 @@ def test_a_household_company_the_text_names_becomes_another_household_company():
     household = household_tickers()
     swapped = [plan["swaps"]["AMZN"] for plan in _scenario_plans(115) if "AMZN" in plan.get("swaps", {})]
     assert swapped and all(s in household for s in swapped), swapped
+
+
+def test_a_mentioned_account_becomes_another_of_its_role_in_the_tweet_and_the_state():
+    """base_188 mentions '@TravelBuddy' in its tweet, and the state's own tweet 0 (retweeted later) mentions it too:
+    post_tweet.mentions was the seed's in all 46 accepted variants that mention someone. A plan mentions another
+    travel friend from the pool, and the state's tweet follows the rename, so the retweet is of the same text."""
+    seed, plans = _plans("multi_turn_base_188")
+    friends = knowledge.dictated()["handles"]["@TravelBuddy"]
+    for plan in plans:
+        mentions = _calls(plan["ground_truth"], "post_tweet")[0].kwargs["mentions"]
+        assert mentions != ["@TravelBuddy"] and set(mentions) <= set(friends), mentions
+        state = json.dumps(plan["initial_config"]["TwitterAPI"])
+        assert "@TravelBuddy" not in state and mentions[0] in state

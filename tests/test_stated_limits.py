@@ -62,16 +62,17 @@ def test_a_variant_may_set_another_tire_limit_and_asks_for_the_same_calls():
     """base_51 asks for the nearest tire shop if the pressure is below 40: across sibling slots some variants state
     another limit, each on the seed's side of every pressure, and each still asks for the shop as the seed does."""
     seed = bfcl_task("multi_turn_base_51")
-    pressures = _pressures(seed.id)
     seed_limit = [n for _t, n in stated_limits([m.content for turn in seed.turns for m in turn if m.role == "user"])]
-    assert seed_limit == [40.0] and pressures
+    assert seed_limit == [40.0] and _pressures(seed.id)
     limits = set()
     for slot in range(4):
         _seed, plan, turns, _donors = _rewrite(seed.id, slot)
         said = [n for _t, n in stated_limits([m.content for turn in turns for m in turn if m.role == "user"])]
         assert len(said) == 1
         limits.add(said[0])
-        assert all((p < said[0]) == (p < 40.0) for p in pressures)
+        old = seed.initial_config["VehicleControlAPI"]
+        new = plan.initial_config["VehicleControlAPI"]  # the tires may move with the limit
+        assert all((new[k] < said[0]) == (old[k] < 40.0) for k in old if k.endswith("TirePressure"))
         assert [c.split("(")[0] for c in plan.ground_truth[2]] == [c.split("(")[0] for c in seed.ground_truth[2]]
     assert limits - {40.0}, limits
 
@@ -89,8 +90,46 @@ def test_a_limit_moves_past_a_number_that_other_results_print_under_another_name
     seed = bfcl_task("multi_turn_base_68")
     trace = trace_task(seed)
     profile = profile_task(seed, trace)
-    moved = [sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0)).numbers.get("40.0")
-             for slot in range(4)]
-    assert any(moved), moved
-    tires = [v for k, v in seed.initial_config["VehicleControlAPI"].items() if k.endswith("TirePressure")]
-    assert all(new > max(tires) for new in moved if new)
+    plans = [sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0)) for slot in range(4)]
+    moved = [(p.numbers.get("40.0"), p.initial_config) for p in plans]
+    assert any(new for new, _config in moved), moved
+    for new, config in moved:  # above every tire of the variant's own state (the tires may move with the limit)
+        tires = [v for k, v in config["VehicleControlAPI"].items() if k.endswith("TirePressure")]
+        assert new is None or new > max(tires)
+
+
+def test_tires_move_with_their_limit_and_keep_the_cars_verdict():
+    """Scenario 82 says 'If any tire falls short of 30.0 psi' with tires at 30, 30, 28 and 28: no new limit left every
+    tire on its side, so all its variants said 30.0 psi (read 38). The tires now move by the limit's own move; a tire
+    the seed put at the limit stays at it, and a shift that would change the car's own 'healthy' verdict is refused."""
+    from rods_agents.variation.tire_pressures import fits
+
+    tires = {"frontLeftTirePressure": 30.0, "frontRightTirePressure": 30.0, "rearLeftTirePressure": 28.0,
+             "rearRightTirePressure": 28.0}
+    assert fits(tires, -5.0, [(30.0, 25.0)])  # 25, 25, 23, 23 against 25: the same tires short as before
+    assert not fits(tires, -5.0, [(30.0, 30.0)])  # the tires moved under a limit that stayed: 25 < 30 now
+    healthy = dict.fromkeys(tires, 31.0)
+    assert not fits(healthy, -2.0, [])  # a mean of 29 psi is no longer 'healthy' to the car
+    assert fits(healthy, 2.0, [])
+
+
+def test_a_tire_limit_of_scenario_82_moves_with_the_tires_in_the_variants_state():
+    from rods_agents.analysis.profile import profile_task
+    from rods_agents.analysis.tracing import trace_task
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+    from rods_agents.variation.tire_pressures import pressures
+
+    seed = bfcl_task("multi_turn_base_82")
+    assert stated_limits([m.content for turn in seed.turns for m in turn]) == [(0, 30.0)]
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    old = pressures(seed.initial_config)
+    moved = 0
+    for slot in range(8):
+        plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0))
+        limit = float(plan.numbers.get("30.0", 30.0))
+        new = pressures(plan.initial_config)
+        assert all((new[k] < limit) == (old[k] < 30.0) for k in old), (limit, new)
+        moved += limit != 30.0 and all(new[k] - old[k] == limit - 30.0 for k in old)
+    assert moved, "no variant moved the limit with the tires"

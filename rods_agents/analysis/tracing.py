@@ -177,7 +177,7 @@ def _num_leaves(obj: Any) -> dict[str, float]:
 
 # a limit the user states: "a cost of below $1200", "if it exceeds 300 miles", "no more than 5", "costing no more that
 # $2500" (the seed's typo), "My max spending limit is 7000", "the price is larger than 300"
-_LIMIT = re.compile(r"\b(?:below|under|over|above|exceed\w*|less than|more th[ae][nt]|greater than|higher than|lower than|larger than|bigger than|smaller than|"
+_LIMIT = re.compile(r"\b(?:below|under|over|above|exceed\w*|less than|more th[ae][nt]|greater than|higher than|lower than|larger than|bigger than|smaller than|(?:short|shy) of|"
                     r"cheaper than|at most|at least|up to|maximum of|minimum of|budget of|afford|limit(?: is| of)?|"
                     r"max(?:imum)?(?:\s+\w+){0,2}\s+(?:is|of|at))\b[^0-9$.]{0,16}"
                     r"\$?\s?(\d[\d,]*(?:\.\d+)?)", re.I)

@@ -55,6 +55,7 @@ from rods_agents.variation.plan_checks import dangling, flips, patchable, stale_
 from rods_agents.variation.rederive import rederive, rederive_embedded
 from rods_agents.variation.seed_anchor import Substitution, substitute_phrases
 from rods_agents.variation.state_resample import refill_gt, resample_fill_level, resample_state, vary_state
+from rods_agents.variation.tire_pressures import shift_tires
 
 _DOUBLED = re.compile(r"\b([A-Za-z]{2,})( \1\b)+", re.I)
 
@@ -165,6 +166,11 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
         state_changes = {} if (attempt >= 2 or not changes.get("state", True)) else \
             resample_fill_level(config, trace, rng, " ".join(d.turn_text)) if d.composed else \
             resample_state(config, trace, rng, " ".join(d.turn_text))
+        if attempt < 2 and changes.get("state", True):
+            tires = shift_tires(config, trace, d.turn_text, changes["numbers"], rng)
+            if tires is None:
+                return None  # a moved tire limit the tires cannot follow
+            state_changes = {**state_changes, **tires}
         gt = refill_gt(gt, seed.initial_config.get("VehicleControlAPI", {}).get("fuelLevel"), config, trace)
         derived = rederive(seed, trace, profile, gt, config)
         if derived is None:

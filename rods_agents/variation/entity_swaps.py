@@ -19,7 +19,7 @@ from rods_agents.variation.seed_anchor import Substitution
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.variation.value_kinds import options
 
-_DICTATED_PARAMS = {"content", "message", "comment_content", "description", "resolution", "tags", "hashtags"}
+_DICTATED_PARAMS = {"content", "message", "comment_content", "description", "resolution", "tags", "hashtags", "mentions"}
 
 
 def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dict[str, str],
@@ -30,7 +30,7 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
     it exactly, it holds no other value the plan changes (a city swapped in a tweet's story), and no longer
     argument contains it (a search for a word of it), nor one that names a file or folder of the state."""
     table = knowledge.dictated()
-    pool = {**table.get("sentences", {}), **table.get("hashtags", {})}
+    pool = {**table.get("sentences", {}), **table.get("hashtags", {}), **table.get("handles", {})}
     text = " ".join(d.turn_text)
     arg_strings = {x for r in d.trace.calls for x in _scalar_strings(list(r.args.values()))}
     changed = [o for o in {**renames, **swaps} if len(o) >= 3]

@@ -20,6 +20,7 @@ from rods_agents.analysis.tracing import _num_leaves, stated_limits
 from rods_agents.variation.draw import Draw, scalar_numbers
 from rods_agents.variation.seed_anchor import has_number, number_matches, word_number_matches
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
+from rods_agents.variation.tire_pressures import fits, limit_moves, pressures, reads_tires, tire_limits
 
 _LEAF_LIMIT = 200_000  # a long-context listing holds no limit's comparison and is slow to walk
 
@@ -38,7 +39,7 @@ def _step(n: float) -> float:
     return 2.5 if (2 * n) % 1 == 0 and n % 1 else 1.0
 
 
-def _result_numbers(d: Draw, turn: int | None = None) -> list[float]:
+def _result_numbers(d: Draw, turn: int | None = None, tires: bool = True) -> list[float]:
     """The numbers the seed's results print. With ``turn`` (where a limit is stated), those of that turn and the next,
     and of other turns only under a name the turn's words use ('pressure' for frontLeftTirePressure): base_68's
     'pressure below 40' (turn 2) could not move for the full tank's 50 that turn 1's engine start prints."""
@@ -52,7 +53,7 @@ def _result_numbers(d: Draw, turn: int | None = None) -> list[float]:
         except (json.JSONDecodeError, TypeError):
             continue
         near = turn is None or rec.turn in (turn, turn + 1)
-        out += [v for k, v in leaves.items() if near or _key_words(k) & words]
+        out += [v for k, v in leaves.items() if (near or _key_words(k) & words) and (tires or "TirePressure" not in k)]
     return out
 
 
@@ -78,6 +79,16 @@ def _only_as_limit(texts: list[str], n: float) -> bool:
     return said == sum(x == n for _t, x in stated_limits(texts))
 
 
+def _tires_follow(d: Draw, n: float, new: float, limits: list[tuple[int, float]]) -> bool:
+    """A tire limit may cross the car's tires when the tires move with it (:func:`shift_tires`): every other result
+    still falls on its side, and the tires shifted by the limit's move compare with it as before."""
+    tires = pressures(d.seed.initial_config)
+    if not tires or not reads_tires(d.trace) or n not in tire_limits(d.turn_text):
+        return False
+    others = [x for t, m in limits if m == n for x in _result_numbers(d, t, tires=False)]
+    return _same_side(n, new, others) and fits(tires, new - n, limit_moves({repr(n): new}, tire_limits(d.turn_text)))
+
+
 def limit_numbers(d: Draw, bound: list[tuple[Any, dict[str, Any]]], taken: dict[str, Any]) -> dict[str, Any]:
     """The plan's new numbers (``repr(old) -> new``, as :func:`rods_agents.variation.seed_anchor.substitute_numbers`
     reads them) for the limits the seed's text states and no call takes; ``taken``: the numbers already changed."""
@@ -90,7 +101,7 @@ def limit_numbers(d: Draw, bound: list[tuple[Any, dict[str, Any]]], taken: dict[
         results = [x for t, m in limits if m == n for x in _result_numbers(d, t)]
         step = _step(n)
         options = [n + k * step for k in (-2, -1, 1, 2) if _RANGE[0] * n <= n + k * step <= _RANGE[1] * n]
-        options = [x for x in options if _same_side(n, x, results)]
+        options = [x for x in options if _same_side(n, x, results) or _tires_follow(d, n, x, limits)]
         if options:
             new = d.pick(options, f"limit|{n:g}")
             out[repr(n)] = int(new) if float(new).is_integer() and float(n).is_integer() else new
