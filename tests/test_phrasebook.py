@@ -171,9 +171,12 @@ def test_a_sentence_never_repeats_a_value_the_seeds_turn_left_to_an_earlier_turn
 
 
 def test_an_option_the_seed_says_in_its_own_words_is_never_left_out():
+    from rods_agents.variation.value_kinds import mode_words
+
     seed, variant = _rewritten("multi_turn_base_173")  # turn 1: 'I need that in pounds sterling' (target_currency='GBP')
     text = _user(variant, 1)
-    assert "pound" in text.lower() or "GBP" in text, text
+    target = re.search(r"target_currency='(\w+)'", " ".join(variant.ground_truth[1])).group(1)  # GBP, or its swap
+    assert any(w.lower() in text.lower() for w in mode_words("compute_exchange_rate", "target_currency")[target]), text
 
 
 def test_a_value_is_left_out_only_where_an_earlier_turn_says_it_as_it_is():

@@ -1517,3 +1517,20 @@ def test_a_donor_turn_lends_its_words_without_its_slips():
     assert not [t for t in texts if "curiosity peaks" in t or "progresses smoothly as envisioned" in t]
     assert any("I'm curious about the specifics of my placed order" in t for t in texts)
     assert "My curiosity peaks" in " ".join(m.content for m in bfcl_task("multi_turn_base_128").turns[2])
+
+
+def test_a_reading_the_seed_asks_for_only_as_a_tweets_topic_stays_unnamed():
+    """Reads 37, 38 and 39, base_75 and miss_func_75: 'share a quick update about the tire pressures on Twitter, using
+    the format ... where 'XXX' is the actual values for the tire pressure' leaves the reading to the assistant (the
+    pressures are what the tweet is about), and 'Can you see whether the tires are properly inflated? Next, put it out
+    as a tweet.' was marked mild easier in three reads in a row. What a message is about names no call."""
+    from rods_agents.analysis.information_structure import asked_by_goal, outside_topics
+
+    seed = bfcl_task("multi_turn_base_75")
+    turn = " ".join(m.content for m in seed.turns[1])
+    assert "pressures on Twitter" not in outside_topics(turn)
+    assert asked_by_goal("check_tire_pressure", turn) is True
+    assert outside_topics("Check the tire pressures.") == "Check the tire pressures."  # no message: still named
+    for slot in range(4):
+        text = " ".join(m.content for m in _rewrite("multi_turn_base_75", slot)[2][1] if m.role == "user")
+        assert asked_by_goal("check_tire_pressure", text) is not False, text

@@ -261,7 +261,7 @@ def asked_by_goal(method: str, text: str) -> bool | None:
     what the condition tests, which leaves the check to the assistant: a variant asking 'What are my tire pressure
     readings?' first names the step (read 36, three readers: mild easier)."""
     lex, plain = lexicon(), unquoted(text)
-    if _first(lex.names.get(method, []), outside_conditions(plain)) is not None:
+    if _first(lex.names.get(method, []), outside_topics(outside_conditions(plain))) is not None:
         return False
     if _first(lex.names.get(method, []), plain) is not None or _first(lex.hints.get(method, []), plain) is not None:
         return True
@@ -291,6 +291,27 @@ def outside_conditions(text: str) -> str:
     for sent, m in _condition_cues(text):
         end = _CLAUSE_END.search(sent.group(0), m.end()).start()
         chars[sent.start() + m.start():sent.start() + end] = " " * (end - m.start())
+    return "".join(chars)
+
+
+_TELLS = re.compile(r"\b(tweet\w*|post\w*|share\w*|send\w*|messag\w*|comment\w*|notify\w*|inform\w*|let \w+ know|"
+                    r"compos\w*|format\w*)\b", re.I)
+_TOPIC = re.compile(r"\b(?:(?:update|news|word|note|post|tweet|message)s? (?:about|on|regarding)|"
+                    r"(?:values?|readings?|numbers?|figures?) (?:for|of)) (?:the|my|our|their) [^,.?!;']{0,40}", re.I)
+
+
+def outside_topics(text: str) -> str:
+    """``text`` with what a message is about blanked ('share a quick update about the tire pressures on Twitter'): the
+    pressures are the tweet's topic, which leaves reading them to the assistant, as a condition does (three reads in a
+    row marked base_75's 'Can you see whether the tires are properly inflated? Next, put it out as a tweet.' mild
+    easier). Only in a sentence that asks to tell someone."""
+    chars = list(text)
+    for sent in _SENTENCE.finditer(text):
+        if not _TELLS.search(sent.group(0)):
+            continue
+        for m in _TOPIC.finditer(sent.group(0)):
+            a, b = sent.start() + m.start(), sent.start() + m.end()
+            chars[a:b] = " " * (b - a)
     return "".join(chars)
 
 
@@ -698,6 +719,6 @@ def compare_structure(seed: InformationStructure, variant: InformationStructure)
     return sorted({f"{REASON}:{m.reason}" for m in structure_mismatches(seed, variant)})
 
 
-__all__ = ["asked_by_goal", "outside_conditions", "asks_for", "call_shift", "reads_as_condition", "CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
+__all__ = ["asked_by_goal", "outside_conditions", "outside_topics", "asks_for", "call_shift", "reads_as_condition", "CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
            "TurnStructure", "Withheld", "asking_text", "compare_structure", "information_structure", "lexicon",
            "structure_mismatches"]
