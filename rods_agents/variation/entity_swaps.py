@@ -288,7 +288,7 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     from rods_agents.analysis.value_sources import airport_cities
 
     flights = {(args.get("travel_from"), args.get("travel_to")) for r, args in bound if r.name in _ROUTE_METHODS}
-    if len(flights) != 1 or not d.p(0.7):
+    if len(flights) != 1 or not d.p(0.9):
         return
     (src, dst), = flights
     cities = airport_cities()
