@@ -145,3 +145,12 @@ def test_words_inside_a_dictated_quote_are_never_reworded():
     assert not any("I initiated" in m.group(0) for m, _ in clauses_in(text))
     quoted = "Before setting off, I want to make sure all the car doors are locked tight."
     assert clauses_in(quoted) and not clauses_in(f"Post 'Note to self: {quoted}' for me.")
+
+
+@pytest.mark.parametrize("form", sorted(f for f in clause_rewordings() if re.search(r"\b(?:before|after) I\b", f)))
+def test_what_the_user_does_stays_the_users_in_every_rewording(form):
+    """Read 40, miss_param_75: 'before I turn on the ignition using the 'START' mode' was re-worded 'before starting the
+    engine up in 'START' mode', which asks the assistant to start it (the ground truth only fills the tank; a reader
+    marked it unfaithful). A step the user says they take keeps the user as the one who takes it."""
+    for say in clause_rewordings()[form]:
+        assert re.search(r"\b(?:before|after) I\b", say), (form, say)
