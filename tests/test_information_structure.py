@@ -205,3 +205,18 @@ def test_naming_a_call_the_seed_named_by_goal_words_is_recorded_not_refused():
     assert "information_structure:named_made_goal" in _reasons(seed, goal)
     reasons, _ = judge(goal, seed, profile_task(seed), trace_task(goal))
     assert not any("named_made_goal" in r for r in reasons)
+
+
+def test_words_saying_what_is_not_done_name_no_call():
+    """miss_func_160: 'without visible currency conversion, ensuring you're aligned with a 20,000 RMB equivalent
+    allowance' leaves the conversion to the assistant, and read 40 marked a variant asking 'how many US dollars is that
+    on exchange?' easier. The negated words name nothing, so the conversion is asked by its goal, and naming it is
+    refused."""
+    from rods_agents.analysis.information_structure import asked_by_goal, unnegated
+
+    seed = _seed("miss_func_160")
+    call = information_structure(seed).turns[0].calls[0]
+    assert call.method == "compute_exchange_rate" and call.by_goal and not call.named
+    assert "conversion" not in unnegated("Set it without visible currency conversion.")
+    assert asked_by_goal("compute_exchange_rate", "Convert 20000 RMB to US dollars.") is False
+    assert asked_by_goal("compute_exchange_rate", seed.turns[0][0].content) is True

@@ -245,7 +245,7 @@ def _classify_calls(trace: Trace, turn: int, text: str) -> list[CallInfo]:
                 cue = m.group(0)
                 if per_method[rec.name] > 1 and not stated:
                     named_once.add(rec.name)
-        named = m is not None and cue is not None and _first(lex.names.get(rec.name, []), text) is not None
+        named = m is not None and cue is not None and _first(lex.names.get(rec.name, []), unnegated(text)) is not None
         by_goal = m is not None and cue is not None and not named
         if cue is None and by_value and stated:
             cue = stated[0]
@@ -261,7 +261,7 @@ def asked_by_goal(method: str, text: str) -> bool | None:
     what the condition tests, which leaves the check to the assistant: a variant asking 'What are my tire pressure
     readings?' first names the step (read 36, three readers: mild easier)."""
     lex, plain = lexicon(), unquoted(text)
-    if _first(lex.names.get(method, []), outside_topics(outside_conditions(plain))) is not None:
+    if _first(lex.names.get(method, []), unnegated(outside_topics(outside_conditions(plain)))) is not None:
         return False
     if _first(lex.names.get(method, []), plain) is not None or _first(lex.hints.get(method, []), plain) is not None:
         return True
@@ -298,6 +298,16 @@ _TELLS = re.compile(r"\b(tweet\w*|post\w*|share\w*|send\w*|messag\w*|comment\w*|
                     r"compos\w*|format\w*)\b", re.I)
 _TOPIC = re.compile(r"\b(?:(?:update|news|word|note|post|tweet|message)s? (?:about|on|regarding)|"
                     r"(?:values?|readings?|numbers?|figures?) (?:for|of)) (?:the|my|our|their) [^,.?!;']{0,40}", re.I)
+
+
+_NEGATED = re.compile(r"\bwithout\s+(?:\w+\s+){0,2}\w+", re.I)
+
+
+def unnegated(text: str) -> str:
+    """``text`` with what it says is not done blanked ('without visible currency conversion'): such words name no call
+    (miss_func_160 leaves the conversion to 'a 20,000 RMB equivalent allowance'; read 40 marked 'how many US dollars is
+    that on exchange?' easier)."""
+    return _NEGATED.sub(lambda m: " " * len(m.group(0)), text)
 
 
 def outside_topics(text: str) -> str:
@@ -719,6 +729,6 @@ def compare_structure(seed: InformationStructure, variant: InformationStructure)
     return sorted({f"{REASON}:{m.reason}" for m in structure_mismatches(seed, variant)})
 
 
-__all__ = ["asked_by_goal", "outside_conditions", "outside_topics", "asks_for", "call_shift", "reads_as_condition", "CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
+__all__ = ["asked_by_goal", "outside_conditions", "outside_topics", "unnegated", "asks_for", "call_shift", "reads_as_condition", "CallInfo", "Condition", "InformationStructure", "Mismatch", "Reference", "Transformation",
            "TurnStructure", "Withheld", "asking_text", "compare_structure", "information_structure", "lexicon",
            "structure_mismatches"]
