@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -284,20 +284,19 @@ def _condition_cues(text: str) -> Iterator[tuple[re.Match, re.Match]]:
                     yield sent, m
 
 
-def outside_conditions(text: str) -> str:
-    """``text`` with each condition clause blanked: from its cue ('if', 'should any', 'in case') to the next comma,
-    or to the sentence's end when none follows ('... the closest shop if any tire reads under 35')."""
+def _blanked(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """``text`` with each (start, end) span turned to spaces: positions stay, so a later match still points into it."""
     chars = list(text)
-    for sent, m in _condition_cues(text):
-        end = _CLAUSE_END.search(sent.group(0), m.end()).start()
-        chars[sent.start() + m.start():sent.start() + end] = " " * (end - m.start())
+    for a, b in spans:
+        chars[a:b] = " " * (b - a)
     return "".join(chars)
 
 
-_TELLS = re.compile(r"\b(tweet\w*|post\w*|share\w*|send\w*|messag\w*|comment\w*|notify\w*|inform\w*|let \w+ know|"
-                    r"compos\w*|format\w*)\b", re.I)
-_TOPIC = re.compile(r"\b(?:(?:update|news|word|note|post|tweet|message)s? (?:about|on|regarding)|"
-                    r"(?:values?|readings?|numbers?|figures?) (?:for|of)) (?:the|my|our|their) [^,.?!;']{0,40}", re.I)
+def outside_conditions(text: str) -> str:
+    """``text`` with each condition clause blanked: from its cue ('if', 'should any', 'in case') to the next comma,
+    or to the sentence's end when none follows ('... the closest shop if any tire reads under 35')."""
+    return _blanked(text, ((sent.start() + m.start(), sent.start() + _CLAUSE_END.search(sent.group(0), m.end()).start())
+                           for sent, m in _condition_cues(text)))
 
 
 _NEGATED = re.compile(r"\bwithout\s+(?:\w+\s+){0,2}\w+", re.I)
@@ -310,19 +309,19 @@ def unnegated(text: str) -> str:
     return _NEGATED.sub(lambda m: " " * len(m.group(0)), text)
 
 
+_TELLS = re.compile(r"\b(tweet\w*|post\w*|share\w*|send\w*|messag\w*|comment\w*|notify\w*|inform\w*|let \w+ know|"
+                    r"compos\w*|format\w*)\b", re.I)
+_TOPIC = re.compile(r"\b(?:(?:update|news|word|note|post|tweet|message)s? (?:about|on|regarding)|"
+                    r"(?:values?|readings?|numbers?|figures?) (?:for|of)) (?:the|my|our|their) [^,.?!;']{0,40}", re.I)
+
+
 def outside_topics(text: str) -> str:
     """``text`` with what a message is about blanked ('share a quick update about the tire pressures on Twitter'): the
     pressures are the tweet's topic, which leaves reading them to the assistant, as a condition does (three reads in a
     row marked base_75's 'Can you see whether the tires are properly inflated? Next, put it out as a tweet.' mild
     easier). Only in a sentence that asks to tell someone."""
-    chars = list(text)
-    for sent in _SENTENCE.finditer(text):
-        if not _TELLS.search(sent.group(0)):
-            continue
-        for m in _TOPIC.finditer(sent.group(0)):
-            a, b = sent.start() + m.start(), sent.start() + m.end()
-            chars[a:b] = " " * (b - a)
-    return "".join(chars)
+    return _blanked(text, ((sent.start() + m.start(), sent.start() + m.end()) for sent in _SENTENCE.finditer(text)
+                           if _TELLS.search(sent.group(0)) for m in _TOPIC.finditer(sent.group(0))))
 
 
 def unquoted(text: str) -> str:

@@ -163,10 +163,11 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
     """Apply ``changes``, re-derive values read from results, and check the draft (None: not usable)."""
     for _ in range(3):
         gt, config = apply_changes(seed, bound, changes)
-        state_changes = {} if (attempt >= 2 or not changes.get("state", True)) else \
+        new_state = attempt < 2 and changes.get("state", True)
+        state_changes = {} if not new_state else \
             resample_fill_level(config, trace, rng, " ".join(d.turn_text)) if d.composed else \
             resample_state(config, trace, rng, " ".join(d.turn_text))
-        if attempt < 2 and changes.get("state", True):
+        if new_state:
             tires = shift_tires(config, trace, d.turn_text, changes["numbers"], rng)
             if tires is None:
                 return None  # a moved tire limit the tires cannot follow

@@ -82,11 +82,11 @@ def _only_as_limit(texts: list[str], n: float) -> bool:
 def _tires_follow(d: Draw, n: float, new: float, limits: list[tuple[int, float]]) -> bool:
     """A tire limit may cross the car's tires when the tires move with it (:func:`shift_tires`): every other result
     still falls on its side, and the tires shifted by the limit's move compare with it as before."""
-    tires = pressures(d.seed.initial_config)
-    if not tires or not reads_tires(d.trace) or n not in tire_limits(d.turn_text):
+    tires, said = pressures(d.seed.initial_config), tire_limits(d.turn_text)
+    if not tires or not reads_tires(d.trace) or n not in said:
         return False
     others = [x for t, m in limits if m == n for x in _result_numbers(d, t, tires=False)]
-    return _same_side(n, new, others) and fits(tires, new - n, limit_moves({repr(n): new}, tire_limits(d.turn_text)))
+    return _same_side(n, new, others) and fits(tires, new - n, limit_moves({repr(n): new}, said))
 
 
 def limit_numbers(d: Draw, bound: list[tuple[Any, dict[str, Any]]], taken: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from rods_agents.analysis.tracing import Trace, stated_limits
+from rods_agents.variation.seed_anchor import has_number
 
 _SHIFTS = (-3.0, -2.0, -1.5, -1.0, 1.0, 1.5, 2.0, 3.0)  # psi: the other tires of another car, not another kind of car
 _MARGIN = 1.0
@@ -80,8 +81,6 @@ def shift_tires(config: dict[str, Any], trace: Trace, turn_texts: list[str], num
     With a stated tire limit that moves, the tires move by the same amount; otherwise by a drawn amount that every
     limit still agrees with. Nothing moves when the text states a pressure itself or no drawn shift fits; None when a
     moved limit finds no shift (the plan's limit would cross a tire the trace checks see unchanged)."""
-    from rods_agents.variation.seed_anchor import has_number
-
     moves = limit_moves(numbers, tire_limits(turn_texts))
     forced = {now - was for was, now in moves if now != was}
     tires = pressures(config)
@@ -89,17 +88,21 @@ def shift_tires(config: dict[str, Any], trace: Trace, turn_texts: list[str], num
     said = [p for p in set(tires.values()) if p not in {was for was, _now in moves} and has_number(text, p)]
     if not tires or not reads_tires(trace) or said or len(forced) > 1:
         return None if forced else {}
-    options = sorted(forced) if forced else [x for x in _SHIFTS if rng.random() < 0.7]
-    rng.shuffle(options)
-    if forced and not fits(tires, next(iter(forced)), moves) and fits(tires, 0.0, moves):
-        return {}  # the moved limit crosses no tire: the tires may stay
-    for delta in options:
+    if forced:
+        delta = next(iter(forced))
         if fits(tires, delta, moves):
-            node = config["VehicleControlAPI"]
-            for key, p in tires.items():
-                node[key] = p + delta
-            return {f"VehicleControlAPI.{k}": node[k] for k in tires}
-    return None if forced else {}
+            return _shifted(config, tires, delta)
+        return {} if fits(tires, 0.0, moves) else None  # a moved limit that crosses no tire leaves them where they are
+    options = [x for x in _SHIFTS if rng.random() < 0.7]
+    rng.shuffle(options)
+    return next((_shifted(config, tires, x) for x in options if fits(tires, x, moves)), {})
+
+
+def _shifted(config: dict[str, Any], tires: dict[str, float], delta: float) -> dict[str, Any]:
+    node = config["VehicleControlAPI"]
+    for key, p in tires.items():
+        node[key] = p + delta
+    return {f"VehicleControlAPI.{k}": node[k] for k in tires}
 
 
 __all__ = ["fits", "limit_moves", "pressures", "reads_tires", "shift_tires", "tire_limits"]

@@ -89,10 +89,6 @@ def kind_of(value: str, method: str | None, param: str | None, fs_kind: str | No
     return None
 
 
-_ODD_HEADS = {"Experience", "Report"}
-"""Heads a title is read by but never given: 'Tire Pressure Experience' and 'Billing Report' read as nobody's ticket."""
-
-
 def _style(old: str, words: list[str]) -> str:
     """Join ``words`` the way ``old`` joins its parts: snake_case, kebab-case, CamelCase, Title Case."""
     if "_" in old:
@@ -202,7 +198,7 @@ def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None
                 return None
             i = heads[-1]
             head = rng.choice([h for h in p["title_heads"] if h.lower() != words[i].strip(":").lower()
-                               and h not in _ODD_HEADS])
+                               and h not in p["title_heads_read_only"]])
             new = " ".join([*words[:i], head if words[i][:1].isupper() else head.lower(), *words[i + 1:]])
         elif kind == "address":
             new = rng.choice(p["addresses"])
