@@ -21,6 +21,7 @@ from rods_agents.run.runtime import rng_for
 from rods_agents.stages.coherence_rewrite import build_variant, rewrite_plan
 from rods_agents.stages.plan_sampling import sample_variant_plan
 from rods_agents.variation.clause_words import SLOT, clause_forms, clauses_in, reworded
+from rods_agents.variation.free_text import apply_adoptions
 from rods_agents.variation.phrasebook import clause_rewordings
 
 _FILL = {"n": "40", "q": "'AMZN'", "w": "Jerry", "c": "Crescent Hollow", "x": "card_1234"}
@@ -99,7 +100,8 @@ def _variant_text(seed_id: str, slot: int) -> tuple[str, object, object]:
     trace = trace_task(seed)
     profile = profile_task(seed, trace)
     plan = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0))
-    turns, _donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, slot, "rewrite"), slot)
+    turns, donors = rewrite_plan(seed, profile, plan, rng_for(3, seed.id, slot, "rewrite"), slot)
+    plan = plan.model_copy(update={"ground_truth": apply_adoptions(plan.ground_truth, donors)})  # as the graph does
     variant = build_variant(seed, turns, plan, slot, 3)
     return user_text(variant), variant, seed
 
@@ -122,18 +124,22 @@ def test_a_variant_says_its_seeds_deciding_clause_in_other_words_with_the_same_s
     assert [len(t.limits) for t in mine.turns] == [len(t.limits) for t in theirs.turns]
 
 
-def test_a_turn_a_later_call_writes_down_keeps_its_clauses_as_they_are():
+def test_a_turn_a_later_call_writes_down_takes_new_words_and_the_call_writes_them():
     """base_29 asks 'Create a file name based on the number of byte used. It should be in 'number.pdf' format.' and
-    later 'Write my last question in it': the echo writes that turn down, so its words (the format clause too) stay
-    exactly what the ground truth writes."""
+    later 'Write my last question in it': the echo writes that turn down. The turn kept the seed's sentence in 7 of
+    8 samples (read 40: 'keeps the seed's sentence word for word'); it now takes new words, with its transformation
+    cue, and the echo writes exactly the new words."""
     from envs.executor import parse_call
-    from tests.test_transplant import _rewrite
 
+    seed_words = " ".join(m.content for m in bfcl_task("multi_turn_base_29").turns[1] if m.role == "user")
     for slot in (0, 1):
-        _seed, plan, turns, _donors = _rewrite("multi_turn_base_29", slot)
-        said = " ".join(m.content for m in turns[1] if m.role == "user")
-        echo = next(parse_call(c) for c in plan.ground_truth[2] if c.startswith("echo"))
+        _text, variant, seed = _variant_text("multi_turn_base_29", slot)
+        said = " ".join(m.content for m in variant.turns[1] if m.role == "user")
+        echo = next(parse_call(c) for c in variant.ground_truth[2] if c.startswith("echo"))
         assert echo.kwargs["content"] == said, (said, echo.kwargs["content"])
+        assert said != seed_words and "number.pdf" in said
+        assert [[x.kind for x in t.transformations] for t in information_structure(variant).turns] == \
+            [[x.kind for x in t.transformations] for t in information_structure(seed).turns]
 
 
 def test_words_inside_a_dictated_quote_are_never_reworded():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 
+from envs.executor import parse_call
 from envs.task import bfcl_task
 from rods_agents.analysis.information_structure import information_structure, reads_as_condition
 from rods_agents.analysis.tracing import trace_task
@@ -53,13 +54,15 @@ def test_a_template_in_mid_sentence_leaves_the_words_after_it_to_the_request():
     template's sentence follows the words asking for the message it shapes (scenario 17 had no variant)."""
     seed, variant, _, _ = _variant("multi_turn_base_17")
     text = variant.turns[2][0].content
+    # Kelly as the variant names her (renamed in the template too)
+    name = next(parse_call(c).kwargs["user_name"] for c in variant.ground_truth[2] if c.startswith("add_contact"))
     # the template, in the seed's words or its own (prompts/phrasebook/sentences.json)
-    fmt = text.find("'Kelly Total Score: total_score'")
+    fmt = text.find(f"'{name} Total Score: total_score'")
     assert fmt > 0, text
     assert "I'd appreciate a list of all the communications" not in text
     # right after the words asking for the message the template says 'it'; after other words it names the message
     assert re.search(r"\b(?:the message|it)\b[^.']{0,40}$", text[:fmt]), text
-    assert text.index("Kelly") < fmt < text.lower().rindex("sent")  # before the later request
+    assert text.index(name) < fmt < text.lower().rindex("sent")  # before the later request
 
 
 def test_only_a_sentence_leaving_the_text_to_the_template_words_a_templated_value():

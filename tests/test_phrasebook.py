@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from envs.executor import parse_call
 from envs.task import bfcl_task
 from prompts import PROMPTS_DIR
 from rods_agents.analysis.information_structure import information_structure, structure_mismatches
@@ -371,7 +372,9 @@ def test_a_miss_param_answer_saying_more_than_the_value_keeps_its_words():
     info = _structure(variant)
     w = next(x.withheld for x in info.turns if x.withheld is not None)
     assert "'Kelly Total Score: total_score'" in _user(seed, w.supplied_at)
-    assert "Kelly Total Score" in _user(variant, w.supplied_at), _user(variant, w.supplied_at)
+    name = next(parse_call(c).kwargs["user_name"] for calls in variant.ground_truth for c in calls
+                if c.startswith("add_contact"))  # Kelly as the variant names her
+    assert f"{name} Total Score" in _user(variant, w.supplied_at), _user(variant, w.supplied_at)
     assert withheld_value(variant, trace_task(variant), w)
 
 

@@ -433,6 +433,24 @@ def test_a_seed_turn_kept_word_for_word_is_found_with_its_names_swapped():
                                                                for m in t] for t in seed.turns]}), seed) == []
 
 
+def test_a_turn_a_later_call_writes_down_is_kept_only_when_its_words_are_the_seeds():
+    """base_29's turn 1 is the very text its echo writes ('Write my last question in it'): masked as an entity, the
+    whole turn was '#' in seed and variant alike, so a re-worded turn counted as the seed's sentence kept."""
+    from envs.task import bfcl_task
+    from rods_agents.analysis.novelty import kept_seed_turns
+
+    seed = bfcl_task("multi_turn_base_29")
+    old = next(m.content for m in seed.turns[1] if m.role == "user")
+    new = "Please create a file named according to the number of bytes used. Its format should match 'number.pdf'."
+    turns = [list(t) for t in seed.turns]
+    turns[1] = [m.model_copy(update={"content": new}) if m.role == "user" else m for m in turns[1]]
+    gt = [[c.replace(old.replace("'", "\\'"), new.replace("'", "\\'")) for c in calls] for calls in seed.ground_truth]
+    assert gt != seed.ground_truth
+    variant = seed.model_copy(update={"turns": turns, "ground_truth": gt})
+    assert 1 not in kept_seed_turns(variant, seed)
+    assert 1 in kept_seed_turns(seed, seed)
+
+
 def test_a_number_said_again_with_another_unit_keeps_it_while_the_argument_changes():
     """base_84 fills '30 gallons' and later checks for 'less than 30.0 psi': the number stayed in every plan (the
     second 30 is no argument), so all eight samples had the seed's ground truth and scenario 84 had no variant. The
@@ -569,3 +587,67 @@ def test_most_draws_of_a_stated_route_fly_another_route():
         new = _calls(plan["ground_truth"], "book_flight")[0].kwargs
         moved += (new["travel_from"], new["travel_to"]) != (old["travel_from"], old["travel_to"])
     assert moved >= 6, moved
+
+
+def test_a_dictated_tweet_holding_a_swapped_city_gets_a_text_of_its_own_with_the_new_city():
+    # base_77 tweets 'Setting forth on an exciting quest from San Francisco to Stonebrook to uncover ancestral
+    # stories!'; a tweet holding a value the plan changes had stayed the seed's sentence with the cities swapped
+    # (read 40). It is now another text of the pool, with the plan's cities in it
+    old = "Setting forth on an exciting quest from San Francisco to Stonebrook to uncover ancestral stories!"
+    seed, plans = _plans("multi_turn_base_77")
+    pool = knowledge.dictated()["sentences"][old]
+    for plan in plans:
+        tweet = _calls(plan["ground_truth"], "post_tweet")[0].kwargs["content"]
+        city = plan["swaps"].get("Stonebrook", "Stonebrook")
+        assert city in tweet and "exciting quest" not in tweet, tweet
+        assert tweet.replace(city, "Stonebrook") in pool  # the pool's text, with the plan's city in it
+    assert any(p["swaps"].get("Stonebrook") for p in plans)
+
+
+def test_hashtags_the_text_quotes_without_their_hash_change_in_the_text_too():
+    # base_151: "add relevant hashtags 'TravelUpdate' and 'BusinessTrip'" kept both tags in all 8 samples
+    seed, plans = _plans("multi_turn_base_151")
+    for plan in plans:
+        tags = _calls(plan["ground_truth"], "post_tweet")[0].kwargs["tags"]
+        assert not {"#TravelUpdate", "#BusinessTrip"} & set(tags), tags
+        assert all(plan["renames"][old.lstrip("#")] == new.lstrip("#")
+                   for old, new in plan["renames"].items() if old in ("#TravelUpdate", "#BusinessTrip"))
+
+
+def test_a_message_read_from_a_file_and_forwarded_changes_in_the_file_too():
+    # base_41: 'Where is my notes? Forward it exactly to Bob': no turn says the message, the file holds it, and it
+    # stayed 'Meeting notes and project details.' in 6 of 8 samples. The file and the message change together
+    seed, plans = _plans("multi_turn_base_41")
+    old = "Meeting notes and project details."
+    sent = [_calls(p["ground_truth"], "send_message")[0].kwargs["message"] for p in plans]
+    assert old not in sent and len(set(sent)) == 2, sent
+    for plan, message in zip(plans, sent, strict=True):
+        assert message in json.dumps(plan["initial_config"]) and old not in json.dumps(plan["initial_config"])
+
+
+def test_a_name_inside_a_composed_message_is_renamed_there_and_in_the_file():
+    # base_17 messages Kelly 'Kelly Total Score: 96', read from Kelly's report in the format the user gives: the name
+    # fed a composed value and sat inside a file, so all 8 samples kept Kelly. A renamed person is renamed in all three
+    seed, plans = _plans("multi_turn_base_17")
+    for plan in plans:
+        new = plan["renames"].get("Kelly")
+        assert new, plan["renames"]
+        assert _calls(plan["ground_truth"], "add_contact")[0].kwargs["user_name"] == new
+        assert _calls(plan["ground_truth"], "send_message")[0].kwargs["message"] == f"{new} Total Score: 96"
+        assert "Kelly" not in json.dumps(plan["initial_config"])
+
+
+def test_a_number_a_dictated_text_repeats_changes_in_the_text_too():
+    # base_110 buys 100 shares and later dictates a ticket 'a canceled buy order for 100 shares of AAPL': a number
+    # inside a text argument stayed, so all 8 samples of scenario 110 bought 100 shares. The quoted text follows it
+    amounts = []
+    for v in range(4):
+        seed = _train()["multi_turn_base_110"]
+        trace = trace_task(seed)
+        plan = anchored_plan(seed, profile_task(seed, trace), trace, random.Random(v), 0,
+                             slot=sibling_slot(seed.category, v % 2))
+        amount = _calls(plan["ground_truth"], "place_order")[0].kwargs["amount"]
+        description = _calls(plan["ground_truth"], "create_ticket")[0].kwargs["description"]
+        assert f"for {amount} shares" in description, (amount, description)
+        amounts.append(amount)
+    assert set(amounts) - {100}, amounts

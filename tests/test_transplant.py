@@ -1472,8 +1472,10 @@ def test_a_dictated_template_follows_its_own_calls_words_not_a_later_calls():
     it were about that. The template now follows the words asking for the message, and the later call's words follow
     it."""
     for slot in (0, 1, 4):
-        said = " ".join(m.content for m in _rewrite("multi_turn_base_17", slot)[2][2] if m.role == "user")
-        fmt, sent = said.find("'Kelly Total Score"), said.lower().rfind("sent")
+        _seed, plan, turns, _donors = _rewrite("multi_turn_base_17", slot)
+        said = " ".join(m.content for m in turns[2] if m.role == "user")
+        name = plan.renames.get("Kelly", "Kelly")  # renamed in the template too
+        fmt, sent = said.find(f"'{name} Total Score"), said.lower().rfind("sent")
         assert 0 <= fmt < sent, said
 
 

@@ -103,8 +103,15 @@ def kept_seed_turns(variant: Task, seed: Task) -> list[int]:
     mine, theirs = call_values(variant), call_values(seed)
     return [t for t in range(min(len(variant.turns), len(seed.turns)))
             if len(_turn_text(variant, t).split()) >= 4
-            and containment(_masked(_turn_text(variant, t), mine), _masked(_turn_text(seed, t), theirs), mask=True)
-            > KEPT_TURN]
+            and containment(_turn_words(variant, t, mine), _turn_words(seed, t, theirs), mask=True) > KEPT_TURN]
+
+
+def _turn_words(task: Task, turn: int, values: set[str]) -> str:
+    """Turn ``turn``'s text with the task's entities masked, except a value that is the whole turn: a turn a later
+    call writes down ('Write my last question in it', base_29) is words, not an entity, and masked whole it read as
+    kept whatever its new words."""
+    text = _turn_text(task, turn)
+    return _masked(text, {v for v in values if v.strip() != text.strip()})
 
 
 def mask_digits(text: str) -> str:

@@ -187,10 +187,12 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                 if not in_config:
                     if not stated or s in state_strings:
                         continue
-                    if any(s in c for c in config_strings if len(c) > len(s)):
-                        continue  # a phrase inside file contents (grep pattern): keep it findable
-                if d.feeds_composed(s):
-                    continue  # a piece of a value the assistant composes: the composition must still hold
+                    if any(s in c for c in config_strings if len(c) > len(s)) and kind_of(s, rec.name, param) not in _NAME_KINDS:
+                        continue  # a phrase inside file contents (grep pattern): keep it findable (a person's name
+                        # is renamed in the contents too: 'Kelly Total Score: 96' in Kelly's report, base_17)
+                if d.feeds_composed(s) and not (kind_of(s, rec.name, param) in _NAME_KINDS and d.names_in_composed(s)):
+                    continue  # a piece of a value the assistant composes: the composition must still hold (a name
+                    # inside it is renamed there too: 'Kelly Total Score: 96' was kept in all 8 samples of scenario 17)
                 if any(o != s and o in s for o in arg_strings) and param != "password":
                     continue  # (a password holding its username, 'john1234', follows the username: tied_password)
                 if (hardcoded(s, seed.involved_classes, seed.long_context) and s not in own_symbols
@@ -279,6 +281,9 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
     phrases += [{"turn": m["turn"], "phrases": m["phrases"]} for m in substitutions]
     return {"renames": renames, "swaps": swaps, "numbers": numbers, "substitutions": substitutions, "phrases": phrases,
             "option_swaps": option_swaps}
+
+
+_NAME_KINDS = frozenset({"person", "first_name", "last_name"})
 
 
 def _keys_with(obj: Any, key: str) -> list[str]:
@@ -379,10 +384,21 @@ def _number_only_for_arguments(d: Draw, bound: list[tuple[Any, dict[str, Any]]],
     default) must keep its 10, or the text no longer determines the ground truth. A number inside a text
     argument ('Rear Left Tire: 30 PSI', built from a result) stays too: the result would not follow."""
     def carried(turn: int) -> bool:
-        return any(rec.turn in (turn, turn + 1) and any(value in scalar_numbers(v) for v in args.values())
+        return any(rec.turn in (turn, turn + 1) and any(value in scalar_numbers(v) or _dictated_with(d, rec, p, v, value)
+                                                        for p, v in args.items())
                    for rec, args in bound)
-    inside_text = any(has_number(x, value) for _rec, args in bound for x in _scalar_strings(list(args.values())))
+    inside_text = any(has_number(x, value) and not _dictated_with(d, rec, p, x, value)
+                      for rec, args in bound for p, v in args.items() for x in _scalar_strings(v))
     return not inside_text and all(carried(t) for t, text in enumerate(d.turn_text) if has_number(text, value))
+
+
+def _dictated_with(d: Draw, rec: Any, param: str, value: Any, number: float) -> bool:
+    """``value`` is a text the user dictates word for word (quoted in a turn) holding ``number``: 'a canceled buy
+    order for 100 shares of AAPL' in a ticket's description (base_110). The number changes in the quote and in the
+    argument alike, so it may change; 100 shares were kept in all 8 samples of scenario 110."""
+    src = d.sources.get((rec.turn, rec.index, param))
+    return (isinstance(value, str) and src is not None and src.source == "user" and has_number(value, number)
+            and any(value in text for text in d.turn_text))
 
 
 def _untangle(renames: dict[str, str], rng: Any, taken: set[str], fs: dict[str, str]) -> None:

@@ -161,9 +161,14 @@ class Draw:
 
     def feeds_composed(self, value: str) -> bool:
         """True when ``value`` shares a word with a composed argument (a piece it is built from)."""
-        words = {w for w in re.findall(r"[a-z0-9]{4,}", value.lower())}
-        return any(value.lower() in c.lower() or c.lower() in value.lower() or words & set(re.findall(r"[a-z0-9]{4,}", c.lower()))
-                   for c in self.composed_values)
+        return any(_shares(value, c) for c in self.composed_values)
+
+    def names_in_composed(self, value: str) -> bool:
+        """Every composed argument ``value`` is a piece of holds it as a whole word ('Kelly' in 'Kelly Total Score:
+        96', base_17): a person renamed everywhere, state and text included, is renamed inside it too, so the
+        composition still holds."""
+        word = re.compile(rf"(?<!\w){re.escape(value)}(?!\w)")
+        return all(word.search(c) is not None for c in self.composed_values if _shares(value, c))
 
     def feeds_composed_number(self, value: float) -> bool:
         """True when the stated number ``value`` is a piece of a composed argument: written inside a composed text, or
@@ -222,4 +227,11 @@ class Draw:
         return self.force or self.rng.random() < base
 
 
+def _shares(value: str, composed: str) -> bool:
+    """``value`` is inside ``composed``, holds it, or shares a word of four or more characters with it."""
+    v, c = value.lower(), composed.lower()
+    return v in c or c in v or bool(set(re.findall(r"[a-z0-9]{4,}", v)) & set(re.findall(r"[a-z0-9]{4,}", c)))
+
+
 __all__ = ["Draw", "PROTECTED", "fs_kinds", "hardcoded", "perturb", "scalar_numbers", "sibling_index"]
+

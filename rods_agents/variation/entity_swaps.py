@@ -27,13 +27,16 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
     """A text the user dictates word for word (a tweet, a message) or a hashtag becomes another text of the
     same purpose and topic (``prompts/bfcl/offline_dictated.json``), one per sibling (:meth:`Draw.pick`):
     the variant posts or sends something of its own, so it is new beyond digits. Only where the text quotes
-    it exactly, it holds no other value the plan changes (a city swapped in a tweet's story), and no longer
-    argument contains it (a search for a word of it), nor one that names a file or folder of the state."""
+    it exactly, or the assistant reads it from the state and no turn says it (a file forwarded as a message), and
+    no longer argument contains it (a search for a word of it). A value the plan changes inside it (a city in a
+    tweet's story, the friend a message greets) must be in the new text too, and changes there the same way:
+    'Setting forth ... from San Francisco to Stonebrook ...' had stayed the seed's sentence with the cities
+    swapped (read 40). A file or folder of the state the new text names must be one the old names."""
     table = knowledge.dictated()
     pool = {**table.get("sentences", {}), **table.get("hashtags", {}), **table.get("handles", {})}
     text = " ".join(d.turn_text)
     arg_strings = {x for r in d.trace.calls for x in _scalar_strings(list(r.args.values()))}
-    changed = [o for o in {**renames, **swaps} if len(o) >= 3]
+    changed = {o: n for o, n in {**renames, **swaps}.items() if len(o) >= 3 and isinstance(n, str)}
     state = json.dumps(d.seed.initial_config).lower()
     fs_names = {n for n in fs_kinds(d.seed.initial_config.get("GorillaFileSystem", {}), {}) if len(n) >= 4}
     for rec, args in bound:
@@ -41,25 +44,54 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
             if param not in _DICTATED_PARAMS:
                 continue
             for s in _scalar_strings(value):
-                if s not in pool or s in renames or s in swaps or s not in text:
-                    continue
                 src = d.sources.get((rec.turn, rec.index, param))
-                if src is not None and src.source not in ("user", "state"):
+                if s not in pool or s in renames or s in swaps:
                     continue
-                if any(o in s for o in changed) or any(s != x and s in x for x in arg_strings):
+                # read from the state and never said ('Where is my notes? Forward it exactly to Bob', base_41: the file
+                # the assistant reads holds the message)
+                read = (src is not None and src.source in ("state", "call") and s.lower() in state
+                        and s.lower() not in text.lower())
+                if src is not None and src.source not in ("user", "state") and not read:
                     continue
-                if any(re.search(rf"\b{re.escape(n)}\b", s, re.I) for n in fs_names):
-                    continue  # it speaks of a file or folder of the state ('Managed to archive ...' beside 'archive')
-                # nor one the state already holds ('#Explore' where a tweet is tagged '#explore': its tags read
-                # ['#explore', '#explore', '#travel'] after the rename, read of 2026-12-05)
-                # a shorter argument inside it is a search for it (grep 'update' finds '# update the system' in a file
-                # the message is read from, base_33): the new text keeps that word, or the search finds it no more
-                searched = [x.lower() for x in arg_strings if len(x) >= 3 and x != s and x.lower() in s.lower()]
-                choices = [c for c in pool[s] if c not in text and c.lower() not in state
-                           and s.lower() not in c.lower()  # never one holding the old text ('... system software')
-                           and all(x in c.lower() for x in searched)]
-                if choices:
-                    renames[s] = d.pick(choices, f"dictated|{s}")
+                # a hashtag the text quotes bare ("add relevant hashtags 'TravelUpdate' and 'BusinessTrip'", base_151)
+                bare = s[1:] if s.startswith("#") and s not in text and _says(s[1:], text) else None
+                if s not in text and bare is None and not read:
+                    continue
+                if any(s != x and s in x for x in arg_strings):
+                    continue
+                new = _new_text(d, s, pool[s], changed, fs_names, arg_strings, text, state)
+                if new is not None:
+                    renames[s] = new
+                    if bare is not None:
+                        renames[bare] = new[1:]
+
+
+def _new_text(d: Draw, old: str, texts: list[str], changed: dict[str, str], fs_names: set[str],
+              arg_strings: set[str], text: str, state: str) -> str | None:
+    """One of the pool's ``texts`` for ``old`` (per sibling), with the plan's changes inside it, or None."""
+    held = {o: n for o, n in changed.items() if _says(o, old)}
+    # a file or folder of the state the old text names, the new one names too ('Managed to archive ...' beside a
+    # folder 'archive': '... tucked away in the archive now!'), and no other: it points where the old one did
+    named = [n.lower() for n in fs_names if _says(n, old)]
+    foreign = [n for n in fs_names if not _says(n, old)]
+    # a shorter argument inside it is a search for it (grep 'update' finds '# update the system' in a file
+    # the message is read from, base_33): the new text keeps that word, or the search finds it no more
+    # (a file's name inside it is no search: 'notes' in 'Meeting notes and project details.', base_41)
+    searched = [x.lower() for x in arg_strings
+                if len(x) >= 3 and x != old and x.lower() in old.lower() and x not in fs_names]
+    # never one the state already holds ('#Explore' where a tweet is tagged '#explore': its tags read
+    # ['#explore', '#explore', '#travel'] after the rename, read of 2026-12-05)
+    choices = [c for c in texts if c not in text and c.lower() not in state
+               and old.lower() not in c.lower()  # never one holding the old text ('... system software')
+               and all(x in c.lower() for x in searched)
+               and all(_says(o, c) for o in held) and all(n in c.lower() for n in named)
+               and not any(_says(n, c) for n in foreign)]
+    return Substitution(held).text(d.pick(choices, f"dictated|{old}")) if choices else None
+
+
+def _says(value: str, text: str) -> bool:
+    """``text`` names ``value`` as a word of its own ('LA' in 'my trip to LA', not in 'LAX')."""
+    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text, re.I) is not None
 
 
 @lru_cache(maxsize=1)

@@ -95,6 +95,29 @@ def quoted_later(text: str, task: Task, turn: int) -> bool:
     return any(len(x.split()) >= 3 and x in written for x in sentences)
 
 
+def whole_quote(text: str, task: Task, turn: int) -> tuple[int, str, str] | None:
+    """(turn, method, param) of the one later call that writes ``text`` whole, word for word ('Write my last
+    question in it' writes 'Create a file name based on ...' into a file, base_29), or None. Such a turn may take
+    new words when that call writes the new words instead."""
+    found = [(t, parsed.name, param) for t in range(turn + 1, len(task.ground_truth)) for call in task.ground_truth[t]
+             if (parsed := _parsed(call)) is not None and not parsed.args
+             for param, value in parsed.kwargs.items() if isinstance(value, str) and value.strip() == text.strip()]
+    return found[0] if len(found) == 1 else None
+
+
+def requoted(ground_truth: list[list[str]], quote: tuple[int, str, str], old: str, new: str) -> list[list[str]] | None:
+    """``ground_truth`` with the call of :func:`whole_quote` writing ``new`` where it wrote ``old``."""
+    turn, method, param = quote
+    return with_text(ground_truth, turn, method, param, old, new)
+
+
+def _parsed(call: str) -> Any:
+    try:
+        return parse_call(call)
+    except CallError:
+        return None
+
+
 def with_text(ground_truth: list[list[str]], turn: int, method: str, param: str, old: str, new: str
               ) -> list[list[str]] | None:
     """``ground_truth`` with ``method``'s ``param`` in ``turn`` changed from ``old`` to ``new`` (one call), or None."""
@@ -121,10 +144,11 @@ def adopted_ground_truth(ground_truth: list[list[str]], turn: int, methods: tupl
 
 
 def apply_adoptions(ground_truth: list[list[str]], provenance: list[dict[str, Any]]) -> list[list[str]]:
-    """The plan's ground truth with the free texts the rewrite adopted from donors (provenance ``adopted``)."""
+    """The plan's ground truth with the free texts the rewrite adopted from donors (provenance ``adopted``) and the
+    turns a later call writes down, in their new words (provenance ``requoted``)."""
     out = ground_truth
     for p in provenance:
-        for a in p.get("adopted", ()):
+        for a in (*p.get("adopted", ()), *p.get("requoted", ())):
             changed = with_text(out, a["turn"], a["method"], a["param"], a["from"], a["to"])
             if changed is None:
                 raise ValueError(f"adopted free text not found in the ground truth: {a}")
@@ -133,4 +157,4 @@ def apply_adoptions(ground_truth: list[list[str]], provenance: list[dict[str, An
 
 
 __all__ = ["adopted_ground_truth", "adopted_slots", "apply_adoptions", "described", "free_text_params",
-           "quoted_later", "tied_elsewhere", "topic_words", "with_text"]
+           "quoted_later", "requoted", "tied_elsewhere", "topic_words", "whole_quote", "with_text"]

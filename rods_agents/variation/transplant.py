@@ -84,7 +84,9 @@ from rods_agents.variation.free_text import (
     described,
     free_text_params,
     quoted_later,
+    requoted,
     tied_elsewhere,
+    whole_quote,
 )
 from rods_agents.variation.phrasebook import contexts, spoken, story_sentences, supply_sentences, vague_requests
 from rods_agents.variation.saying import as_sentence, dictated, keeps_specifics, named_as, said_as_is, word_in
@@ -561,14 +563,26 @@ def _reword_clauses(seed: Task, seed_info: Any, variant: Task, turns: list[list[
         if _user_messages(turn) != 1:
             continue
         text = next(m.content for m in turn if m.role == "user")
-        if quoted_later(text, variant, t):
-            continue  # a later call writes this turn down ('Write my last question in it', base_29): it stays
-        took = _first_worded(seed_info, variant, trace, turns, t, clause_words.reworded(text, f"{seed.scenario}|{t}", slot),
-                             measured)
-        if took is not None:
-            turns = took
-            out.append({"turn": t, "donors": [["phrasebook:clauses", t]]})
+        quote = whole_quote(text, variant, t)
+        if quoted_later(text, variant, t) and quote is None:
+            continue  # a later call writes some of this turn's words down: they stay
+        for new in clause_words.reworded(text, f"{seed.scenario}|{t}", slot):
+            ground_truth = None if quote is None else requoted(variant.ground_truth, quote, text, new)
+            took = _worded(seed_info, variant, trace, turns, t, new, measured, ground_truth)
+            if took is not None:
+                variant, trace, turns = took
+                out.append({"turn": t, "donors": [["phrasebook:clauses", t]], **_requote_note(quote, text, new)})
+                break
     return turns, out
+
+
+def _requote_note(quote: tuple[int, str, str] | None, old: str, new: str) -> dict[str, Any]:
+    """The provenance of a turn a later call writes down whole: that call's argument, from the old words to the new
+    (applied to the plan's ground truth by :func:`~rods_agents.variation.free_text.apply_adoptions`)."""
+    if quote is None:
+        return {}
+    turn, method, param = quote
+    return {"requoted": [{"turn": turn, "method": method, "param": param, "from": old, "to": new}]}
 
 
 def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: int | None = None,
