@@ -651,3 +651,16 @@ def test_a_number_a_dictated_text_repeats_changes_in_the_text_too():
         assert f"for {amount} shares" in description, (amount, description)
         amounts.append(amount)
     assert set(amounts) - {100}, amounts
+
+
+def test_an_insurance_type_the_text_names_is_swapped_and_one_it_only_hints_at_stays():
+    # 'comprehensive' was kept in every insurance purchase (26 of 26 variants): base_187 names it ('purchase
+    # comprehensive travel insurance'), so another type may take its place there; base_197 only says the policy
+    # 'should comprehensively cover the journey', words the swap cannot carry, so its type stays
+    seed, plans = _plans("multi_turn_base_187")
+    for plan in plans:
+        new = plan["swaps"].get("comprehensive")
+        assert new in ("premium", "standard", "basic"), plan["swaps"]
+        assert [c.kwargs["insurance_type"] for c in _calls(plan["ground_truth"], "purchase_insurance")] == [new]
+    seed, plans = _plans("multi_turn_base_197")
+    assert all("comprehensive" not in p["swaps"] for p in plans)
