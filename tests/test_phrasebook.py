@@ -1058,7 +1058,9 @@ def test_a_person_named_with_their_id_keeps_the_id_in_new_words():
     after = _user(variant, 3)
     receiver = re.search(r"receiver_id='(USR\d+)'", variant.ground_truth[3][0]).group(1)
     name = next(n for n, i in variant.initial_config["MessageAPI"]["user_map"].items() if i == receiver)  # Sam or his new name
-    assert f"{name} (id {receiver})" in after and f"Hi {name}, my travel plans have changed" in after
+    message = re.search(r"message=(['\"])(.*)\1\)", variant.ground_truth[3][0]).group(2).replace("\\'", "'")
+    # the message the call sends, greeting him by his name (a text of its own: offline_dictated.json)
+    assert f"{name} (id {receiver})" in after and message.startswith(f"Hi {name},") and message.rstrip(".") in after
     assert "Subsequent to the cancellation" not in after and "concise message" not in after, after  # its own words
     assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 3]
 
@@ -1192,3 +1194,15 @@ def test_a_withholding_sentence_leaves_the_value_unsaid_without_announcing_it():
     found = [(path.name, text) for path in sorted(Path("prompts/phrasebook").glob("*.json"))
              for text in withholding(_json.loads(path.read_text())) if announcing.search(text)]
     assert not found, found
+
+
+def test_a_door_check_with_its_condition_gets_new_words_that_keep_both():
+    # base_98: 'Would you be able to check the door locks and ensure they're secured if any are unlocked?': every
+    # rewording dropped the check ('look at the locks') or the condition ('to make sure they're all secure if ...'),
+    # so the turn stayed the seed's, and the verdict's seed_turn_kept left scenario 98 with no variant
+    from rods_agents.analysis.novelty import SEED_TURN_COPY, kept_seed_turns
+
+    for v in (0, 1):
+        seed, variant = _rewritten("multi_turn_base_98", v)
+        assert 0 not in kept_seed_turns(variant, seed, SEED_TURN_COPY), _user(variant, 0)
+        assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 0]

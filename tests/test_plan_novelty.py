@@ -238,7 +238,10 @@ def test_a_stock_added_to_the_watchlist_never_becomes_one_already_on_it():
 def test_a_stock_a_dictated_tweet_names_is_swapped_in_the_tweet_too():
     # base_109 buys MSFT, then tweets '... a 100-share buy order for $MSFT ...': the tweet kept MSFT out of every
     # swap, so all eight samples of scenario 109 were new only in digits. The tweet now follows the stock
-    seed, plans = _plans("multi_turn_base_109")
+    seed = _train()["multi_turn_base_109"]
+    trace = trace_task(seed)
+    plans = [anchored_plan(seed, profile_task(seed, trace), trace, random.Random(v), 0,
+                           slot=sibling_slot(seed.category, v % 2)) for v in range(6)]
     swapped = [p for p in plans if p["swaps"].get("MSFT")]
     assert swapped, [p["swaps"] for p in plans]
     for plan in swapped:
@@ -550,7 +553,7 @@ def test_a_ticket_title_changes_its_head_noun_in_a_first_draw():
     seed, plans = _plans("multi_turn_base_148")
     for plan in plans:
         ticket = _calls(plan["ground_truth"], "create_ticket")[0].kwargs
-        assert "platform error" in ticket["description"] and ticket["title"] == "Platform Error"
+        assert "platform error" in ticket["description"].lower() and ticket["title"] == "Platform Error"
 
 
 def test_a_currency_said_in_words_follows_its_swap():
@@ -664,3 +667,56 @@ def test_an_insurance_type_the_text_names_is_swapped_and_one_it_only_hints_at_st
         assert [c.kwargs["insurance_type"] for c in _calls(plan["ground_truth"], "purchase_insurance")] == [new]
     seed, plans = _plans("multi_turn_base_197")
     assert all("comprehensive" not in p["swaps"] for p in plans)
+
+
+def test_a_message_quoted_without_its_full_stop_gets_a_text_of_its_own():
+    # scenario 184 quotes "'Hi Sam, my travel plans have changed. I'll update you soon'." and sends it with the full
+    # stop: the text was not found as quoted, so the message stayed the seed's (read 41: 'the same message'), Sam
+    # renamed. (base_184 writes "I\'ll" with its backslash, which no pool text matches: it keeps the seed's.)
+    old = "Hi Sam, my travel plans have changed. I'll update you soon."
+    seed, plans = _plans("multi_turn_miss_param_184")
+    for plan in plans:
+        sent = _calls(plan["ground_truth"], "send_message")[0].kwargs["message"]
+        name = plan["renames"]["Sam"]
+        assert sent != old.replace("Sam", name) and sent.startswith(f"Hi {name},"), sent
+        assert plan["renames"][old.rstrip(".")] == sent.rstrip(".")  # the turn's quote, as it is written there
+
+
+def test_a_dictated_tweet_takes_a_text_of_its_own_with_the_plans_stock_and_amount():
+    # base_109's tweet 'Just made a move ... a 100-share buy order for $MSFT ...' kept its sentence with the symbol
+    # swapped (reads 39 and 41); a pool text now takes its place, with the plan's stock and share count in it
+    seed, plans = _plans("multi_turn_base_109")
+    for plan in plans:
+        tweet = _calls(plan["ground_truth"], "post_tweet")[0].kwargs["content"]
+        amount = _calls(plan["ground_truth"], "place_order")[0].kwargs["amount"]
+        symbol = _calls(plan["ground_truth"], "place_order")[0].kwargs["symbol"]
+        assert "Just made a move" not in tweet and f"${symbol}" in tweet and f"{amount}-share" in tweet, tweet
+
+
+def test_a_variant_keeping_one_long_seed_turn_is_refused():
+    """A variant re-worded everywhere but one long turn passes the whole-text copy check; readers mark it 'partly new'
+    (read 41: 'Could you kindly dispatch the message ... to my colleague' kept around a new message). The verdict now
+    names that turn. (The ground truth here is the seed's, so ``digits_only`` is set aside: the text is what counts.)"""
+    from envs.task import bfcl_task
+    from rods_agents.analysis.novelty import containment, masked_text, seed_copy_reasons
+
+    seed = bfcl_task("multi_turn_base_110")
+    fresh = ["Which stocks am I following at the moment? List every symbol you find there for me, please.",
+             "Buy a hundred of the last one at market.",
+             "Now walk me through that trade: its status, its price and how many shares it covers.",
+             "On second thought, I no longer want that purchase; please call it off and confirm.",
+             "Next, I would love a quick look at my balance and whatever else the account page shows.",
+             "Lastly, open a priority three support request about this whole episode on my behalf."]
+
+    def with_turns(keep: int | None):
+        return seed.model_copy(update={"turns": [
+            [m.model_copy(update={"content": fresh[t]}) if m.role == "user" and t != keep else m for m in turn]
+            for t, turn in enumerate(seed.turns)]})
+
+    def text_reasons(variant):
+        return [r.split(" text=")[0] for r in seed_copy_reasons(variant, seed) if not r.startswith("novelty:digits_only")]
+
+    kept = with_turns(1)
+    assert containment(masked_text(kept), masked_text(seed), mask=True) <= 0.6  # the whole-text check passes it
+    assert text_reasons(kept) == ["novelty:seed_turn_kept turn=1"]
+    assert text_reasons(with_turns(None)) == []

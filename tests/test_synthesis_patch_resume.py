@@ -63,7 +63,7 @@ def test_killed_run_resumes_without_duplicates_or_losses(tmp_path):
     deadline = time.time() + 120
     while time.time() < deadline:  # wait until some samples are finished, then kill hard
         report = out / "report.json"
-        if report.exists() and json.loads(report.read_text())["run"]["finished"] >= 4:
+        if report.exists() and json.loads(report.read_text())["run"]["finished"] >= 6:
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)

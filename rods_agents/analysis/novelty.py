@@ -10,7 +10,8 @@ API (stable; the verdict, the dedupe and ``benchmarks/synthesis_quality.py`` use
 - ``new_only_in_digits(variant, seed) -> bool``: the user text is the seed's once digits are masked, or
   the method sequence is the seed's and so is the parsed ground truth once digits are masked;
 - ``seed_copy_reasons(variant, seed) -> list[str]``: located verdict reasons (``novelty:seed_text_copy
-  containment=0.87 turn=1 text='...'``, ``novelty:digits_only turn=2 call=... seed_call=...``);
+  containment=0.87 turn=1 text='...'``, ``novelty:seed_turn_kept turn=3 text='...'``, ``novelty:digits_only turn=2
+  call=... seed_call=...``);
 - ``near_copy(a, b) -> str | None``: why two variants (of one scenario) are near-copies, or None;
 - ``sibling_copy_reason(task, siblings) -> str | None``: the verdict reason when ``task`` near-copies an
   already accepted variant of its scenario (the four BFCL categories share a scenario, so a sibling
@@ -29,7 +30,7 @@ import re
 from collections import Counter
 
 from envs.task import Task
-from rods_agents.analysis.knowledge import zip_codes
+from rods_agents.analysis.knowledge import involves_user_class, zip_codes
 from rods_agents.analysis.variant_quality import parsed_ground_truth, skeleton
 
 _WORD = re.compile(r"[a-z0-9#]+(?:'[a-z]+)?")
@@ -95,15 +96,24 @@ KEPT_TURN = 0.8
 """A variant's turn whose words (entities and digits masked) have more than this share of their 5-grams in its seed's
 same turn is the seed's sentence kept: a reader sees the seed there, whatever the rest of the text does."""
 
+KEPT_TURN_WORDS = 8
+SEED_TURN_COPY = 0.65
+"""A turn of at least ``KEPT_TURN_WORDS`` words with more than this share of its masked 5-grams in its seed turn's makes
+the variant a copy in part (``novelty:seed_turn_kept``): readers mark such a pair 'partly new' whatever the other
+turns do (read 41: 'Could you kindly dispatch the message ... to my colleague' kept around a new message; 'The
+nearest airport to Stonebrook. After that, I'd appreciate a price estimate ...' at 0.75 is the seed's sentence with
+its values swapped). A short answer kept ('I mean the fuel situation, in liters.') does not, nor a turn whose own
+words are new around a format the user dictates (0.58-0.63 in scenario 75)."""
 
-def kept_seed_turns(variant: Task, seed: Task) -> list[int]:
+
+def kept_seed_turns(variant: Task, seed: Task, threshold: float = KEPT_TURN) -> list[int]:
     """The turns of ``variant`` that keep their seed's sentences (:data:`KEPT_TURN`; turns of four words or more:
     'Yes, please.' is nobody's). Why per turn: a variant re-worded everywhere but in one long seed turn passes the
     whole-text copy check, and readers marked such variants 'partly new' (reads 25 and 26: 20 of 30)."""
     mine, theirs = call_values(variant), call_values(seed)
     return [t for t in range(min(len(variant.turns), len(seed.turns)))
             if len(_turn_text(variant, t).split()) >= 4
-            and containment(_turn_words(variant, t, mine), _turn_words(seed, t, theirs), mask=True) > KEPT_TURN]
+            and containment(_turn_words(variant, t, mine), _turn_words(seed, t, theirs), mask=True) > threshold]
 
 
 def _turn_words(task: Task, turn: int, values: set[str]) -> str:
@@ -186,6 +196,11 @@ def seed_copy_reasons(variant: Task, seed: Task) -> list[str]:
         share, t = max(per_turn) if per_turn else (whole, 0)
         out.append(f"novelty:seed_text_copy containment={whole:.2f} turn={t} turn_containment={share:.2f} "
                    f"text={_quote(_turn_text(variant, t))}")
+    elif not involves_user_class(seed):  # a user's own environment has no phrasebook to word its turns anew
+        kept = [t for t in kept_seed_turns(variant, seed, SEED_TURN_COPY)
+                if len(_turn_text(variant, t).split()) >= KEPT_TURN_WORDS]
+        if kept:
+            out.append(f"novelty:seed_turn_kept turn={kept[0]} text={_quote(_turn_text(variant, kept[0]))}")
     if new_only_in_digits(variant, seed):
         v_parsed, s_parsed = parsed_ground_truth(variant), parsed_ground_truth(seed)
         where = next(((t, i) for t, (vt, st) in enumerate(zip(v_parsed, s_parsed, strict=False))
@@ -224,5 +239,5 @@ def sibling_copy_reason(task: Task, siblings: list[Task]) -> str | None:
     return None
 
 
-__all__ = ["KEPT_TURN", "N", "SEED_TEXT_COPY", "SIBLING_TEXT_COPY", "call_values", "containment", "kept_seed_turns", "mask_digits", "masked_text", "near_copy", "new_only_in_digits",
+__all__ = ["KEPT_TURN", "KEPT_TURN_WORDS", "N", "SEED_TEXT_COPY", "SEED_TURN_COPY", "SIBLING_TEXT_COPY", "call_values", "containment", "kept_seed_turns", "mask_digits", "masked_text", "near_copy", "new_only_in_digits",
            "ngrams", "seed_copy_reasons", "sibling_copy_reason", "user_text"]

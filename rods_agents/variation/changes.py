@@ -53,8 +53,9 @@ _HOLIDAY = re.compile(r"\b(christmas|xmas|new year|halloween|valentine|thanksgiv
 def _replace(value: Any, exact: dict[str, str], sub: Substitution, numbers: dict[str, Any]) -> Any:
     if isinstance(value, bool) or value is None:
         return value
-    if isinstance(value, str):  # a number quoted inside a text ('a buy order for 100 shares') changes with it
-        return exact[value] if value in exact else substitute_numbers(sub.text(value), numbers)
+    if isinstance(value, str):  # a number quoted inside a text ('a buy order for 100 shares') changes with it, in
+        # a new dictated text too, as in the turn that quotes it (names first, then numbers: anchored_plan.carry_turn)
+        return substitute_numbers(exact[value] if value in exact else sub.text(value), numbers)
     if isinstance(value, int | float):
         return number_for(numbers, value)
     if isinstance(value, list):

@@ -53,8 +53,10 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
                         and s.lower() not in text.lower())
                 if src is not None and src.source not in ("user", "state") and not read:
                     continue
-                # a hashtag the text quotes bare ("add relevant hashtags 'TravelUpdate' and 'BusinessTrip'", base_151)
-                bare = s[1:] if s.startswith("#") and s not in text and _says(s[1:], text) else None
+                # a hashtag the text quotes bare ("add relevant hashtags 'TravelUpdate' and 'BusinessTrip'", base_151),
+                # a sentence without its full stop ("'Hi Sam, my travel plans have changed. I'll update you soon'.", base_184)
+                bare = next((x for x in (s[1:] if s.startswith("#") else "", s[:-1] if s.endswith(".") else "")
+                             if s not in text and len(x) >= 3 and _quotes(x, text)), None)
                 if s not in text and bare is None and not read:
                     continue
                 if any(s != x and s in x for x in arg_strings):
@@ -63,7 +65,7 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
                 if new is not None:
                     renames[s] = new
                     if bare is not None:
-                        renames[bare] = new[1:]
+                        renames[bare] = new[1:] if s.startswith("#") else new.rstrip(".")
 
 
 def _new_text(d: Draw, old: str, texts: list[str], changed: dict[str, str], fs_names: set[str],
@@ -87,6 +89,13 @@ def _new_text(d: Draw, old: str, texts: list[str], changed: dict[str, str], fs_n
                and all(_says(o, c) for o in held) and all(n in c.lower() for n in named)
                and not any(_says(n, c) for n in foreign)]
     return Substitution(held).text(d.pick(choices, f"dictated|{old}")) if choices else None
+
+
+def _quotes(value: str, text: str) -> bool:
+    """``text`` writes ``value`` as it is, case and all, as a word of its own: a quote, not words that describe it
+    ('... solve this unexpected charge found on the invoice' describes the message 'Unexpected charge found on the
+    invoice.', base_190)."""
+    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
 
 
 def _says(value: str, text: str) -> bool:
