@@ -1206,3 +1206,13 @@ def test_a_door_check_with_its_condition_gets_new_words_that_keep_both():
         seed, variant = _rewritten("multi_turn_base_98", v)
         assert 0 not in kept_seed_turns(variant, seed, SEED_TURN_COPY), _user(variant, 0)
         assert not [m for m in structure_mismatches(_structure(seed), _structure(variant)) if m.turn == 0]
+
+
+def test_no_withholding_sentence_points_back_at_words_never_said():
+    # read 42, miss_param_68: 'mention the friend I told you about' withheld the handle by pointing at an earlier
+    # mention no turn makes, which a reader marked misleading; 'the hashtags we talked about' did the same for tags.
+    # A sentence that leaves a value out says it is missing, never that it was said before
+    back = re.compile(r"\b(?:told you|talked about|we discussed|as discussed|I mentioned|we agreed)\b", re.I)
+    offending = [(p.method, p.text) for phrasings in phrasebook().values() for p in phrasings
+                 if p.withholds and back.search(p.text)]
+    assert not offending, offending
