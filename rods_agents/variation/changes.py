@@ -185,13 +185,15 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                     continue
                 in_config = s in config_strings or s in own_symbols
                 stated = src is not None and src.source == "user"
+                # a person's name is renamed everywhere, inside file contents and composed texts too
+                is_name = kind_of(s, rec.name, param) in _NAME_KINDS
                 if not in_config:
                     if not stated or s in state_strings:
                         continue
-                    if any(s in c for c in config_strings if len(c) > len(s)) and kind_of(s, rec.name, param) not in _NAME_KINDS:
+                    if any(s in c for c in config_strings if len(c) > len(s)) and not is_name:
                         continue  # a phrase inside file contents (grep pattern): keep it findable (a person's name
                         # is renamed in the contents too: 'Kelly Total Score: 96' in Kelly's report, base_17)
-                if d.feeds_composed(s) and not (kind_of(s, rec.name, param) in _NAME_KINDS and d.names_in_composed(s)):
+                if d.feeds_composed(s) and not (is_name and d.names_in_composed(s)):
                     continue  # a piece of a value the assistant composes: the composition must still hold (a name
                     # inside it is renamed there too: 'Kelly Total Score: 96' was kept in all 8 samples of scenario 17)
                 if any(o != s and o in s for o in arg_strings) and param != "password":

@@ -234,4 +234,3 @@ def _shares(value: str, composed: str) -> bool:
 
 
 __all__ = ["Draw", "PROTECTED", "fs_kinds", "hardcoded", "perturb", "scalar_numbers", "sibling_index"]
-

@@ -15,6 +15,7 @@ from typing import Any
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.value_sources import WELL_KNOWN_AIRPORTS, household_tickers, ticker_companies, ticker_products
 from rods_agents.variation.draw import Draw, fs_kinds
+from rods_agents.variation.saying import word_in
 from rods_agents.variation.seed_anchor import Substitution
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.variation.value_kinds import options
@@ -44,9 +45,9 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
             if param not in _DICTATED_PARAMS:
                 continue
             for s in _scalar_strings(value):
-                src = d.sources.get((rec.turn, rec.index, param))
                 if s not in pool or s in renames or s in swaps:
                     continue
+                src = d.sources.get((rec.turn, rec.index, param))
                 # read from the state and never said ('Where is my notes? Forward it exactly to Bob', base_41: the file
                 # the assistant reads holds the message)
                 read = (src is not None and src.source in ("state", "call") and s.lower() in state
@@ -54,9 +55,11 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
                 if src is not None and src.source not in ("user", "state") and not read:
                     continue
                 # a hashtag the text quotes bare ("add relevant hashtags 'TravelUpdate' and 'BusinessTrip'", base_151),
-                # a sentence without its full stop ("'Hi Sam, my travel plans have changed. I'll update you soon'.", base_184)
+                # a sentence without its full stop ("'Hi Sam, my travel plans have changed. I'll update you soon'.", base_184),
+                # written as it is, case and all: not words that describe it ('... solve this unexpected charge found on
+                # the invoice' describes the message 'Unexpected charge found on the invoice.', base_190)
                 bare = next((x for x in (s[1:] if s.startswith("#") else "", s[:-1] if s.endswith(".") else "")
-                             if s not in text and len(x) >= 3 and _quotes(x, text)), None)
+                             if s not in text and len(x) >= 3 and word_in(x, text)), None)
                 if s not in text and bare is None and not read:
                     continue
                 if any(s != x and s in x for x in arg_strings):
@@ -89,13 +92,6 @@ def _new_text(d: Draw, old: str, texts: list[str], changed: dict[str, str], fs_n
                and all(_says(o, c) for o in held) and all(n in c.lower() for n in named)
                and not any(_says(n, c) for n in foreign)]
     return Substitution(held).text(d.pick(choices, f"dictated|{old}")) if choices else None
-
-
-def _quotes(value: str, text: str) -> bool:
-    """``text`` writes ``value`` as it is, case and all, as a word of its own: a quote, not words that describe it
-    ('... solve this unexpected charge found on the invoice' describes the message 'Unexpected charge found on the
-    invoice.', base_190)."""
-    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) is not None
 
 
 def _says(value: str, text: str) -> bool:

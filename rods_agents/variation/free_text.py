@@ -98,17 +98,11 @@ def quoted_later(text: str, task: Task, turn: int) -> bool:
 def whole_quote(text: str, task: Task, turn: int) -> tuple[int, str, str] | None:
     """(turn, method, param) of the one later call that writes ``text`` whole, word for word ('Write my last
     question in it' writes 'Create a file name based on ...' into a file, base_29), or None. Such a turn may take
-    new words when that call writes the new words instead."""
+    new words when that call writes the new words instead (:func:`with_text`, called with this triple)."""
     found = [(t, parsed.name, param) for t in range(turn + 1, len(task.ground_truth)) for call in task.ground_truth[t]
              if (parsed := _parsed(call)) is not None and not parsed.args
              for param, value in parsed.kwargs.items() if isinstance(value, str) and value.strip() == text.strip()]
     return found[0] if len(found) == 1 else None
-
-
-def requoted(ground_truth: list[list[str]], quote: tuple[int, str, str], old: str, new: str) -> list[list[str]] | None:
-    """``ground_truth`` with the call of :func:`whole_quote` writing ``new`` where it wrote ``old``."""
-    turn, method, param = quote
-    return with_text(ground_truth, turn, method, param, old, new)
 
 
 def _parsed(call: str) -> Any:
@@ -123,11 +117,8 @@ def with_text(ground_truth: list[list[str]], turn: int, method: str, param: str,
     """``ground_truth`` with ``method``'s ``param`` in ``turn`` changed from ``old`` to ``new`` (one call), or None."""
     out = [list(calls) for calls in ground_truth]
     for i, call in enumerate(out[turn]):
-        try:
-            parsed = parse_call(call)
-        except CallError:
-            continue
-        if parsed.name == method and not parsed.args and parsed.kwargs.get(param) == old:
+        parsed = _parsed(call)
+        if parsed is not None and parsed.name == method and not parsed.args and parsed.kwargs.get(param) == old:
             out[turn][i] = to_call_string(method, {**parsed.kwargs, param: new})
             return out
     return None
@@ -157,4 +148,4 @@ def apply_adoptions(ground_truth: list[list[str]], provenance: list[dict[str, An
 
 
 __all__ = ["adopted_ground_truth", "adopted_slots", "apply_adoptions", "described", "free_text_params",
-           "quoted_later", "requoted", "tied_elsewhere", "topic_words", "whole_quote", "with_text"]
+           "quoted_later", "tied_elsewhere", "topic_words", "whole_quote", "with_text"]

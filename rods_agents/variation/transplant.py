@@ -84,9 +84,9 @@ from rods_agents.variation.free_text import (
     described,
     free_text_params,
     quoted_later,
-    requoted,
     tied_elsewhere,
     whole_quote,
+    with_text,
 )
 from rods_agents.variation.phrasebook import contexts, spoken, story_sentences, supply_sentences, vague_requests
 from rods_agents.variation.saying import as_sentence, dictated, keeps_specifics, named_as, said_as_is, word_in
@@ -567,7 +567,7 @@ def _reword_clauses(seed: Task, seed_info: Any, variant: Task, turns: list[list[
         if quoted_later(text, variant, t) and quote is None:
             continue  # a later call writes some of this turn's words down: they stay
         for new in clause_words.reworded(text, f"{seed.scenario}|{t}", slot):
-            ground_truth = None if quote is None else requoted(variant.ground_truth, quote, text, new)
+            ground_truth = None if quote is None else with_text(variant.ground_truth, *quote, text, new)
             took = _worded(seed_info, variant, trace, turns, t, new, measured, ground_truth)
             if took is not None:
                 variant, trace, turns = took
