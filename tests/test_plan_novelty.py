@@ -720,3 +720,24 @@ def test_a_variant_keeping_one_long_seed_turn_is_refused():
     assert containment(masked_text(kept), masked_text(seed), mask=True) <= 0.6  # the whole-text check passes it
     assert text_reasons(kept) == ["novelty:seed_turn_kept turn=1"]
     assert text_reasons(with_turns(None)) == []
+
+
+def test_a_ticket_id_the_plan_renumbers_is_renumbered_in_the_queue_too():
+    """base_160 closes ticket 83912. A plan drawing a new id closed a ticket the queue did not hold, so every level of
+    the plan with numbers failed and the 20,000 RMB and the $2500 cap stayed the seed's in all 8 samples."""
+    from envs.task import bfcl_task
+    from rods_agents.analysis.profile import profile_task
+    from rods_agents.analysis.tracing import trace_task
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+
+    seed = bfcl_task("multi_turn_base_160")
+    trace = trace_task(seed)
+    renumbered = 0
+    for k in range(4):
+        plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(3, seed.id, k, 0))
+        closed = int(plan.ground_truth[-1][0].split("=")[1].rstrip(")"))
+        queue = [t["id"] for t in plan.initial_config["TicketAPI"]["ticket_queue"]]
+        assert closed in queue, (closed, queue)
+        renumbered += closed != 83912
+    assert renumbered >= 2

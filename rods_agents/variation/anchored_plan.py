@@ -52,7 +52,7 @@ from rods_agents.analysis.tracing import Trace, bind_args, trace_task
 from rods_agents.variation.changes import apply_changes, draw_changes
 from rods_agents.variation.draw import Draw
 from rods_agents.variation.plan_checks import dangling, flips, patchable, stale_composed
-from rods_agents.variation.rederive import rederive, rederive_embedded
+from rods_agents.variation.rederive import rederive, rederive_embedded, rederive_rounded
 from rods_agents.variation.seed_anchor import Substitution, substitute_phrases
 from rods_agents.variation.state_resample import refill_gt, resample_fill_level, resample_state, vary_state
 from rods_agents.variation.tire_pressures import shift_tires
@@ -178,6 +178,7 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
             return None
         gt, derived_values = derived
         gt = rederive_embedded(seed, trace, gt, config)
+        gt, _ = rederive_rounded(seed, trace, profile, gt, config)  # the fill of a new stated amount, rounded again
         # a renamed value the environment still prints under its old name is not the task's to rename
         back = {o for o, n in derived_values if isinstance(o, str) and o == n and o in changes["renames"]}
         if not back:

@@ -442,6 +442,7 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
     if "MessageAPI" in seed.involved_classes and "inbox" not in message and any(i in renames for i in _message_default_ids()):
         message["inbox"] = _message_default_inbox()  # the default messages' senders, renamed with them
     config = sub.obj(base)
+    _renumber_ids(config, numbers)
     trading = config.get("TradingBot")
     if isinstance(trading, dict) and isinstance(trading.get("watch_list"), list):
         # a swapped stock keeps its place on the watchlist: 'one that's making GPUs' among the stocks I watch is the
@@ -450,6 +451,22 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
         trading["watch_list"] = [swaps[x] if isinstance(x, str) and x in swaps and swaps[x] not in listed else x
                                  for x in listed]
     return gt, config
+
+
+def _renumber_ids(obj: Any, numbers: dict[str, Any]) -> None:
+    """A record id the plan renumbers is renumbered in the state too (in place): base_160 closes ticket 83912, and a
+    plan taking it to 95245 closed a ticket the queue did not hold, so every level of the plan with numbers failed
+    and the task's other numbers (the 20,000 RMB, the $2500 cap) stayed the seed's in all 8 samples."""
+    if isinstance(obj, list):
+        for v in obj:
+            _renumber_ids(v, numbers)
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, int) and not isinstance(v, bool) and (k == "id" or k.endswith("_id")):
+                new = numbers.get(repr(v))
+                obj[k] = int(new) if isinstance(new, int | float) and float(new).is_integer() else v
+            else:
+                _renumber_ids(v, numbers)
 
 
 def default_users(seed: Task) -> dict[str, str]:

@@ -193,8 +193,11 @@ class Draw:
                     pieces = recipe_pieces(v, self.text_upto(rec.turn), results, states.get(rec.cls or "", {}), rec.name)
                     if pieces is None or any(n == float(value) for n, _ in pieces):
                         return True  # no recipe found: keep every number, as before
-                    if taken_before and any(where == "the number from the earlier result" for _, where in pieces):
-                        return True  # 150 liters -> liter_to_gallon -> 39.63 -> fill 40 (base_90): the fill follows it
+                    if taken_before and len(pieces) > 1 and any(where == "the number from the earlier result"
+                                                                 for _, where in pieces):
+                        return True  # a sum or difference with an earlier result the number fed: it must stay
+                    # (150 liters -> liter_to_gallon -> 39.63 -> fill 40, base_90, is one rounded piece: the fill
+                    # is rounded again from the variant's result, rederive.rederive_rounded)
             results.append(rec.result)
             taken_before = taken_before or any(value in scalar_numbers(x) for x in rec.args.values())
         return False

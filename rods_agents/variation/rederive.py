@@ -238,4 +238,66 @@ def rederive_embedded(seed: Task, seed_trace: Trace, gt: list[list[str]], config
     return with_args(gt, updates) if updates else gt
 
 
-__all__ = ["rederive", "rederive_embedded", "restated", "with_args"]
+def _number_leaves(obj: Any, path: tuple = ()) -> list[tuple[tuple, float]]:
+    """(path, number) for every numeric leaf of a parsed result."""
+    if isinstance(obj, dict):
+        return [x for k, v in obj.items() for x in _number_leaves(v, (*path, k))]
+    if isinstance(obj, list):
+        return [x for i, v in enumerate(obj) for x in _number_leaves(v, (*path, (i, len(obj))))]
+    if isinstance(obj, int | float) and not isinstance(obj, bool) and math.isfinite(obj):
+        return [(path, float(obj))]
+    return []
+
+
+def _rounded_from(seed_trace: Trace, pos: int, value: float) -> tuple[int, tuple, int] | None:
+    """(producer position, JSON path, decimals) of the one fractional number of an earlier result that ``value``
+    rounds ('fill that amount, rounded': fillFuelTank(40) from liter_to_gallon's 39.63); None unless exactly one."""
+    found = []
+    for p in range(pos):
+        res = _json(seed_trace.calls[p].result)
+        for path, x in _number_leaves(res) if res is not None else ():
+            k = next((k for k in range(4) if not x.is_integer() and abs(round(x, k) - value) < 1e-9), None)
+            if k is not None:
+                found.append((p, path, k))
+    return found[0] if len(found) == 1 else None
+
+
+def rederive_rounded(seed: Task, seed_trace: Trace, profile: Profile, gt: list[list[str]], config: dict
+                     ) -> tuple[list[list[str]], list[list[Any]]]:
+    """Numbers the assistant rounds from an earlier result, rounded again from the variant's result.
+
+    base_90 says 'fill 150 liters ... How much is that in gallons? Round it to the nearest integer and fill that
+    amount': the fill (40) is 39.63 gallons rounded. A plan that states 170 liters instead must fill round(44.91) =
+    45, the same path of the variant's result at the same decimals; before, the 150 liters stayed in every variant
+    so that the composition held. Returns the ground truth and [old, new] of the numbers that changed."""
+    rounded = []
+    for a in profile.arg_sources:
+        pos = next((p for p, r in enumerate(seed_trace.calls) if (r.turn, r.index) == (a.turn, a.index)), None)
+        old = seed_trace.calls[pos].args.get(a.param) if pos is not None else None
+        if a.source == "composed" and isinstance(old, int | float) and not isinstance(old, bool):
+            where = _rounded_from(seed_trace, pos, float(old))
+            if where is not None:
+                rounded.append((a, pos, old, where))
+    if not rounded:
+        return gt, []
+    vtrace = trace_task(seed.model_copy(update={"ground_truth": gt, "initial_config": config}))
+    if len(vtrace.calls) != len(seed_trace.calls):
+        return gt, []
+    updates: dict[tuple[int, int], dict[str, Any]] = {}
+    changed: list[list[Any]] = []
+    for a, pos, old, (p, path, k) in rounded:
+        try:
+            x = _at(_json(vtrace.calls[p].result), path, False)
+        except (KeyError, IndexError, TypeError):
+            continue
+        if not isinstance(x, int | float) or isinstance(x, bool):
+            continue
+        new = round(float(x), k)
+        new = int(new) if isinstance(old, int) else new
+        if new != vtrace.calls[pos].args.get(a.param):
+            updates.setdefault((a.turn, a.index), {})[a.param] = new
+            changed.append([old, new])
+    return (with_args(gt, updates) if updates else gt), changed
+
+
+__all__ = ["rederive", "rederive_embedded", "rederive_rounded", "restated", "with_args"]
