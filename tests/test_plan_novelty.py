@@ -741,3 +741,52 @@ def test_a_ticket_id_the_plan_renumbers_is_renumbered_in_the_queue_too():
         assert closed in queue, (closed, queue)
         renumbered += closed != 83912
     assert renumbered >= 2
+
+
+def test_a_ticket_the_task_creates_gets_another_id_and_the_calls_reading_it_follow():
+    """base_60 creates a ticket and reads its id back ('get_ticket(2)'): TicketAPI numbers tickets itself, so every
+    variant kept id 2 until the plan moved the queue's counter."""
+    from envs.task import bfcl_task
+    from rods_agents.analysis.profile import profile_task
+    from rods_agents.analysis.tracing import trace_task
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+
+    seed = bfcl_task("multi_turn_base_60")
+    trace = trace_task(seed)
+    moved = 0
+    for k in range(4):
+        plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(3, seed.id, k, 0))
+        counter = plan.initial_config["TicketAPI"]["ticket_counter"]
+        read = [c for t in plan.ground_truth for c in t if c.startswith(("get_ticket", "close_ticket"))]
+        assert read and all(c.endswith(f"(ticket_id={counter})") for c in read), (counter, read)
+        moved += counter != 2
+    assert moved >= 2
+
+
+def test_an_order_a_buy_the_balance_cannot_cover_creates_gets_another_id_once_funded():
+    """base_110 buys, then reads the order back by its id (12446, the TradingBot's counter). A plan's buy that the
+    balance cannot cover creates its order only after the config patch agent funds it, so the new id is read off the
+    repaired state; before, get_order_details kept 12446 in 91 of the accepted variants."""
+    from envs.task import bfcl_task
+    from rods_agents.analysis.profile import profile_task
+    from rods_agents.analysis.tracing import trace_task
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+    from rods_agents.variation.plan_checks import repaired_config
+
+    seed = bfcl_task("multi_turn_base_110")
+    trace = trace_task(seed)
+    moved = 0
+    for k in range(4):
+        plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(3, seed.id, k, 0))
+        draft = seed.model_copy(update={"ground_truth": plan.ground_truth, "initial_config": plan.initial_config})
+        fixed = repaired_config(draft)
+        assert fixed is not None
+        vtrace = trace_task(draft.model_copy(update={"initial_config": fixed}))
+        assert not vtrace.errors, vtrace.errors[:1]
+        counter = plan.initial_config["TradingBot"]["order_counter"]
+        read = [c for t in plan.ground_truth for c in t if c.startswith(("get_order_details", "cancel_order"))]
+        assert read and all(c.endswith(f"(order_id={counter})") for c in read), (counter, read)
+        moved += counter != 12446
+    assert moved >= 3

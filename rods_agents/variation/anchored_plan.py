@@ -40,6 +40,7 @@ one (the draws tried, most varied first).
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -51,10 +52,16 @@ from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace, bind_args, trace_task
 from rods_agents.variation.changes import apply_changes, draw_changes
 from rods_agents.variation.draw import Draw
-from rods_agents.variation.plan_checks import dangling, flips, patchable, stale_composed
+from rods_agents.variation.plan_checks import dangling, flips, patchable, repaired_config, stale_composed
 from rods_agents.variation.rederive import rederive, rederive_embedded, rederive_rounded
 from rods_agents.variation.seed_anchor import Substitution, substitute_phrases
-from rods_agents.variation.state_resample import refill_gt, resample_fill_level, resample_state, vary_state
+from rods_agents.variation.state_resample import (
+    refill_gt,
+    resample_fill_level,
+    resample_state,
+    shift_counters,
+    vary_state,
+)
 from rods_agents.variation.tire_pressures import shift_tires
 
 _DOUBLED = re.compile(r"\b([A-Za-z]{2,})( \1\b)+", re.I)
@@ -199,6 +206,9 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
             gt, config, more, extra = varied
             state_changes = {**state_changes, **extra}
             derived_values += more
+    if attempt < 2:  # new ids for what the task creates, on every level of the plan: only ids read back follow them
+        gt, config, counters = _with_counters(seed, profile, trace, gt, config, d, rng)
+        state_changes = {**state_changes, **counters}
     # a fare the seed's words quote follows the plan's route and class ('at a cost of 4700 dollars' -> 3900)
     final = seed.model_copy(update={"ground_truth": gt, "initial_config": config})
     derived_values += [p for p in quoted_fares(final, seed) if p not in derived_values]
@@ -206,6 +216,26 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
             "numbers": changes["numbers"], "swaps": changes["swaps"], "derived": derived_values,
             "substitutions": changes["substitutions"], "phrases": changes["phrases"],
             "state_changes": state_changes, "attempt": attempt}
+
+
+def _with_counters(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]], config: dict, d: Draw, rng: Any
+                   ) -> tuple[list[list[str]], dict, dict[str, Any]]:
+    """The plan with the environments' id counters moved (:func:`shift_counters`) and the ids read back re-derived,
+    on the state the config patch agent will make of it (a buy the balance cannot cover creates its order only once
+    the patch funds it); the plan as it was where the re-derived draft no longer runs alike."""
+    moved = copy.deepcopy(config)
+    counters = shift_counters(moved, trace, " ".join(d.turn_text), rng)
+    fixed = repaired_config(seed.model_copy(update={"ground_truth": gt, "initial_config": config})) if counters else None
+    for path, value in counters.items() if fixed is not None else ():
+        cls, key = path.split(".", 1)
+        fixed.setdefault(cls, {})[key] = value
+    derived = rederive(seed, trace, profile, gt, fixed) if fixed is not None else None
+    if derived is None:
+        return gt, config, {}
+    vtrace = trace_task(seed.model_copy(update={"ground_truth": derived[0], "initial_config": fixed}))
+    if vtrace.errors or flips(d, trace, vtrace) or dangling(trace, vtrace):
+        return gt, config, {}
+    return derived[0], moved, counters
 
 
 def _quoted(text: str, pos: int) -> bool:

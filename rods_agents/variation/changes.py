@@ -247,7 +247,7 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                     and not d.feeds_composed_number(value)
                     and not any(k.partition("|")[0] == repr(value) for k in numbers)
                     and has_number(d.text_upto(rec.turn), value)
-                    and (key := _number_key(d, bound, value)) is not None and d.p(0.8)):
+                    and (key := _number_key(d, bound, value)) is not None and d.p(0.9)):
                 numbers[key] = perturb(value, d.rng, grow=(rec.name, param) in _GROWABLE)
     if d.attempt == 0 or d.force:
         numbers.update(limit_numbers(d, bound, numbers))  # 'if it's below 40': the user's own threshold changes too

@@ -9,6 +9,7 @@ from a result is re-derived (:mod:`~rods_agents.variation.rederive`) and no outc
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -107,6 +108,49 @@ def resample_fill_level(config: dict, trace: Trace, rng: Any, text: str = "") ->
     level = _capacity_fill_level(old, rng)
     node["fuelLevel"] = level
     return {"VehicleControlAPI.fuelLevel": level}
+
+
+_COUNTERS = {"create_ticket": ("TicketAPI", "ticket_counter", "id"), "place_order": ("TradingBot", "order_counter", "order_id"),
+             "post_tweet": ("TwitterAPI", "tweet_counter", "id")}
+"""method -> (class, the state's counter, the result key): the environments number what these calls create themselves."""
+
+
+def _ids(obj: Any) -> list[int]:
+    """Every int held under an 'id' key or as a numeric dict key (orders and tweets are keyed by id)."""
+    if isinstance(obj, list):
+        return [i for v in obj for i in _ids(v)]
+    if not isinstance(obj, dict):
+        return []
+    out = [int(k) for k in obj if isinstance(k, int) or (isinstance(k, str) and k.isdigit())]
+    out += [v for k, v in obj.items() if k == "id" and isinstance(v, int) and not isinstance(v, bool)]
+    return out + [i for v in obj.values() if isinstance(v, dict | list) for i in _ids(v)]
+
+
+def shift_counters(config: dict, trace: Trace, text: str, rng: Any) -> dict[str, Any]:
+    """Move the counters that number new tickets, orders and tweets (in place) to later numbers, for a task that creates
+    one and whose text states none of the ids it hands out; class.path -> new value. The environments number them
+    themselves, so base_60's 'get_ticket(2)' after its create_ticket kept id 2 in every variant, and
+    get_order_details kept its order id in 91 of the accepted variants; ids read back from results follow the new
+    numbers (:func:`~rods_agents.variation.rederive.rederive`)."""
+    out: dict[str, Any] = {}
+    for method, (cls, key, result_key) in _COUNTERS.items():
+        made = [r for r in trace.calls if r.name == method and not r.error]
+        node = config.get(cls, {}) if made else None
+        first = _result_id(made[0].result, result_key) if made else None
+        if not isinstance(node, dict) or first is None or any(has_number(text, first + k) for k in range(len(made))):
+            continue  # an id the user states ('ticket 2') stays the environment's
+        new = max([first, *(i + 1 for i in _ids(node))]) + rng.randint(3, 40)
+        config.setdefault(cls, node)[key] = new
+        out[f"{cls}.{key}"] = new
+    return out
+
+
+def _result_id(result: str, key: str) -> int | None:
+    try:
+        value = json.loads(result).get(key)
+    except (json.JSONDecodeError, TypeError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _fill_unstated(trace: Trace, text: str) -> bool:
@@ -230,4 +274,5 @@ def vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]], 
     return None
 
 
-__all__ = ["TANK_CAPACITY", "fills_to_capacity", "refill_gt", "resample_fill_level", "resample_state", "vary_state"]
+__all__ = ["TANK_CAPACITY", "fills_to_capacity", "refill_gt", "resample_fill_level", "resample_state", "shift_counters",
+           "vary_state"]
