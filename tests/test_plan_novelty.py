@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from functools import lru_cache
 
 import pytest
@@ -790,3 +791,24 @@ def test_an_order_a_buy_the_balance_cannot_cover_creates_gets_another_id_once_fu
         assert read and all(c.endswith(f"(order_id={counter})") for c in read), (counter, read)
         moved += counter != 12446
     assert moved >= 3
+
+
+def test_a_stated_ticket_priority_moves_one_step_inside_the_accepted_range():
+    """create_ticket's priority is a numbered choice (1-5): it was kept in all 48 accepted variants that create a
+    ticket. It now moves one step, never out of range (a 6 would fail the call), also where the text hyphenates it
+    ('a priority-2 ticket', base_190)."""
+    from envs.task import bfcl_task
+    from rods_agents.analysis.profile import profile_task
+    from rods_agents.analysis.tracing import trace_task
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+
+    for seed_id, old in (("multi_turn_base_190", 2), ("multi_turn_base_193", 4)):
+        seed = bfcl_task(seed_id)
+        trace = trace_task(seed)
+        news = set()
+        for k in range(4):
+            plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(3, seed.id, k, 0))
+            call = next(c for t in plan.ground_truth for c in t if c.startswith("create_ticket"))
+            news.add(int(re.search(r"priority=(\d)", call).group(1)))
+        assert news - {old} and news <= {old - 1, old, old + 1} and all(1 <= n <= 5 for n in news), news

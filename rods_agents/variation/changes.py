@@ -43,6 +43,9 @@ _SYMBOL_LOOKUPS = knowledge.symbol_lookups()
 
 # amounts that may grow past what the state allows (the patch agent then repairs the state)
 _GROWABLE = {("place_order", "amount"), ("fillFuelTank", "fuelAmount"), ("transfer_funds", "amount")}
+# numbered choices the text states as a number, with the range the environment accepts: a new one a step away, so the
+# story's urgency holds ('priority 5, so it's handled promptly' -> 4, never 1); kept in all 48 of 48 before
+_RANGED = {("create_ticket", "priority"): (1, 5)}
 
 
 _HOLIDAY = re.compile(r"\b(christmas|xmas|new year|halloween|valentine|thanksgiving|independence day|(4th|fourth) of july|"
@@ -249,6 +252,12 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                     and has_number(d.text_upto(rec.turn), value)
                     and (key := _number_key(d, bound, value)) is not None and d.p(0.9)):
                 numbers[key] = perturb(value, d.rng, grow=(rec.name, param) in _GROWABLE)
+            elif (rec.name, param) in _RANGED and (d.attempt == 0 or d.force) and isinstance(value, int) \
+                    and not any(k.partition("|")[0] == repr(value) for k in numbers) \
+                    and has_number(d.text_upto(rec.turn), value) \
+                    and (key := _number_key(d, bound, value)) is not None and d.p(0.9):
+                low, high = _RANGED[(rec.name, param)]
+                numbers[key] = d.pick([n for n in (value - 1, value + 1) if low <= n <= high], f"{param}|{value}")
     if d.attempt == 0 or d.force:
         numbers.update(limit_numbers(d, bound, numbers))  # 'if it's below 40': the user's own threshold changes too
     # first or last names stated on their own, of a person renamed above

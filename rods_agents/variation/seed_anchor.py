@@ -46,7 +46,9 @@ def date_words(iso: str) -> list[str]:
 
 _ALNUM = "A-Za-z0-9"
 _EXT = re.compile(r"^(?P<stem>.+)\.(?P<ext>[A-Za-z0-9]{1,5})$")
-_NUMBER = re.compile(r"(?<![\w.,/\-])(?P<cur>\$)?(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<dec>\.\d+)?(?![\w]|\.\d|/\d)")
+_NUMBER = re.compile(r"(?<![\w.,/])(?<![^a-z]-)(?<!^-)(?P<cur>\$)?(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<dec>\.\d+)?(?![\w]|\.\d|/\d)")
+"""A number written in digits; after a hyphen only where a lower-case word ends before it ('a priority-2 ticket',
+never '2278-9812' or '-5')."""
 _WORDS = {w: n for w, n in _WORD_NUMBERS.items() if isinstance(n, int) and w not in ("hundred", "thousand", "dozen")}
 MIN_TEXT_LEN = 3  # shorter values are never substituted in free text ('l', 'a')
 
