@@ -51,3 +51,20 @@ def test_a_number_beside_an_unrelated_composition_changes_and_the_composition_ho
     assert "450.0" in plan.numbers and "40" not in plan.numbers and "40.0" not in plan.numbers, plan.numbers
     fills = [c for turn in plan.ground_truth for c in turn if c.startswith("fillFuelTank")]
     assert fills == ["fillFuelTank(fuelAmount=30)"]  # 40 in total on the same 10-gallon tank
+
+
+def test_a_fill_to_capacity_gets_a_new_starting_level_when_a_number_beside_it_only_equals_the_level():
+    """base_59 fills the tank up from 10 gallons and later asks for a logarithm 'computed to a precision of 10': that
+    10 read as the level stated (and as a value read from the fuel reading), so all eight variants kept the level and
+    its 40-gallon fill."""
+    seed = bfcl_task("multi_turn_base_59")
+    trace = trace_task(seed)
+    levels = set()
+    for k in range(4):
+        plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(3, seed.id, k, 0))
+        level = plan.initial_config["VehicleControlAPI"]["fuelLevel"]
+        fills = [c for turn in plan.ground_truth for c in turn if c.startswith("fillFuelTank")]
+        assert len(fills) == 1 and float(fills[0].split("=")[1].rstrip(")")) == 50 - level, (level, fills)
+        assert any(c.startswith("logarithm") and c.endswith("precision=10)") for t in plan.ground_truth for c in t)
+        levels.add(level)
+    assert levels - {10.0}

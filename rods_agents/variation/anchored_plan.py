@@ -195,7 +195,7 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
         return None
     draft = seed.model_copy(update={"ground_truth": gt, "initial_config": config})
     vtrace = trace_task(draft)
-    if flips(d, trace, vtrace, changes["numbers"]) or dangling(trace, vtrace) or (vtrace.errors and not patchable(draft)):
+    if flips(d, trace, vtrace, changes["numbers"]) or dangling(trace, vtrace, d.turn_text) or (vtrace.errors and not patchable(draft)):
         return None
     if d.composed and stale_composed(seed, profile, trace, vtrace):
         return None
@@ -233,7 +233,7 @@ def _with_counters(seed: Task, profile: Profile, trace: Trace, gt: list[list[str
     if derived is None:
         return gt, config, {}
     vtrace = trace_task(seed.model_copy(update={"ground_truth": derived[0], "initial_config": fixed}))
-    if vtrace.errors or flips(d, trace, vtrace) or dangling(trace, vtrace):
+    if vtrace.errors or flips(d, trace, vtrace) or dangling(trace, vtrace, d.turn_text):
         return gt, config, {}
     return derived[0], moved, counters
 

@@ -20,7 +20,14 @@ from rods_agents.analysis.value_sources import _numbers
 from rods_agents.variation.draw import Draw, fs_kinds, hardcoded, perturb
 from rods_agents.variation.plan_checks import dangling, flips, inputs_changed, patchable
 from rods_agents.variation.rederive import rederive
-from rods_agents.variation.seed_anchor import Substitution, _strings, has_number
+from rods_agents.variation.seed_anchor import (
+    Substitution,
+    _strings,
+    has_number,
+    number_matches,
+    unit_after,
+    word_number_matches,
+)
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.variation.value_kinds import fresh, kind_of
 
@@ -103,7 +110,7 @@ def resample_fill_level(config: dict, trace: Trace, rng: Any, text: str = "") ->
     node = config.get("VehicleControlAPI")
     old = node.get("fuelLevel") if isinstance(node, dict) else None
     if not isinstance(old, int | float) or not fills_to_capacity("VehicleControlAPI", old, trace) \
-            or has_number(text, old) or not _fill_unstated(trace, text) or rng.random() >= 0.7:
+            or _level_said(text, old) or not _fill_unstated(trace, text) or rng.random() >= 0.7:
         return {}  # (a level the text says stays: 'I have 15 gallons left'; the rng is drawn only for a task it fits)
     level = _capacity_fill_level(old, rng)
     node["fuelLevel"] = level
@@ -151,6 +158,19 @@ def _result_id(result: str, key: str) -> int | None:
     except (json.JSONDecodeError, TypeError, AttributeError):
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+_FUEL_WORDS = re.compile(r"\b(fuel|gas|gasoline|petrol|tank|gallons?|liters?|litres?)\b", re.I)
+
+
+def _level_said(text: str, level: float) -> bool:
+    """The text states the level as a fuel amount ('I have 15 gallons left', 'my fuel level is 10'): a fuel word right
+    before it or a unit right after. base_59's 'computed to a precision of 10' beside a 10-gallon tank is no such
+    statement, and kept the level and its fill in all eight variants."""
+    for m in number_matches(text, level):
+        if _FUEL_WORDS.fullmatch(unit_after(text, m.end()) or "-") or _FUEL_WORDS.search(text[max(0, m.start() - 30):m.start()]):
+            return True
+    return any(_FUEL_WORDS.search(text[max(0, m.start() - 30):m.end() + 12]) for m in word_number_matches(text, level))
 
 
 def _fill_unstated(trace: Trace, text: str) -> bool:
@@ -247,7 +267,7 @@ def vary_state(seed: Task, profile: Profile, trace: Trace, gt: list[list[str]], 
         new_gt, more = derived
         draft = seed.model_copy(update={"ground_truth": new_gt, "initial_config": new_config})
         vtrace = trace_task(draft)
-        if (vtrace.errors and not patchable(draft)) or flips(d, trace, vtrace) or dangling(trace, vtrace):
+        if (vtrace.errors and not patchable(draft)) or flips(d, trace, vtrace) or dangling(trace, vtrace, d.turn_text):
             return None
         if d.composed and inputs_changed(profile, before, vtrace):
             return None  # a composed value may be built from an earlier result
