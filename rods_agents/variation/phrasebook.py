@@ -74,6 +74,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -384,6 +385,24 @@ def _runs_into_words(value: Any, text: str, m: re.Match) -> bool:
             and text[m.start() - 1:m.start()] not in ("'", '"') and text[m.end():m.end() + 1] not in ("'", '"'))
 
 
+_ORDINAL_PICK = re.compile(r"the (first|second|third|fourth|fifth|last) (stock|file|order|booking|ticket|symbol)"
+                           r"(?: (?:listed|displayed|shown))? (in|on|from|within) ((?:the|that|this|my) [\w' ]+)", re.I)
+
+
+def reworded_pick(phrase: str, key: str) -> str:
+    """The seed's words for a pick by position, or other words for the same pick ('the third stock in the list' ->
+    'the third of the stocks in the list', 'the third entry in the list'), chosen by ``key`` (the phrasing's text, so
+    siblings taking other phrasings take other words too): scenario 18's 'the third stock in the list' and 49's
+    'the third file displayed in that directory' were in all eight variants. Each form keeps a position cue the
+    structure reads (:mod:`rods_agents.analysis.information_structure`)."""
+    m = _ORDINAL_PICK.fullmatch(phrase)
+    if m is None:
+        return phrase
+    nth, noun, prep, place = m.groups()
+    forms = (phrase, f"the {nth} of the {noun}s {prep} {place}", f"the {nth} entry {prep} {place}")
+    return forms[zlib.crc32(key.encode()) % len(forms)]
+
+
 def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] = frozenset(),
            named: Mapping[str, str] | None = None, picks: Mapping[str, str] | None = None) -> str | None:
     """The phrasing written for a call's ``slots`` (one call, index 0), or None when it does not fit: its
@@ -398,7 +417,7 @@ def render(phrasing: Phrasing, slots: tuple[Slot, ...], unsaid: frozenset[str] =
     picks = picks or {}
     if set(picks) != set(phrasing.pick.split()):
         return None
-    named = {**(named or {}), **picks}
+    named = {**(named or {}), **{p: reworded_pick(w, phrasing.text) for p, w in picks.items()}}
     own = own_slots(slots, phrasing.method)
     if own is None or any(p.split(".")[-1] in named or p.split(".")[-1] in unsaid for p in own if "." in p):
         return None  # words for a value of one call of the run that the turn names otherwise, or said before
