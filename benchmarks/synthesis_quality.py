@@ -64,6 +64,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from envs.checker import check
+from envs.executor import parse_call
 from envs.task import Task
 from rods_agents.analysis.faithfulness import faithfulness_problems
 from rods_agents.analysis.information_structure import InformationStructure, information_structure, structure_mismatches
@@ -143,6 +144,18 @@ def fails_trace_checks(task: Task, seed: Task) -> bool:
     return check(seed, [[gt] for gt in seed.ground_truth], strict_tools=True).passed or not check(task, answers).passed
 
 
+def _numeric_arguments(task: Task) -> set[tuple[str, str, float]]:
+    """(method, parameter, value) of every number above 1 the ground truth's calls take (an amount, an id, a level)."""
+    out = set()
+    for calls in task.ground_truth:
+        for call in calls:
+            parsed = parse_call(call)
+            for param, value in parsed.kwargs.items():
+                if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > 1:
+                    out.add((parsed.name, param, float(value)))
+    return out
+
+
 def _share(n: int, d: int) -> float | None:
     return round(n / d, 4) if d else None
 
@@ -216,6 +229,8 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "lookups_written": bool(prov.get("lookups")), "lookup_count": len(prov.get("lookups") or []),
             "fewer_lookups_than_seed": len(prov.get("lookups") or []) < seed_lookups,
             "unfaithful": bool(unfaithful(task, seed)),
+            "seed_numbers": len(nums := _numeric_arguments(seed)),
+            "seed_numbers_kept": len(nums & _numeric_arguments(task)),
         }
         for key in (seed.category, "all"):
             c[key].update({k: int(v) for k, v in flags.items()})
@@ -231,6 +246,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "digits_only": _share(x["digits_only"], acc),
             "keeps_seed_turn": _share(x["keeps_seed_turn"], acc), "seed_turns_kept": x["kept_turns"],
             "changed_methods": _share(acc - x["same_skeleton"], acc),
+            "seed_numbers_kept": _share(x["seed_numbers_kept"], x["seed_numbers"]),
             "scenario_pairs": copies[key]["pairs"], "scenario_near_copies": copies[key]["near_copies"],
             "scenario_near_copy_share": _share(copies[key]["near_copies"], copies[key]["pairs"]),
             "scenarios_covered": len(covered), "scenarios_seeded": len(seeded[key]),
@@ -269,6 +285,7 @@ ROWS = [("samples", "samples"), ("accepted", "accepted"), ("acceptance", "accept
         ("5-gram containment, entities masked > 0.8 (share)", "containment_masked_above_0_8"),
         ("new only in digits (share)", "digits_only"),
         ("keeps a seed turn's sentences (share)", "keeps_seed_turn"), ("  seed turns kept", "seed_turns_kept"), ("changed methods (share)", "changed_methods"),
+        ("seed's numeric arguments kept (share)", "seed_numbers_kept"),
         ("same-scenario pairs", "scenario_pairs"), ("  near-copies among them (share)", "scenario_near_copy_share"),
         ("scenarios covered", "scenarios_covered"), ("  scenarios seeded", "scenarios_seeded"),
         ("same skeleton as seed", "same_skeleton"), ("same parsed ground truth", "same_ground_truth"),

@@ -68,3 +68,17 @@ def test_a_fill_to_capacity_gets_a_new_starting_level_when_a_number_beside_it_on
         assert any(c.startswith("logarithm") and c.endswith("precision=10)") for t in plan.ground_truth for c in t)
         levels.add(level)
     assert levels - {10.0}
+
+
+def test_a_list_of_numbers_the_user_dictates_gets_numbers_of_its_own():
+    """base_161 averages '45.99, 78.25, 102.5, 38.75 and 92.1': the list kept the seed's five numbers in all 21
+    accepted variants (read 44 #1), since only a single stated number was ever drawn anew."""
+    seed = bfcl_task("multi_turn_base_161")
+    trace = trace_task(seed)
+    old = next(c for t in seed.ground_truth for c in t if c.startswith("mean("))
+    changed = 0
+    for k in range(4):
+        plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(3, seed.id, k, 0))
+        new = next(c for t in plan.ground_truth for c in t if "numbers=[" in c)  # mean, or a function of its skill
+        changed += new.split("numbers=")[1].replace(" ", "") != old.split("numbers=")[1].replace(" ", "")
+    assert changed >= 3

@@ -252,6 +252,11 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                     and has_number(d.text_upto(rec.turn), value)
                     and (key := _number_key(d, bound, value)) is not None and d.p(0.9)):
                 numbers[key] = perturb(value, d.rng, grow=(rec.name, param) in _GROWABLE)
+            elif _stated_numbers(d, rec, value, src):  # a list the user dictates ('average 45.99, 78.25 and 102.5')
+                for x in value:
+                    if not any(k.partition("|")[0] == repr(x) for k in numbers) and has_number(d.text_upto(rec.turn), x) \
+                            and (key := _number_key(d, bound, x)) is not None:
+                        numbers[key] = perturb(x, d.rng)
             elif (rec.name, param) in _RANGED and (d.attempt == 0 or d.force) and isinstance(value, int) \
                     and not any(k.partition("|")[0] == repr(value) for k in numbers) \
                     and has_number(d.text_upto(rec.turn), value) \
@@ -296,6 +301,14 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
 
 
 _NAME_KINDS = frozenset({"person", "first_name", "last_name"})
+
+
+def _stated_numbers(d: Draw, rec: Any, value: Any, src: Any) -> bool:
+    """``value`` is a list of numbers the user states (scenario 161 averaged the seed's own five prices in every
+    variant), none of them a piece of a composed value, in a first draw."""
+    return ((d.attempt == 0 or d.force) and src is not None and src.source == "user" and isinstance(value, list)
+            and len(value) > 1 and all(isinstance(x, int | float) and not isinstance(x, bool) for x in value)
+            and not any(d.feeds_composed_number(x) for x in value) and d.p(0.9))
 
 
 def _keys_with(obj: Any, key: str) -> list[str]:
