@@ -723,20 +723,34 @@ def test_a_variant_keeping_one_long_seed_turn_is_refused():
     assert text_reasons(with_turns(None)) == []
 
 
-def test_a_ticket_id_the_plan_renumbers_is_renumbered_in_the_queue_too():
-    """base_160 closes ticket 83912. A plan drawing a new id closed a ticket the queue did not hold, so every level of
-    the plan with numbers failed and the 20,000 RMB and the $2500 cap stayed the seed's in all 8 samples."""
+def _counter_read_back(plan, counter: str, readers: tuple[str, ...], param: str) -> int:
+    """The plan's counter (class.key) after every call of ``readers`` was checked to read that id back."""
+    cls, key = counter.split(".")
+    value = plan.initial_config[cls][key]
+    read = [c for t in plan.ground_truth for c in t if c.startswith(readers)]
+    assert read and all(c.endswith(f"({param}={value})") for c in read), (value, read)
+    return value
+
+
+def _first_plans(seed_id: str, n: int = 4) -> tuple:
+    """The seed and the first ``n`` offline plans run seed 3 draws for it (the benchmark's draws)."""
     from envs.task import bfcl_task
     from rods_agents.analysis.profile import profile_task
     from rods_agents.analysis.tracing import trace_task
     from rods_agents.run.runtime import rng_for
     from rods_agents.stages.plan_sampling import sample_variant_plan
 
-    seed = bfcl_task("multi_turn_base_160")
+    seed = bfcl_task(seed_id)
     trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    return seed, [sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, k, 0)) for k in range(n)]
+
+
+def test_a_ticket_id_the_plan_renumbers_is_renumbered_in_the_queue_too():
+    """base_160 closes ticket 83912. A plan drawing a new id closed a ticket the queue did not hold, so every level of
+    the plan with numbers failed and the 20,000 RMB and the $2500 cap stayed the seed's in all 8 samples."""
     renumbered = 0
-    for k in range(4):
-        plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(3, seed.id, k, 0))
+    for plan in _first_plans("multi_turn_base_160")[1]:
         closed = int(plan.ground_truth[-1][0].split("=")[1].rstrip(")"))
         queue = [t["id"] for t in plan.initial_config["TicketAPI"]["ticket_queue"]]
         assert closed in queue, (closed, queue)
@@ -747,48 +761,27 @@ def test_a_ticket_id_the_plan_renumbers_is_renumbered_in_the_queue_too():
 def test_a_ticket_the_task_creates_gets_another_id_and_the_calls_reading_it_follow():
     """base_60 creates a ticket and reads its id back ('get_ticket(2)'): TicketAPI numbers tickets itself, so every
     variant kept id 2 until the plan moved the queue's counter."""
-    from envs.task import bfcl_task
-    from rods_agents.analysis.profile import profile_task
-    from rods_agents.analysis.tracing import trace_task
-    from rods_agents.run.runtime import rng_for
-    from rods_agents.stages.plan_sampling import sample_variant_plan
-
-    seed = bfcl_task("multi_turn_base_60")
-    trace = trace_task(seed)
-    moved = 0
-    for k in range(4):
-        plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(3, seed.id, k, 0))
-        counter = plan.initial_config["TicketAPI"]["ticket_counter"]
-        read = [c for t in plan.ground_truth for c in t if c.startswith(("get_ticket", "close_ticket"))]
-        assert read and all(c.endswith(f"(ticket_id={counter})") for c in read), (counter, read)
-        moved += counter != 2
-    assert moved >= 2
+    counters = [_counter_read_back(plan, "TicketAPI.ticket_counter", ("get_ticket", "close_ticket"), "ticket_id")
+                for plan in _first_plans("multi_turn_base_60")[1]]
+    assert sum(c != 2 for c in counters) >= 2, counters
 
 
 def test_an_order_a_buy_the_balance_cannot_cover_creates_gets_another_id_once_funded():
     """base_110 buys, then reads the order back by its id (12446, the TradingBot's counter). A plan's buy that the
     balance cannot cover creates its order only after the config patch agent funds it, so the new id is read off the
     repaired state; before, get_order_details kept 12446 in 91 of the accepted variants."""
-    from envs.task import bfcl_task
-    from rods_agents.analysis.profile import profile_task
     from rods_agents.analysis.tracing import trace_task
-    from rods_agents.run.runtime import rng_for
-    from rods_agents.stages.plan_sampling import sample_variant_plan
     from rods_agents.variation.plan_checks import repaired_config
 
-    seed = bfcl_task("multi_turn_base_110")
-    trace = trace_task(seed)
+    seed, plans = _first_plans("multi_turn_base_110")
     moved = 0
-    for k in range(4):
-        plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(3, seed.id, k, 0))
+    for plan in plans:
         draft = seed.model_copy(update={"ground_truth": plan.ground_truth, "initial_config": plan.initial_config})
         fixed = repaired_config(draft)
         assert fixed is not None
         vtrace = trace_task(draft.model_copy(update={"initial_config": fixed}))
         assert not vtrace.errors, vtrace.errors[:1]
-        counter = plan.initial_config["TradingBot"]["order_counter"]
-        read = [c for t in plan.ground_truth for c in t if c.startswith(("get_order_details", "cancel_order"))]
-        assert read and all(c.endswith(f"(order_id={counter})") for c in read), (counter, read)
+        counter = _counter_read_back(plan, "TradingBot.order_counter", ("get_order_details", "cancel_order"), "order_id")
         moved += counter != 12446
     assert moved >= 3
 
@@ -797,18 +790,9 @@ def test_a_stated_ticket_priority_moves_one_step_inside_the_accepted_range():
     """create_ticket's priority is a numbered choice (1-5): it was kept in all 48 accepted variants that create a
     ticket. It now moves one step, never out of range (a 6 would fail the call), also where the text hyphenates it
     ('a priority-2 ticket', base_190)."""
-    from envs.task import bfcl_task
-    from rods_agents.analysis.profile import profile_task
-    from rods_agents.analysis.tracing import trace_task
-    from rods_agents.run.runtime import rng_for
-    from rods_agents.stages.plan_sampling import sample_variant_plan
-
     for seed_id, old in (("multi_turn_base_190", 2), ("multi_turn_base_193", 4)):
-        seed = bfcl_task(seed_id)
-        trace = trace_task(seed)
         news = set()
-        for k in range(4):
-            plan = sample_variant_plan(seed, profile_task(seed, trace), trace, rng_for(3, seed.id, k, 0))
+        for plan in _first_plans(seed_id)[1]:
             call = next(c for t in plan.ground_truth for c in t if c.startswith("create_ticket"))
             news.add(int(re.search(r"priority=(\d)", call).group(1)))
         assert news - {old} and news <= {old - 1, old, old + 1} and all(1 <= n <= 5 for n in news), news
