@@ -160,3 +160,19 @@ def test_what_the_user_does_stays_the_users_in_every_rewording(form):
     marked it unfaithful). A step the user says they take keeps the user as the one who takes it."""
     for say in clause_rewordings()[form]:
         assert re.search(r"\b(?:before|after) I\b", say), (form, say)
+
+
+def test_no_rewording_of_a_request_to_check_before_booking_tells_the_assistant_not_to_book():
+    """'Before booking, just check the flight cost to be safe.' was reworded 'Don't book yet; look at the flight cost
+    first' (read 44 #5): the turn's ground truth checks the cost and books, so the new words contradicted it. A
+    sentence that orders two steps keeps both asked for in its rewordings."""
+    import json
+
+    from prompts import PROMPTS_DIR
+
+    table = json.loads((PROMPTS_DIR / "phrasebook" / "sentences.json").read_text())["sentences"]
+    keys = [key for key in table if re.search(r"\bbefore booking\b", key, re.I)]
+    assert keys  # the sentence is in the table: the test reads it
+    for key in keys:
+        for form in table[key]:
+            assert re.search(r"\bbook", form, re.I) and not re.search(r"\b(don't|do not) book|\bnot book", form, re.I), form
