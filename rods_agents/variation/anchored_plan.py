@@ -185,7 +185,7 @@ def _realize(seed: Task, profile: Profile, trace: Trace, bound: list, changes: d
             return None
         gt, derived_values = derived
         gt = rederive_embedded(seed, trace, gt, config)
-        gt, _ = rederive_rounded(seed, trace, profile, gt, config)  # the fill of a new stated amount, rounded again
+        gt = rederive_rounded(seed, trace, profile, gt, config)  # the fill of a new stated amount, rounded again
         # a renamed value the environment still prints under its old name is not the task's to rename
         back = {o for o, n in derived_values if isinstance(o, str) and o == n and o in changes["renames"]}
         if not back:
@@ -226,10 +226,12 @@ def _with_counters(seed: Task, profile: Profile, trace: Trace, gt: list[list[str
     moved = copy.deepcopy(config)
     counters = shift_counters(moved, trace, " ".join(d.turn_text), rng)
     fixed = repaired_config(seed.model_copy(update={"ground_truth": gt, "initial_config": config})) if counters else None
-    for path, value in counters.items() if fixed is not None else ():
+    if fixed is None:
+        return gt, config, {}
+    for path, value in counters.items():
         cls, key = path.split(".", 1)
         fixed.setdefault(cls, {})[key] = value
-    derived = rederive(seed, trace, profile, gt, fixed) if fixed is not None else None
+    derived = rederive(seed, trace, profile, gt, fixed)
     if derived is None:
         return gt, config, {}
     vtrace = trace_task(seed.model_copy(update={"ground_truth": derived[0], "initial_config": fixed}))

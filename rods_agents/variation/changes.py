@@ -248,19 +248,14 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
             if ((d.attempt == 0 or d.force) and src is not None and src.source == "user"
                     and isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > 1
                     and not d.feeds_composed_number(value)
-                    and not any(k.partition("|")[0] == repr(value) for k in numbers)
-                    and has_number(d.text_upto(rec.turn), value)
-                    and (key := _number_key(d, bound, value)) is not None and d.p(0.9)):
+                    and (key := _fresh_key(d, bound, numbers, rec.turn, value)) is not None and d.p(0.9)):
                 numbers[key] = perturb(value, d.rng, grow=(rec.name, param) in _GROWABLE)
             elif _stated_numbers(d, rec, value, src):  # a list the user dictates ('average 45.99, 78.25 and 102.5')
                 for x in value:
-                    if not any(k.partition("|")[0] == repr(x) for k in numbers) and has_number(d.text_upto(rec.turn), x) \
-                            and (key := _number_key(d, bound, x)) is not None:
+                    if (key := _fresh_key(d, bound, numbers, rec.turn, x)) is not None:
                         numbers[key] = perturb(x, d.rng)
             elif (rec.name, param) in _RANGED and (d.attempt == 0 or d.force) and isinstance(value, int) \
-                    and not any(k.partition("|")[0] == repr(value) for k in numbers) \
-                    and has_number(d.text_upto(rec.turn), value) \
-                    and (key := _number_key(d, bound, value)) is not None and d.p(0.9):
+                    and (key := _fresh_key(d, bound, numbers, rec.turn, value)) is not None and d.p(0.9):
                 low, high = _RANGED[(rec.name, param)]
                 numbers[key] = d.pick([n for n in (value - 1, value + 1) if low <= n <= high], f"{param}|{value}")
     if d.attempt == 0 or d.force:
@@ -301,6 +296,15 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
 
 
 _NAME_KINDS = frozenset({"person", "first_name", "last_name"})
+
+
+def _fresh_key(d: Draw, bound: list[tuple[Any, dict[str, Any]]], numbers: dict[str, Any], turn: int, value: float
+               ) -> str | None:
+    """The plan's key for a new ``value`` (:func:`_number_key`) where the text states it by ``turn`` and no change drawn
+    so far takes it; None otherwise. One test for a stated amount, an item of a dictated list and a numbered choice."""
+    if any(k.partition("|")[0] == repr(value) for k in numbers) or not has_number(d.text_upto(turn), value):
+        return None
+    return _number_key(d, bound, value)
 
 
 def _stated_numbers(d: Draw, rec: Any, value: Any, src: Any) -> bool:

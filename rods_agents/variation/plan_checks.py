@@ -16,6 +16,7 @@ from envs.task import Task
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace, limit_flips, outcome_flips, trace_task
 from rods_agents.variation.draw import PROTECTED, Draw, scalar_numbers
+from rods_agents.variation.seed_anchor import has_number
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 
 
@@ -61,25 +62,23 @@ def _result_numbers(result: str) -> set[float]:
     return _numbers(result) if len(result) < 50_000 else set()
 
 
-def dangling(seed_trace: Trace, vtrace: Trace, turn_text: list[str] | None = None) -> list[str]:
+def dangling(seed_trace: Trace, vtrace: Trace, turn_text: list[str]) -> list[str]:
     """Later values the seed took from a result (stated or not) that the variant's result no longer holds:
     'list the Technology stocks and add AAPL' must not become 'list the Automobile stocks and add AAPL'. A number
     the seed's words state by then (``turn_text``) is the user's, not the result's: base_59's 'a precision of 10'
     beside a 10-gallon fuel reading kept that reading in every variant."""
-    from rods_agents.variation.seed_anchor import has_number
-
     out: list[str] = []
     for i, (a, b) in enumerate(zip(seed_trace.calls, vtrace.calls, strict=False)):
         if a.result == b.result or b.error or len(a.result) > 50_000:
             continue
         for j in range(i + 1, min(len(seed_trace.calls), len(vtrace.calls))):
+            said = " ".join(turn_text[: seed_trace.calls[j].turn + 1])
             for param, value in seed_trace.calls[j].args.items():
                 new = vtrace.calls[j].args.get(param)
                 for old_s, new_s in zip(_scalar_strings(value), _scalar_strings(new), strict=False):
                     if len(old_s) >= 3 and old_s not in PROTECTED and re.search(
                             rf"(?<![\w]){re.escape(old_s)}(?![\w])", a.result) and new_s not in b.result:
                         out.append(f"call {j} {param}={new_s!r} not in the result of call {i}")
-                said = " ".join((turn_text or [])[: seed_trace.calls[j].turn + 1])
                 for old_n, new_n in zip(scalar_numbers(value), scalar_numbers(new), strict=False):
                     if abs(old_n) > 1 and old_n in _result_numbers(a.result) and new_n not in _result_numbers(b.result) \
                             and not has_number(said, old_n):

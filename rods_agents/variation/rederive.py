@@ -263,13 +263,13 @@ def _rounded_from(seed_trace: Trace, pos: int, value: float) -> tuple[int, tuple
 
 
 def rederive_rounded(seed: Task, seed_trace: Trace, profile: Profile, gt: list[list[str]], config: dict
-                     ) -> tuple[list[list[str]], list[list[Any]]]:
+                     ) -> list[list[str]]:
     """Numbers the assistant rounds from an earlier result, rounded again from the variant's result.
 
     base_90 says 'fill 150 liters ... How much is that in gallons? Round it to the nearest integer and fill that
     amount': the fill (40) is 39.63 gallons rounded. A plan that states 170 liters instead must fill round(44.91) =
     45, the same path of the variant's result at the same decimals; before, the 150 liters stayed in every variant
-    so that the composition held. Returns the ground truth and [old, new] of the numbers that changed."""
+    so that the composition held."""
     rounded = []
     for a in profile.arg_sources:
         pos = next((p for p, r in enumerate(seed_trace.calls) if (r.turn, r.index) == (a.turn, a.index)), None)
@@ -279,12 +279,11 @@ def rederive_rounded(seed: Task, seed_trace: Trace, profile: Profile, gt: list[l
             if where is not None:
                 rounded.append((a, pos, old, where))
     if not rounded:
-        return gt, []
+        return gt
     vtrace = trace_task(seed.model_copy(update={"ground_truth": gt, "initial_config": config}))
     if len(vtrace.calls) != len(seed_trace.calls):
-        return gt, []
+        return gt
     updates: dict[tuple[int, int], dict[str, Any]] = {}
-    changed: list[list[Any]] = []
     for a, pos, old, (p, path, k) in rounded:
         try:
             x = _at(_json(vtrace.calls[p].result), path, False)
@@ -296,8 +295,7 @@ def rederive_rounded(seed: Task, seed_trace: Trace, profile: Profile, gt: list[l
         new = int(new) if isinstance(old, int) else new
         if new != vtrace.calls[pos].args.get(a.param):
             updates.setdefault((a.turn, a.index), {})[a.param] = new
-            changed.append([old, new])
-    return (with_args(gt, updates) if updates else gt), changed
+    return with_args(gt, updates) if updates else gt
 
 
 __all__ = ["rederive", "rederive_embedded", "rederive_rounded", "restated", "with_args"]

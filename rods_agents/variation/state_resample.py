@@ -9,7 +9,6 @@ from a result is re-derived (:mod:`~rods_agents.variation.rederive`) and no outc
 from __future__ import annotations
 
 import copy
-import json
 import re
 from typing import Any
 
@@ -19,7 +18,7 @@ from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import _numbers
 from rods_agents.variation.draw import Draw, fs_kinds, hardcoded, perturb
 from rods_agents.variation.plan_checks import dangling, flips, inputs_changed, patchable
-from rods_agents.variation.rederive import rederive
+from rods_agents.variation.rederive import _json, rederive
 from rods_agents.variation.seed_anchor import (
     Substitution,
     _strings,
@@ -153,10 +152,8 @@ def shift_counters(config: dict, trace: Trace, text: str, rng: Any) -> dict[str,
 
 
 def _result_id(result: str, key: str) -> int | None:
-    try:
-        value = json.loads(result).get(key)
-    except (json.JSONDecodeError, TypeError, AttributeError):
-        return None
+    parsed = _json(result)
+    value = parsed.get(key) if isinstance(parsed, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -168,7 +165,7 @@ def _level_said(text: str, level: float) -> bool:
     before it or a unit right after. base_59's 'computed to a precision of 10' beside a 10-gallon tank is no such
     statement, and kept the level and its fill in all eight variants."""
     for m in number_matches(text, level):
-        if _FUEL_WORDS.fullmatch(unit_after(text, m.end()) or "-") or _FUEL_WORDS.search(text[max(0, m.start() - 30):m.start()]):
+        if _FUEL_WORDS.fullmatch(unit_after(text, m.end())) or _FUEL_WORDS.search(text[max(0, m.start() - 30):m.start()]):
             return True
     return any(_FUEL_WORDS.search(text[max(0, m.start() - 30):m.end() + 12]) for m in word_number_matches(text, level))
 
