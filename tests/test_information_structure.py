@@ -93,6 +93,17 @@ def test_a_withheld_city_is_the_lookup_the_text_leaves_out_not_its_twin():
     assert withheld_value(task, trace, w) == ["Rivermist"]
 
 
+def test_a_date_said_in_words_is_not_the_withheld_value():
+    """miss_param_173 turn 0 says 'in business class on November 15, 2026' and asks nothing: its date is said, so
+    what it leaves out is the request, and a variant must not turn it into a question whose ground truth is empty.
+    miss_param_156 says its date ('October 15, 2026') and withholds the route the next turn supplies."""
+    w173 = information_structure(_seed("miss_param_173")).turns[0].withheld
+    assert w173 is not None and w173.stated_before
+    w156 = information_structure(_seed("miss_param_156")).turns[0].withheld
+    assert w156 is not None and (w156.method, w156.param, w156.stated_before) == ("get_flight_cost", "travel_from",
+                                                                                   False)
+
+
 def test_miss_func_held_out_function_sits_on_the_turn_that_asks_for_it():
     s = information_structure(_seed("miss_func_0"))
     assert [(t.turn, t.held_out_function) for t in s.turns if t.held_out_function] == [(2, "sort")]

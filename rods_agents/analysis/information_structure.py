@@ -46,10 +46,12 @@ from rods_agents.analysis.obtainability import public_state
 from rods_agents.analysis.tracing import CallRecord, Trace, stated_limits, trace_task
 from rods_agents.analysis.value_sources import (
     ArgSource,
+    _dates,
     _numbers,
     classify_arguments,
     is_flag,
     named_by_lookup,
+    stated_as_date,
     user_text_upto,
 )
 
@@ -58,6 +60,7 @@ REASON = "information_structure"
 _SENTENCE = re.compile(r"[^.?!;]+[.?!;]?")
 _QUOTED = re.compile(r"(?<![\w])'[^'\n]{2,}?'(?![\w])|\"[^\"\n]+\"")
 _TOKENS = re.compile(r"[A-Za-z]{3,}|\d+(?:\.\d+)?")
+_ISO_VALUE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ROUND_CUE = re.compile(r"\bround\w*|\bnearest (integer|whole|hundredth|tenth|dollar)|\bwhole number|\bdecimal places?\b"
                         r"|\bonly (write )?the integer\b", re.I)
 
@@ -714,8 +717,13 @@ def structure_mismatches(seed: InformationStructure, variant: InformationStructu
 
 
 def _value_in(value: Any, text: str) -> bool:
+    """``text`` states ``value``: a string as a word, a number in any form, an ISO date in words too ('November 15,
+    2026'; miss_param_173 states its date so, and reading it as withheld made variants ask in the turn that asks
+    nothing)."""
     if isinstance(value, str):
         v = value.strip().lower()
+        if _ISO_VALUE.match(value) and stated_as_date(value, set(_dates(text))):
+            return True
         return len(v) >= 2 and re.search(r"(?<![\w])" + re.escape(v) + r"(?![\w])", text.lower()) is not None
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value) in _numbers(text)
