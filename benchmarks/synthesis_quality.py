@@ -40,6 +40,9 @@ Novelty (``rods_agents.analysis.novelty``; issue 13), per seed category:
 - seed turns kept: accepted variants with a turn that keeps its seed's sentences (more than 0.8 of the turn's
   5-grams, entities masked, in the seed's same turn: :func:`rods_agents.analysis.novelty.kept_seed_turns`), and
   how many such turns; a variant new everywhere else still reads as partly its seed's there;
+- rewords a seed sentence word for word: accepted variants with a sentence whose words, values masked, align with one
+  of the seed's in order (:func:`rods_agents.analysis.novelty.kept_seed_sentence`): synonyms swapped into the seed's
+  sentence, which the 5-gram measures miss;
 - changed-method share: accepted variants whose method sequence differs from the seed's;
 - near-copies among variants of one scenario: of the pairs of accepted variants that share a scenario
   (the four categories share scenarios, so sibling seeds' variants pair up), the share that are
@@ -71,6 +74,7 @@ from rods_agents.analysis.information_structure import InformationStructure, inf
 from rods_agents.analysis.lookups import without_lookups, write_lookups
 from rods_agents.analysis.novelty import (
     containment,
+    kept_seed_sentence,
     kept_seed_turns,
     masked_text,
     near_copy,
@@ -225,6 +229,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "patched": bool(prov.get("patches")),
             "digits_only": new_only_in_digits(task, seed),
             "kept_turns": len(kept := kept_seed_turns(task, seed)), "keeps_seed_turn": bool(kept),
+            "keeps_seed_sentence": kept_seed_sentence(task, seed) is not None,
             "trace_check_failed": fails_trace_checks(final, seed),
             "lookups_written": bool(prov.get("lookups")), "lookup_count": len(prov.get("lookups") or []),
             "fewer_lookups_than_seed": len(prov.get("lookups") or []) < seed_lookups,
@@ -245,6 +250,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             **containment_stats(pairs[key]),
             "digits_only": _share(x["digits_only"], acc),
             "keeps_seed_turn": _share(x["keeps_seed_turn"], acc), "seed_turns_kept": x["kept_turns"],
+            "keeps_seed_sentence": _share(x["keeps_seed_sentence"], acc),
             "changed_methods": _share(acc - x["same_skeleton"], acc),
             "seed_numbers_kept": _share(x["seed_numbers_kept"], x["seed_numbers"]),
             "scenario_pairs": copies[key]["pairs"], "scenario_near_copies": copies[key]["near_copies"],
@@ -284,7 +290,9 @@ ROWS = [("samples", "samples"), ("accepted", "accepted"), ("acceptance", "accept
         ("5-gram containment, entities masked, mean", "containment_masked_mean"),
         ("5-gram containment, entities masked > 0.8 (share)", "containment_masked_above_0_8"),
         ("new only in digits (share)", "digits_only"),
-        ("keeps a seed turn's sentences (share)", "keeps_seed_turn"), ("  seed turns kept", "seed_turns_kept"), ("changed methods (share)", "changed_methods"),
+        ("keeps a seed turn's sentences (share)", "keeps_seed_turn"), ("  seed turns kept", "seed_turns_kept"),
+        ("rewords a seed sentence word for word (share)", "keeps_seed_sentence"),
+        ("changed methods (share)", "changed_methods"),
         ("seed's numeric arguments kept (share)", "seed_numbers_kept"),
         ("same-scenario pairs", "scenario_pairs"), ("  near-copies among them (share)", "scenario_near_copy_share"),
         ("scenarios covered", "scenarios_covered"), ("  scenarios seeded", "scenarios_seeded"),

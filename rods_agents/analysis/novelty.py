@@ -7,10 +7,13 @@ API (stable; the verdict, the dedupe and ``benchmarks/synthesis_quality.py`` use
   also occur in ``reference`` (0 when ``text`` has no words; a text shorter than n words is one gram);
 - ``mask_digits(text) -> str``: every run of digits replaced by ``#``;
 - ``kept_seed_turns(variant, seed) -> list[int]``: the turns that keep their seed's sentences (entities masked);
+- ``kept_seed_sentence(variant, seed) -> tuple[int, str] | None``: the first sentence that rewords one of the seed's
+  word for word (synonyms swapped in, the words aligned in order: :func:`rewords` over :func:`sentence_words`);
 - ``new_only_in_digits(variant, seed) -> bool``: the user text is the seed's once digits are masked, or
   the method sequence is the seed's and so is the parsed ground truth once digits are masked;
 - ``seed_copy_reasons(variant, seed) -> list[str]``: located verdict reasons (``novelty:seed_text_copy
-  containment=0.87 turn=1 text='...'``, ``novelty:seed_turn_kept turn=3 text='...'``, ``novelty:digits_only turn=2
+  containment=0.87 turn=1 text='...'``, ``novelty:seed_turn_kept turn=3 text='...'``,
+  ``novelty:seed_sentence_kept turn=0 text='...'``, ``novelty:digits_only turn=2
   call=... seed_call=...``);
 - ``near_copy(a, b) -> str | None``: why two variants (of one scenario) are near-copies, or None;
 - ``sibling_copy_reason(task, siblings) -> str | None``: the verdict reason when ``task`` near-copies an
@@ -28,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from difflib import SequenceMatcher
 
 from envs.task import Task
 from rods_agents.analysis.knowledge import involves_user_class, zip_codes
@@ -104,6 +108,64 @@ turns do (read 41: 'Could you kindly dispatch the message ... to my colleague' k
 nearest airport to Stonebrook. After that, I'd appreciate a price estimate ...' at 0.75 is the seed's sentence with
 its values swapped). A short answer kept ('I mean the fuel situation, in liters.') does not, nor a turn whose own
 words are new around a format the user dictates (0.58-0.63 in scenario 75)."""
+
+
+KEPT_SENTENCE = 0.75
+"""A variant sentence of ``KEPT_SENTENCE_WORDS`` to ``LONG_SENTENCE_WORDS`` words whose words (:func:`sentence_words`)
+align with one of its seed's sentences above this ratio (:class:`difflib.SequenceMatcher`) is the seed's sentence
+reworded word by word ('please send him a quick note' for 'please send him a concise message ...', 0.83; 'keep the
+fill amount to two decimal places' for 'round the fill amount ...', 0.88). Synonyms break the 5-grams such a sentence
+shares with its seed's, so the containment checks pass it; the aligned word sequence does not. Below the bar a short
+sentence is one of the few ways to ask for a call ('can you kick this order off for me' / 'would you initiate this
+order for me', 0.67)."""
+
+KEPT_SENTENCE_WORDS = 8
+LONG_SENTENCE_WORDS = 14
+KEPT_LONG_SENTENCE = 0.5
+"""A sentence of ``LONG_SENTENCE_WORDS`` words or more is kept above this ratio: half of a long sentence's words aligned
+with its seed's in order is its seed's clause order and most of its words, and readers mark the pair 'partly new'
+(read 45: 'If it falls under 37.5 PSI, would it make sense to hit the nearest tire shop?' for '... perhaps we could
+swing by the nearest tire shop?', 0.59; 'the last thing I need is a highway problem because the tank wasn't filled so
+round it off to the nearest hundredth and fill that in', 0.51)."""
+
+_SENTENCE_END = re.compile(r"(?<=[.?!;])\s+|\n+")
+_QUOTED_TEXT = re.compile(r"'[^'\n]*\s[^'\n]*'|\"[^\"\n]*\s[^\"\n]*\"")
+_PROPER = re.compile(r"(?<=\S)(\s+)(?!I\b|I')[A-Z][A-Za-z]*")
+_MONTH = re.compile(r"\b(january|february|march|april|may|june|july|august|september|october|november|december)\b")
+_SLOT = re.compile(r"\{[a-z]\d?\}")
+
+
+def sentence_words(text: str, values: set[str] = frozenset()) -> list[list[str]]:
+    """The word lists of ``text``'s sentences without what a variant changes or may carry: quoted texts (a message or
+    format the user dictates), ``values`` (the task's entities), digits, months, phrasebook slots ('{n}') and
+    capitalised words inside a sentence (places and people the calls name by a code: 'from NYC to Tokyo' for NRT).
+    What is left is how the sentence asks. Masks are dropped, not kept: kept, they aligned two requests by their
+    slots alone ('could you price # class from # # to #' / 'i need a # class seat from # # to #', 0.67)."""
+    text = _masked(_QUOTED_TEXT.sub(" # ", _SLOT.sub(" # ", text)), set(values))
+    return [[w for w in _WORD.findall(_MONTH.sub("#", _PROPER.sub(r"\1#", x).lower())) if "#" not in w]
+            for x in _SENTENCE_END.split(text) if x.strip()]
+
+
+def rewords(words: list[str], original: list[str]) -> bool:
+    """``words`` (a sentence's, :func:`sentence_words`) reword ``original`` word for word (:data:`KEPT_SENTENCE`,
+    :data:`KEPT_LONG_SENTENCE`); a sentence under ``KEPT_SENTENCE_WORDS`` words is nobody's."""
+    if len(words) < KEPT_SENTENCE_WORDS or len(original) < KEPT_SENTENCE_WORDS // 2:
+        return False
+    bar = KEPT_LONG_SENTENCE if len(words) >= LONG_SENTENCE_WORDS else KEPT_SENTENCE
+    return SequenceMatcher(None, words, original, autojunk=False).ratio() > bar
+
+
+def kept_seed_sentence(variant: Task, seed: Task) -> tuple[int, str] | None:
+    """The first turn of ``variant`` with a sentence that rewords one of ``seed``'s sentences word for word
+    (:func:`rewords`), and that sentence's words; None when every sentence is worded anew."""
+    theirs = call_values(seed)
+    seed_sentences = [w for t in range(len(seed.turns)) for w in sentence_words(_turn_text(seed, t), theirs)]
+    mine = call_values(variant)
+    for t in range(len(variant.turns)):
+        for words in sentence_words(_turn_text(variant, t), mine):
+            if any(rewords(words, w) for w in seed_sentences):
+                return t, " ".join(words)
+    return None
 
 
 def kept_seed_turns(variant: Task, seed: Task, threshold: float = KEPT_TURN) -> list[int]:
@@ -201,6 +263,8 @@ def seed_copy_reasons(variant: Task, seed: Task) -> list[str]:
                 if len(_turn_text(variant, t).split()) >= KEPT_TURN_WORDS]
         if kept:
             out.append(f"novelty:seed_turn_kept turn={kept[0]} text={_quote(_turn_text(variant, kept[0]))}")
+        elif (sentence := kept_seed_sentence(variant, seed)) is not None:
+            out.append(f"novelty:seed_sentence_kept turn={sentence[0]} text={_quote(sentence[1])}")
     if new_only_in_digits(variant, seed):
         v_parsed, s_parsed = parsed_ground_truth(variant), parsed_ground_truth(seed)
         where = next(((t, i) for t, (vt, st) in enumerate(zip(v_parsed, s_parsed, strict=False))

@@ -42,7 +42,8 @@ counters group by the text before the first ':' (or space). Kinds:
 - novelty (:mod:`rods_agents.analysis.novelty`): ``novelty:seed_text_copy`` (the seed's sentences: word
   5-gram containment above ``SEED_TEXT_COPY``), ``novelty:seed_turn_kept`` (one turn of ``KEPT_TURN_WORDS`` words or
   more whose masked 5-grams are its seed turn's above ``SEED_TURN_COPY``; BFCL tasks, whose turns the phrasebook
-  can word anew), ``novelty:digits_only`` (new only in numbers, ids or
+  can word anew), ``novelty:seed_sentence_kept`` (a sentence that is one of its seed's reworded word for word: its
+  words, values masked, aligned with the seed sentence's in order), ``novelty:digits_only`` (new only in numbers, ids or
   dates; not for a task with nothing to change but numbers, when its words are its own: ``NUMBERS_ONLY_TEXT``),
   ``novelty:sibling_copy of=<id>`` (a near-copy of an accepted variant of the same scenario, when
   ``siblings`` are given; the run's dedupe applies the same rule through
