@@ -786,6 +786,25 @@ def test_an_order_a_buy_the_balance_cannot_cover_creates_gets_another_id_once_fu
     assert moved >= 3
 
 
+def test_a_booked_flight_gets_a_booking_id_of_its_own():
+    """TravelAPI draws booking ids from its seeded generator, so every flight booked from the default seed was booking
+    3426812: 122 of 126 accepted variants' invoices and cancellations kept it. A plan draws another random_seed, and
+    the ids the later turns read back (the invoice's booking, the support message's) follow the new draw."""
+    from rods_agents.analysis.tracing import trace_task
+
+    seed, plans = _first_plans("multi_turn_base_199")
+    booked = set()
+    for plan in plans:
+        vtrace = trace_task(seed.model_copy(update={"ground_truth": plan.ground_truth,
+                                                    "initial_config": plan.initial_config}))
+        assert not vtrace.errors, vtrace.errors[:1]
+        booking = json.loads(next(r.result for r in vtrace.calls if r.name == "book_flight"))["booking_id"]
+        readers = [c for t in plan.ground_truth for c in t if c.startswith(("retrieve_invoice", "contact_customer"))]
+        assert readers and all(f"booking_id='{booking}'" in c for c in readers), (booking, readers)
+        booked.add(booking)
+    assert booked - {"3426812"}, booked
+
+
 def test_a_stated_ticket_priority_moves_one_step_inside_the_accepted_range():
     """create_ticket's priority is a numbered choice (1-5): it was kept in all 48 accepted variants that create a
     ticket. It now moves one step, never out of range (a 6 would fail the call), also where the text hyphenates it

@@ -155,12 +155,19 @@ def rewords(words: list[str], original: list[str]) -> bool:
     return SequenceMatcher(None, words, original, autojunk=False).ratio() > bar
 
 
+def _entities(task: Task) -> set[str]:
+    """:func:`call_values` but a value that is a whole turn's text: a turn a later call writes down ('Write my last
+    question in it', base_29) is words, not an entity, and masked it let 'Create a file whose name is based on the byte
+    count in use.' pass as new beside 'Create a file name based on the number of byte used.' (read 47)."""
+    turns = {_turn_text(task, t).strip() for t in range(len(task.turns))}
+    return {v for v in call_values(task) if v.strip() not in turns}
+
+
 def kept_seed_sentence(variant: Task, seed: Task) -> tuple[int, str] | None:
     """The first turn of ``variant`` with a sentence that rewords one of ``seed``'s sentences word for word
     (:func:`rewords`), and that sentence's words; None when every sentence is worded anew."""
-    theirs = call_values(seed)
+    theirs, mine = _entities(seed), _entities(variant)
     seed_sentences = [w for t in range(len(seed.turns)) for w in sentence_words(_turn_text(seed, t), theirs)]
-    mine = call_values(variant)
     for t in range(len(variant.turns)):
         for words in sentence_words(_turn_text(variant, t), mine):
             if any(rewords(words, w) for w in seed_sentences):

@@ -148,7 +148,29 @@ def shift_counters(config: dict, trace: Trace, text: str, rng: Any) -> dict[str,
         new = max([first, *(i + 1 for i in _ids(node))]) + rng.randint(3, 40)
         config.setdefault(cls, node)[key] = new
         out[f"{cls}.{key}"] = new
+    seed = _travel_seed(config, trace, text, rng)
+    if seed is not None:
+        out["TravelAPI.random_seed"] = seed
     return out
+
+
+_TRAVEL_DRAWS = {"book_flight": "booking_id", "register_credit_card": "card_id", "purchase_insurance": "insurance_id",
+                 "authenticate_travel": "access_token"}
+"""TravelAPI calls whose result holds an id the environment draws from its seeded generator (the state's
+``random_seed``, 141053 unless the config says otherwise)."""
+
+
+def _travel_seed(config: dict, trace: Trace, text: str, rng: Any) -> int | None:
+    """A new ``random_seed`` for TravelAPI (in place) where the task books, registers, insures or logs in and its text
+    states none of the ids drawn: every flight booked from the default seed is booking 3426812, which 122 of 126
+    accepted variants' invoices and cancellations kept. The ids read back follow the new draws
+    (:func:`~rods_agents.variation.rederive.rederive`)."""
+    drawn = [_json(r.result).get(key) if isinstance(_json(r.result), dict) else None
+             for r in trace.calls if r.name in _TRAVEL_DRAWS and not r.error for key in [_TRAVEL_DRAWS[r.name]]]
+    if not drawn or "TravelAPI" not in config or any(not isinstance(v, str) or v in text for v in drawn):
+        return None
+    config["TravelAPI"]["random_seed"] = new = rng.randint(100000, 999999)
+    return new
 
 
 def _result_id(result: str, key: str) -> int | None:
