@@ -176,3 +176,22 @@ def test_no_rewording_of_a_request_to_check_before_booking_tells_the_assistant_n
     for key in keys:
         for form in table[key]:
             assert re.search(r"\bbook", form, re.I) and not re.search(r"\b(don't|do not) book|\bnot book", form, re.I), form
+
+
+def test_a_cost_the_user_already_has_is_never_asked_for_again():
+    """'After ascertaining the flight costs, secure a booking ...' (long_context_186) and 'After figuring out the flight
+    expenses, could you tweak my budget?' (167) look back at a fare an earlier turn found: their turns' ground truths
+    book or budget without a cost call. They were reworded 'Work out the flight costs first. Then book it' and 'First
+    the flight costs, then a small change to my budget' (read 48 #5, #13), which ask for a cost call the ground truth
+    does not make. A step the seed says is done stays done in its rewordings."""
+    import json
+
+    from prompts import PROMPTS_DIR
+
+    table = json.loads((PROMPTS_DIR / "phrasebook" / "sentences.json").read_text())["sentences"]
+    keys = [key for key in table if re.match(r"After (ascertaining|figuring out) the flight (costs|expenses)", key)]
+    assert len(keys) == 2
+    asks = re.compile(r"\b(work out|find out|get|check|first)\b[^.;?]*\b(costs?|expenses|fare|price)\b", re.I)
+    for key in keys:
+        for form in table[key]:
+            assert not asks.search(form), form
