@@ -805,6 +805,23 @@ def test_a_booked_flight_gets_a_booking_id_of_its_own():
     assert booked - {"3426812"}, booked
 
 
+def test_a_default_users_id_the_user_states_gets_new_digits_in_the_text_and_the_user_map():
+    """base_51 says 'my cousin (user id USR002) ... my user id is USR001' and leaves the user map to the
+    environment's default, so both ids were kept in all 8 samples of scenarios 14, 17, 51 and 62. A plan now gives
+    them new digits and writes the default map, renamed, into the state: the login and the message still work."""
+    from rods_agents.analysis.tracing import trace_task
+
+    seed, plans = _first_plans("multi_turn_base_51", 2)
+    for plan in plans:
+        assert {"USR001", "USR002"} <= set(plan.renames), plan.renames
+        users = set(plan.initial_config["MessageAPI"]["user_map"].values())
+        assert {plan.renames["USR001"], plan.renames["USR002"]} <= users and not {"USR001", "USR002"} & users
+        vtrace = trace_task(seed.model_copy(update={"ground_truth": plan.ground_truth,
+                                                    "initial_config": plan.initial_config}))
+        assert not vtrace.errors, vtrace.errors[:1]
+        assert f"message_login(user_id='{plan.renames['USR001']}')" in plan.ground_truth[3]
+
+
 def test_a_stated_ticket_priority_moves_one_step_inside_the_accepted_range():
     """create_ticket's priority is a numbered choice (1-5): it was kept in all 48 accepted variants that create a
     ticket. It now moves one step, never out of range (a 6 would fail the call), also where the text hyphenates it

@@ -191,8 +191,10 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                 # a person's name is renamed everywhere, inside file contents and composed texts too
                 is_name = kind_of(s, rec.name, param) in _NAME_KINDS
                 if not in_config:
-                    if not stated or s in state_strings:
-                        continue
+                    if not stated or (s in state_strings and s not in default_ids):
+                        continue  # a default user's id the user states ('my user id is USR001') is the state's
+                        # only by default: renamed, it is written into the user map (apply_changes); it was kept in
+                        # all 8 samples of scenarios 14, 17, 51 and 62
                     if any(s in c for c in config_strings if len(c) > len(s)) and not is_name:
                         continue  # a phrase inside file contents (grep pattern): keep it findable (a person's name
                         # is renamed in the contents too: 'Kelly Total Score: 96' in Kelly's report, base_17)
