@@ -822,6 +822,18 @@ def test_a_default_users_id_the_user_states_gets_new_digits_in_the_text_and_the_
         assert f"message_login(user_id='{plan.renames['USR001']}')" in plan.ground_truth[3]
 
 
+def test_a_stated_fill_changes_beside_the_same_number_in_another_unit():
+    """base_75 fills 'an additional 30 gallons' and tweets 'Rear Left Tire: 30 PSI': the 30 inside the tweet kept the
+    fill's 30 in every sample. The fill now changes where only the gallons say it; the tweet's PSI stay the state's."""
+    seed, plans = _first_plans("multi_turn_base_75")
+    fills = set()
+    for plan in plans:
+        fills.add(next(c for t in plan.ground_truth for c in t if c.startswith("fillFuelTank")))
+        tweet = next(c for t in plan.ground_truth for c in t if c.startswith("post_tweet"))
+        assert "Rear Left Tire: 30 PSI" in tweet, tweet
+    assert fills - {"fillFuelTank(fuelAmount=30.0)"}, fills
+
+
 def test_a_stated_ticket_priority_moves_one_step_inside_the_accepted_range():
     """create_ticket's priority is a numbered choice (1-5): it was kept in all 48 accepted variants that create a
     ticket. It now moves one step, never out of range (a 6 would fail the call), also where the text hyphenates it

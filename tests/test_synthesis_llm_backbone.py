@@ -332,7 +332,7 @@ def test_a_plan_that_breaks_the_information_structure_is_rejected_and_its_reason
                 for call in turn:
                     for arg in call["arguments"]:
                         if call["name"] == "send_message" and arg["name"] == "receiver_id":
-                            arg["value_json"] = json.dumps("USR001")  # another user, not the looked-up one
+                            arg["value_json"] = json.dumps("USR003")  # another user, not the looked-up one
         return _tool(draft, "PlanProposal")
 
     model = ScriptedChatModel(messages=iter([]), script=script)

@@ -45,6 +45,7 @@ from rods_agents.llm.prompting import (
 from rods_agents.llm.schemas import ConfigPatchProposal, JudgeVerdict, PlanProposal, RewrittenTurns
 from rods_agents.run.context import SynthesisContext
 from rods_agents.run.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE, LLMUsage
+from rods_agents.variation.changes import with_default_users
 from rods_agents.variation.config_rules import ConfigPatch
 from rods_agents.variation.plan import Plan, config_strings, replace_in_config
 from rods_agents.variation.value_kinds import options
@@ -337,7 +338,8 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
     # the draft's own plan starts from the draft's state: a rename of a default the seed's config never lists (the
     # MessageAPI user map's Bob -> Nikhil) and a resampled state live only there (long_context_41: every such plan
     # failed get_user_id(user='Nikhil') and went to the patch agent)
-    config = copy.deepcopy(draft.initial_config) if own else replace_in_config(copy.deepcopy(seed.initial_config), renames)
+    config = (copy.deepcopy(draft.initial_config) if own
+              else replace_in_config(with_default_users(seed, copy.deepcopy(seed.initial_config), renames), renames))
     changes: dict[str, Any] = {}
     for nv in out.new_values:
         try:

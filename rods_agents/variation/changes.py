@@ -401,9 +401,11 @@ def _number_key(d: Draw, bound: list[tuple[Any, dict[str, Any]]], value: float) 
     taking = {rec.turn for rec, args in bound if any(value in scalar_numbers(v) for v in args.values())}
     said = [t for t, text in enumerate(d.turn_text) if has_number(text, value)]
     own = set().union(*(units(t) for t in said if t in taking)) if taking else set()
-    if len(own) != 1 or "" in own or any(has_number(x, value) for _r, args in bound
-                                          for x in _scalar_strings(list(args.values()))):
-        return None
+    if len(own) != 1 or "" in own or any(unit_after(x, m.end()) in own | {""} for _r, args in bound
+                                          for x in _scalar_strings(list(args.values())) for m in number_matches(x, value)):
+        return None  # a text argument saying it with the same unit, or none, would take the new number too; one
+        # saying it with another unit keeps it ('top it up with 30 gallons' beside a tweet's 'Rear Left Tire: 30 PSI',
+        # base_75, whose 30 gallons were kept in every sample)
     if all(t in taking or not units(t) & own and "" not in units(t) for t in said):
         return f"{repr(value)}|{own.pop()}"
     return None
@@ -462,14 +464,7 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
         name = sub_of.get((rec.turn, rec.index), rec.name)
         new_args = {k: _replace(v, exact, sub_gt, numbers) for k, v in args.items()}
         gt[rec.turn].append(to_call_string(name, new_args))
-    base = copy.deepcopy(seed.initial_config)
-    users = default_users(seed)
-    if any(u in renames or i in renames for u, i in users.items()):  # a default user renamed: the new state
-        base.setdefault("MessageAPI", {})["user_map"] = dict(users)  # names its users itself
-    message = base.get("MessageAPI", {})
-    if "MessageAPI" in seed.involved_classes and "inbox" not in message and any(i in renames for i in _message_default_ids()):
-        message["inbox"] = _message_default_inbox()  # the default messages' senders, renamed with them
-    config = sub.obj(base)
+    config = sub.obj(with_default_users(seed, copy.deepcopy(seed.initial_config), renames))
     _renumber_ids(config, numbers)
     trading = config.get("TradingBot")
     if isinstance(trading, dict) and isinstance(trading.get("watch_list"), list):
@@ -479,6 +474,19 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
         trading["watch_list"] = [swaps[x] if isinstance(x, str) and x in swaps and swaps[x] not in listed else x
                                  for x in listed]
     return gt, config
+
+
+def with_default_users(seed: Task, config: dict, renames: dict[str, str]) -> dict:
+    """``config`` (in place, and returned) holding MessageAPI's default user map, and its default inbox, where
+    ``renames`` renames a default user or id: the new state names its users itself, so the renames reach them (the
+    offline plan and an LLM plan that departs from it alike: a renamed 'USR001' left the login nobody to log in)."""
+    users = default_users(seed)
+    if any(u in renames or i in renames for u, i in users.items()):
+        config.setdefault("MessageAPI", {})["user_map"] = dict(users)
+    message = config.get("MessageAPI", {})
+    if "MessageAPI" in seed.involved_classes and "inbox" not in message and any(i in renames for i in _message_default_ids()):
+        message["inbox"] = _message_default_inbox()  # the default messages' senders, renamed with them
+    return config
 
 
 def _renumber_ids(obj: Any, numbers: dict[str, Any]) -> None:
@@ -529,4 +537,4 @@ def _message_defaults() -> Any:
     return api
 
 
-__all__ = ["apply_changes", "default_users", "draw_changes"]
+__all__ = ["apply_changes", "default_users", "draw_changes", "with_default_users"]
