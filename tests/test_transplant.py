@@ -1537,3 +1537,17 @@ def test_a_reading_the_seed_asks_for_only_as_a_tweets_topic_stays_unnamed():
     for slot in range(4):
         text = " ".join(m.content for m in _rewrite("multi_turn_base_75", slot)[2][1] if m.role == "user")
         assert asked_by_goal("check_tire_pressure", text) is not False, text
+
+
+def test_a_supplying_answer_that_names_its_call_keeps_naming_it():
+    """miss_param_75 withholds what to do with the tweet ('it'd be awesome if you could that tweet') and the next turn
+    answers 'I mean comment that tweet, something like ...'. The generic answer 'Write this: ...' left a comment, a
+    reply and a new tweet open (read 49 #27); the answer now comes from the comment's own sentences."""
+    from graphs.synthesis import synthesize
+    from rods_agents.stages.state import SynthesisContext
+
+    result = synthesize([bfcl_task("multi_turn_miss_param_75")], SynthesisContext(seed=3, variants_per_seed=2))
+    assert result.accepted
+    for task in result.accepted:
+        answer = " ".join(m.content for m in task.turns[4] if m.role == "user")
+        assert re.search(r"\bcomment", answer, re.I), answer

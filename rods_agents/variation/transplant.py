@@ -246,6 +246,9 @@ def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int, aliases: di
     if dictated(values[0]):  # words to be written as they are ('Another task done!') go in quotes, never bare:
         # "One more job done today!, please." reads as the user's own exclamation (read of 2026-12-03)
         own, generic = tuple(t for t in own if "'{v1}'" in t), table.get("*text", ())
+    if own and re.search(rf"\b{re.escape(w.method.split('_')[0])}", said, re.I):
+        generic = ()  # the seed's answer names the call its value is for ('I mean comment that tweet, something like
+        # ...'): the generic 'Write this: ...' would leave a comment, a reply and a new tweet open (read 49 #27)
     texts = [t.format(v1=spoken(values[0])) for t in (*own, *generic)]
     # the answer may say more than the value: "The report should be in the format of 'Kelly Total Score:
     # total_score'" supplies a format holding the name, which "Use Kelly for that." loses (read 7)
