@@ -70,6 +70,17 @@ def test_sentences_sharing_only_their_values_are_not_aligned_by_them():
     assert not rewords(sentence_words(a)[0], sentence_words(b)[0])
 
 
+def test_an_apostrophe_inside_a_word_quotes_nothing():
+    """'I'd ... don't' once read as a quoted text from one apostrophe to the next and masked the words between, so a
+    seed sentence and its rewording with two contractions each shrank to the same few words and passed as new."""
+    words = sentence_words("I'd like you to book the flight, but don't charge my card yet.")[0]
+    assert {"like", "book", "flight", "charge", "card"} <= set(words), words
+    seed = "If it's under 37.5 PSI, perhaps we could swing by the nearest tire shop that's open?"
+    variant = "If it's under 40 PSI, would it make sense to hit the nearest tire shop that's open?"
+    assert rewords(sentence_words(variant)[0], sentence_words(seed)[0])
+    assert "may" in sentence_words("You may book it in June.")[0]  # a verb, not the month
+
+
 def _sentence_rewordings() -> list:
     data = json.loads((PROMPTS_DIR / "phrasebook" / "sentences.json").read_text())["sentences"]
     pairs = [(key, form) for key, forms in data.items() for form in forms]

@@ -802,7 +802,7 @@ def test_a_booked_flight_gets_a_booking_id_of_its_own():
         readers = [c for t in plan.ground_truth for c in t if c.startswith(("retrieve_invoice", "contact_customer"))]
         assert readers and all(f"booking_id='{booking}'" in c for c in readers), (booking, readers)
         booked.add(booking)
-    assert booked - {"3426812"}, booked
+    assert "3426812" not in booked and len(booked) > 1, booked
 
 
 def test_a_default_users_id_the_user_states_gets_new_digits_in_the_text_and_the_user_map():

@@ -129,9 +129,10 @@ swing by the nearest tire shop?', 0.59; 'the last thing I need is a highway prob
 round it off to the nearest hundredth and fill that in', 0.51)."""
 
 _SENTENCE_END = re.compile(r"(?<=[.?!;])\s+|\n+")
-_QUOTED_TEXT = re.compile(r"'[^'\n]*\s[^'\n]*'|\"[^\"\n]*\s[^\"\n]*\"")
+_QUOTED_TEXT = re.compile(r"(?<![\w])'[^'\n]*\s[^'\n]*'(?![\w])|\"[^\"\n]*\s[^\"\n]*\"")
+"""A quoted text of two words or more; an apostrophe inside a word ('don't', 'I'd') opens or closes none."""
 _PROPER = re.compile(r"(?<=\S)(\s+)(?!I\b|I')[A-Z][A-Za-z]*")
-_MONTH = re.compile(r"\b(january|february|march|april|may|june|july|august|september|october|november|december)\b")
+_MONTH = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|November|December)\b")
 _SLOT = re.compile(r"\{[a-z]\d?\}")
 
 
@@ -142,7 +143,7 @@ def sentence_words(text: str, values: set[str] = frozenset()) -> list[list[str]]
     What is left is how the sentence asks. Masks are dropped, not kept: kept, they aligned two requests by their
     slots alone ('could you price # class from # # to #' / 'i need a # class seat from # # to #', 0.67)."""
     text = _masked(_QUOTED_TEXT.sub(" # ", _SLOT.sub(" # ", text)), set(values))
-    return [[w for w in _WORD.findall(_MONTH.sub("#", _PROPER.sub(r"\1#", x).lower())) if "#" not in w]
+    return [[w for w in _WORD.findall(_PROPER.sub(r"\1#", _MONTH.sub("#", x)).lower()) if "#" not in w]
             for x in _SENTENCE_END.split(text) if x.strip()]
 
 

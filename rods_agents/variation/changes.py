@@ -32,6 +32,7 @@ from rods_agents.variation.seed_anchor import (
     number_matches,
     substitute_numbers,
     unit_after,
+    word_number_matches,
 )
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.variation.state_resample import fills_to_capacity
@@ -401,14 +402,20 @@ def _number_key(d: Draw, bound: list[tuple[Any, dict[str, Any]]], value: float) 
     taking = {rec.turn for rec, args in bound if any(value in scalar_numbers(v) for v in args.values())}
     said = [t for t, text in enumerate(d.turn_text) if has_number(text, value)]
     own = set().union(*(units(t) for t in said if t in taking)) if taking else set()
-    if len(own) != 1 or "" in own or any(unit_after(x, m.end()) in own | {""} for _r, args in bound
-                                          for x in _scalar_strings(list(args.values())) for m in number_matches(x, value)):
+    if len(own) != 1 or "" in own or any(_said_with(x, value, own) for _r, args in bound
+                                          for x in _scalar_strings(list(args.values()))):
         return None  # a text argument saying it with the same unit, or none, would take the new number too; one
         # saying it with another unit keeps it ('top it up with 30 gallons' beside a tweet's 'Rear Left Tire: 30 PSI',
         # base_75, whose 30 gallons were kept in every sample)
     if all(t in taking or not units(t) & own and "" not in units(t) for t in said):
         return f"{repr(value)}|{own.pop()}"
     return None
+
+
+def _said_with(text: str, value: float, units: set[str]) -> bool:
+    """``text`` says ``value`` (in digits or words) followed by one of ``units`` or by no unit word."""
+    found = [*number_matches(text, value), *word_number_matches(text, value)]
+    return any(unit_after(text, m.end()) in units | {""} for m in found)
 
 
 def _number_only_for_arguments(d: Draw, bound: list[tuple[Any, dict[str, Any]]], value: float) -> bool:
@@ -483,9 +490,9 @@ def with_default_users(seed: Task, config: dict, renames: dict[str, str]) -> dic
     users = default_users(seed)
     if any(u in renames or i in renames for u, i in users.items()):
         config.setdefault("MessageAPI", {})["user_map"] = dict(users)
-    message = config.get("MessageAPI", {})
-    if "MessageAPI" in seed.involved_classes and "inbox" not in message and any(i in renames for i in _message_default_ids()):
-        message["inbox"] = _message_default_inbox()  # the default messages' senders, renamed with them
+    if "MessageAPI" in seed.involved_classes and any(i in renames for i in _message_default_ids()):
+        config.setdefault("MessageAPI", {}).setdefault("inbox", _message_default_inbox())  # the default messages'
+        # senders, renamed with them
     return config
 
 

@@ -133,8 +133,9 @@ def _ids(obj: Any) -> list[int]:
 
 
 def shift_counters(config: dict, trace: Trace, text: str, rng: Any) -> dict[str, Any]:
-    """Move the counters that number new tickets, orders and tweets (in place) to later numbers, for a task that creates
-    one and whose text states none of the ids it hands out; class.path -> new value. The environments number them
+    """Move the counters that number new tickets, orders and tweets, and the seed TravelAPI draws its ids from
+    (:func:`_travel_seed`), in place to new values, for a task that creates one and whose text states none of the
+    ids it hands out; class.path -> new value. The environments number them
     themselves, so base_60's 'get_ticket(2)' after its create_ticket kept id 2 in every variant, and
     get_order_details kept its order id in 91 of the accepted variants; ids read back from results follow the new
     numbers (:func:`~rods_agents.variation.rederive.rederive`)."""
@@ -154,28 +155,40 @@ def shift_counters(config: dict, trace: Trace, text: str, rng: Any) -> dict[str,
     return out
 
 
-_TRAVEL_DRAWS = {"book_flight": "booking_id", "register_credit_card": "card_id", "purchase_insurance": "insurance_id",
-                 "authenticate_travel": "access_token"}
-"""TravelAPI calls whose result holds an id the environment draws from its seeded generator (the state's
-``random_seed``, 141053 unless the config says otherwise)."""
+_TRAVEL_DRAWS = {"book_flight": ("booking_id", "transaction_id"), "register_credit_card": ("card_id",),
+                 "purchase_insurance": ("insurance_id",), "authenticate_travel": ("access_token",)}
+"""TravelAPI calls and the result keys the environment draws from its seeded generator (the state's ``random_seed``,
+141053 unless the config says otherwise). A registered card's balance is drawn too, and read by
+``get_credit_card_balance``."""
 
 
 def _travel_seed(config: dict, trace: Trace, text: str, rng: Any) -> int | None:
     """A new ``random_seed`` for TravelAPI (in place) where the task books, registers, insures or logs in and its text
-    states none of the ids drawn: every flight booked from the default seed is booking 3426812, which 122 of 126
+    states none of the values drawn: every flight booked from the default seed is booking 3426812, which 122 of 126
     accepted variants' invoices and cancellations kept. The ids read back follow the new draws
-    (:func:`~rods_agents.variation.rederive.rederive`)."""
-    drawn = [_json(r.result).get(key) if isinstance(_json(r.result), dict) else None
-             for r in trace.calls if r.name in _TRAVEL_DRAWS and not r.error for key in [_TRAVEL_DRAWS[r.name]]]
-    if not drawn or "TravelAPI" not in config or any(not isinstance(v, str) or v in text for v in drawn):
+    (:func:`~rods_agents.variation.rederive.rederive`); a drawn value the text states would not, so such a task keeps
+    the seed."""
+    calls = [r for r in trace.calls if not r.error]
+    drawn = [_result_value(r.result, key) for r in calls if r.name in _TRAVEL_DRAWS for key in _TRAVEL_DRAWS[r.name]]
+    if any(r.name == "register_credit_card" for r in calls):
+        drawn += [_result_value(r.result, "balance") for r in calls if r.name == "get_credit_card_balance"]
+    drawn = [v for v in drawn if v is not None]
+    if not drawn or any(str(v) in text or (isinstance(v, int | float) and has_number(text, v)) for v in drawn):
         return None
-    config["TravelAPI"]["random_seed"] = new = rng.randint(100000, 999999)
+    node = config.setdefault("TravelAPI", {})
+    if not isinstance(node, dict):
+        return None
+    node["random_seed"] = new = rng.randint(100000, 999999)
     return new
 
 
-def _result_id(result: str, key: str) -> int | None:
+def _result_value(result: str, key: str) -> Any:
     parsed = _json(result)
-    value = parsed.get(key) if isinstance(parsed, dict) else None
+    return parsed.get(key) if isinstance(parsed, dict) else None
+
+
+def _result_id(result: str, key: str) -> int | None:
+    value = _result_value(result, key)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 

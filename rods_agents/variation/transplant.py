@@ -59,6 +59,7 @@ from envs.task import Message, Task
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.information_structure import (
     _QUOTED,
+    asks_for,
     information_structure,
     lexicon,
     reads_as_condition,
@@ -246,7 +247,7 @@ def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int, aliases: di
     if dictated(values[0]):  # words to be written as they are ('Another task done!') go in quotes, never bare:
         # "One more job done today!, please." reads as the user's own exclamation (read of 2026-12-03)
         own, generic = tuple(t for t in own if "'{v1}'" in t), table.get("*text", ())
-    if own and re.search(rf"\b{re.escape(w.method.split('_')[0])}", said, re.I):
+    if own and asks_for(w.method, said):
         generic = ()  # the seed's answer names the call its value is for ('I mean comment that tweet, something like
         # ...'): the generic 'Write this: ...' would leave a comment, a reply and a new tweet open (read 49 #27)
     texts = [t.format(v1=spoken(values[0])) for t in (*own, *generic)]
