@@ -60,7 +60,6 @@ REASON = "information_structure"
 _SENTENCE = re.compile(r"[^.?!;]+[.?!;]?")
 _QUOTED = re.compile(r"(?<![\w])'[^'\n]{2,}?'(?![\w])|\"[^\"\n]+\"")
 _TOKENS = re.compile(r"[A-Za-z]{3,}|\d+(?:\.\d+)?")
-_ISO_VALUE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ROUND_CUE = re.compile(r"\bround\w*|\bnearest (integer|whole|hundredth|tenth|dollar)|\bwhole number|\bdecimal places?\b"
                         r"|\bonly (write )?the integer\b", re.I)
 
@@ -722,7 +721,7 @@ def _value_in(value: Any, text: str) -> bool:
     nothing)."""
     if isinstance(value, str):
         v = value.strip().lower()
-        if _ISO_VALUE.match(value) and stated_as_date(value, set(_dates(text))):
+        if stated_as_date(value, _dates(text)):
             return True
         return len(v) >= 2 and re.search(r"(?<![\w])" + re.escape(v) + r"(?![\w])", text.lower()) is not None
     if isinstance(value, int | float) and not isinstance(value, bool):
