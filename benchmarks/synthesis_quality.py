@@ -81,6 +81,7 @@ from rods_agents.analysis.novelty import (
     new_only_in_digits,
     user_text,
 )
+from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.analysis.value_sources import classify_arguments
 from rods_agents.analysis.variant_quality import (
@@ -90,6 +91,7 @@ from rods_agents.analysis.variant_quality import (
     same_ground_truth,
     skeleton,
 )
+from rods_agents.stages.verdict import gap_fallbacks
 
 CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
 COPY_CONTAINMENT = 0.8  # the issue's "share above 0.8": a text with 4 in 5 of its 5-grams from the seed is its seed's
@@ -164,6 +166,16 @@ def _share(n: int, d: int) -> float | None:
     return round(n / d, 4) if d else None
 
 
+def _gap_stated(m: Any, task: Task, seed: Task) -> bool:
+    """A transformation with no cue that the variant states where its seed's value has no recipe and no lookup (the
+    password base_188 logs in with, :func:`rods_agents.stages.verdict.gap_fallbacks`): the verdict takes it as
+    filling the seed's gap, not as a dropped transformation, and so does this count."""
+    if m.reason != "transformation_dropped" or not m.detail.endswith("(no cue)"):
+        return False
+    slot = f"turn {m.turn} {m.detail.split(' ', 1)[0]}"
+    return any(k.startswith(slot + "=") for k in gap_fallbacks(seed, profile_task(task, trace_task(task))))
+
+
 def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> dict[str, Any]:
     """Every metric per category and over all, from a run's seeds, accepted tasks and rejection rows."""
     by_id = {s.id: s for s in seeds}
@@ -202,7 +214,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             pairs[key].append((task, seed))
         vis = information_structure(task)
         sis = seed_is[seed.id]
-        kinds = {m.reason for m in structure_mismatches(sis, vis)}
+        kinds = {m.reason for m in structure_mismatches(sis, vis) if not _gap_stated(m, task, seed)}
         sk = sis.counts()
         vk = vis.counts()
         left = leftover_names(task, prov.get("renames") or {})

@@ -258,6 +258,7 @@ def test_a_human_turn_that_opens_on_its_own_premise_or_persona_is_never_a_donor(
     for text in ("With the liters in mind, I'll need to top up the tank.", "Given this apprehension, check the tires.",
                  "Finally, book the flight.", "Now that the tank is full, start the engine.", "I am Alice, please send it.",
                  "As a seasoned real estate agent, I need a budget.", "Refuel it. Then start the engine.",
+                 "Earlier today, I moved ahead with an order for tech stocks. Check my latest order.",
                  "you'd prefer to formally notify your travel agent about the abrupt change in your itinerary"):
         assert not premise_free(text), text
     for text in ("Could you fill the tank with 20 gallons?", "Please cancel my booking.",
@@ -1551,3 +1552,17 @@ def test_a_supplying_answer_that_names_its_call_keeps_naming_it():
     for task in result.accepted:
         answer = " ".join(m.content for m in task.turns[4] if m.role == "user")
         assert re.search(r"\bcomment", answer, re.I), answer
+
+
+def test_a_supplied_number_keeps_the_word_it_is_counted_in():
+    """miss_param_126 answers the withheld share count with 'I want 100 shares.'; the generic 'Use 50 for that.'
+    left 50 shares or $50 open (read 50 #23). Every new answer says 'shares' after the number."""
+    from rods_agents.variation.transplant import _supply_texts
+
+    seed = bfcl_task("multi_turn_miss_param_126")
+    trace = trace_task(seed)
+    info = information_structure(seed, trace, classify_arguments(seed, trace))
+    turn = next(x.withheld.supplied_at for x in info.turns if x.withheld is not None)
+    options = _supply_texts(seed, trace, info, turn)
+    assert options
+    assert all(re.search(r"\b100 shares\b", o) for o in options), options

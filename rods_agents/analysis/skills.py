@@ -345,7 +345,8 @@ def _parts(entry: str) -> tuple[str, str, str]:
     return kind, slot, cue
 
 
-def _info(t: int, s: TurnSkills, v: TurnSkills, fallback: bool) -> list[str]:
+def _info(t: int, s: TurnSkills, v: TurnSkills, fallback_slots: set[str]) -> list[str]:
+    fallback = bool(fallback_slots)
     out = []
     if len(v.conditions) < len(s.conditions):
         out.append(_reason("information_structure:condition_dropped", t, seed_cue=s.conditions[len(v.conditions)]))
@@ -367,7 +368,9 @@ def _info(t: int, s: TurnSkills, v: TurnSkills, fallback: bool) -> list[str]:
         lost = (s.transformations[len(v.transformations)] if len(v.transformations) < len(s.transformations)
                 else s_cued[len(v_cued)])
         kind, slot, cue = _parts(lost)
-        out.append(_reason("information_structure:transformation_dropped", t, slot, kind=kind, seed_cue=cue or "no cue"))
+        if cue or slot not in fallback_slots:  # a value built with no cue that the variant states: a stated fallback
+            out.append(_reason("information_structure:transformation_dropped", t, slot, kind=kind,
+                               seed_cue=cue or "no cue"))
     if s.withheld is not None:
         s_skill, s_slot = s.withheld.split("|", 1)
         if v.withheld is None:
@@ -397,11 +400,15 @@ def compare_skill_profiles(seed: SkillProfile, variant: SkillProfile, stated_fal
     finding."""
     out = _mechanics(seed, variant)
     fb = Counter(int(k.split(" ", 2)[1]) for k in stated_fallbacks)
+    fb_slots: dict[int, set[str]] = {}
+    for k in stated_fallbacks:
+        _, turn, rest = k.split(" ", 2)
+        fb_slots.setdefault(int(turn), set()).add(rest.split("=", 1)[0])
     for t, s in enumerate(seed.turns):
         v = variant.turns[t] if t < len(variant.turns) else TurnSkills(turn=t)
         out += _calls(t, s, v)
         out += _discovered(t, s, v, fb[t])
-        out += _info(t, s, v, fb[t] > 0)
+        out += _info(t, s, v, fb_slots.get(t, set()))
     out += _flow(seed, variant)
     return out
 

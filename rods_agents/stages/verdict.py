@@ -67,6 +67,7 @@ from rods_agents.analysis.contamination import contamination_threshold, fingerpr
 from rods_agents.analysis.execution import classify_error
 from rods_agents.analysis.faithfulness import faithfulness_problems
 from rods_agents.analysis.information_structure import InformationStructure, information_structure
+from rods_agents.analysis.lookups import write_lookups
 from rods_agents.analysis.novelty import (
     containment,
     mask_digits,
@@ -224,6 +225,27 @@ def seed_unobtainable(seed: Task) -> frozenset[str]:
     return _seed_unobtainable(seed.model_dump_json())
 
 
+def gap_fallbacks(seed: Task, profile: Profile) -> list[str]:
+    """Stated-fallback keys ('turn T method.param=value') for the values a variant states where its seed reads them
+    from the state with no hint its text carries and no call showing them (:func:`seed_unobtainable`): the ticket
+    miss_func_173 closes, the login base_188 uses. Stating them fills the seed's gap, so a careful reader can solve
+    the variant; it eases no step the seed's text leaves to the assistant, as no step leads there
+    (:mod:`rods_agents.variation.unsaid_ids`)."""
+    gaps = _seed_gaps(seed.model_dump_json())
+    return [f"turn {a.turn} {a.method}.{a.param}={a.value[:60]}" for a in profile.arg_sources
+            if a.source == "user" and f"turn {a.turn} {a.method}.{a.param}" in gaps]
+
+
+@lru_cache(maxsize=2048)
+def _seed_gaps(seed_json: str) -> frozenset[str]:
+    """:func:`seed_unobtainable` less the slots a lookup finds (base_5's folder 'project', which ``ls()`` shows:
+    a variant that states it hands the assistant the lookup)."""
+    seed = Task.model_validate_json(seed_json)
+    found = {(w.turn, w.for_call.split("(", 1)[0]) for w in write_lookups(seed)[1]}
+    return frozenset(g for g in seed_unobtainable(seed)
+                     if (int(g.split(" ", 2)[1]), g.split(" ", 2)[2].split(".", 1)[0]) not in found)
+
+
 def seed_skills(seed: Task, seed_profile: Profile) -> SkillProfile:
     """The seed's skill-level profile: from its profile, or computed (a profile made before it existed)."""
     if seed_profile.skills is not None:
@@ -297,6 +319,7 @@ def judge(task: Task, seed: Task, seed_profile: Profile, trace: Trace,
     unobtainable, fallbacks = obtainability_problems(task, trace, profile, seed_profile)
     if unobtainable:
         unobtainable = [p for p in unobtainable if slot(p) not in seed_unobtainable(seed)]
+    fallbacks += gap_fallbacks(seed, profile)
     if fallbacks:
         detail["stated_fallbacks"] = fallbacks
     # the skill-level profile, not exact functions: a swap inside a skill class passes, each break is located

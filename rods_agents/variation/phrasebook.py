@@ -228,6 +228,14 @@ def unsaid_choice_sentences() -> dict[str, tuple[str, ...]]:
     return _merged("unsaid_choices")
 
 
+@lru_cache(maxsize=1)
+def unsaid_id_sentences() -> dict[str, tuple[str, ...]]:
+    """'method.param+method.param' -> sentences that state an id or a login no text, hint or result gives ('The ticket
+    ID is {v1}.'), from the files' ``"unsaid_ids"`` tables (``prompts/phrasebook/choices.json``); applied by
+    :mod:`rods_agents.variation.unsaid_ids`."""
+    return _merged("unsaid_ids")
+
+
 def story_sentences(classes: list[str]) -> list[str]:
     """Sentences that open a conversation with a story of its environments (the files' ``"story"`` tables,
     by class): a first turn that drops its seed's anecdote starts with one of these instead."""

@@ -37,7 +37,7 @@ from rods_agents.variation.turn_bank import SENTENCE_END, Slot
 _PREMISE = re.compile(
     r"(?:^|(?<=[.?!]\s))(?:with|given|now that|since|after|once|having|following|finally|lastly|furthermore|moreover|"
     r"additionally|speaking of|in light of|on top of|as|considering|upon|building on|in addition|subsequently|"
-    r"meanwhile|besides|then|next|also|oh)\b"
+    r"meanwhile|besides|then|next|also|oh|earlier)\b"
     r"|\b(?:i am|i'm|my name is|this is)\s+(?-i:[A-Z][a-z]+)\b"
     r"|\b(?:you|you'd|you've|your)\b(?=[^.?!]*\b(?:prefer|itinerary|adventure|journey|escape)\b)",
     re.IGNORECASE)

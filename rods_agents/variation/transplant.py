@@ -91,6 +91,7 @@ from rods_agents.variation.free_text import (
 )
 from rods_agents.variation.phrasebook import contexts, spoken, story_sentences, supply_sentences, vague_requests
 from rods_agents.variation.saying import as_sentence, dictated, keeps_specifics, named_as, said_as_is, word_in
+from rods_agents.variation.seed_anchor import number_matches, unit_after
 from rods_agents.variation.set_picks import set_phrase, set_pick_turn
 from rods_agents.variation.turn_bank import (
     SENTENCE_END,
@@ -109,6 +110,7 @@ from rods_agents.variation.turn_bank import (
     world_strings,
 )
 from rods_agents.variation.unsaid_choices import say_unsaid_choices
+from rods_agents.variation.unsaid_ids import say_unsaid_ids
 
 ASSEMBLIES = 4  # wordings tried per turn
 """Sources of a value the text does not write: where the assistant finds it (an earlier result, the state) is
@@ -253,7 +255,23 @@ def _supply_texts(variant: Task, trace: Trace, info: Any, turn: int, aliases: di
     texts = [t.format(v1=spoken(values[0])) for t in (*own, *generic)]
     # the answer may say more than the value: "The report should be in the format of 'Kelly Total Score:
     # total_score'" supplies a format holding the name, which "Use Kelly for that." loses (read 7)
-    return [t for t in texts if keeps_specifics(t, said)]
+    unit = _supplied_unit(values[0], said)
+    return [t for t in texts if keeps_specifics(t, said) and (not unit or _supplied_unit(values[0], t) == unit)]
+
+
+_NOT_UNITS = frozenset({"and", "or", "for", "please", "is", "of", "to", "in", "the", "at", "as", "it", "will", "would",
+                        "should", "that", "then", "this", "with", "on", "from", "by", "if", "so", "but"})
+
+
+def _supplied_unit(value: Any, text: str) -> str:
+    """The word a supplied number is said with ('shares' in 'I want 100 shares.'); '' for a string, or a number said
+    bare. An answer that says what the number counts must keep saying it: 'Use 50 for that.' left 50 shares or
+    $50 open where the seed said 'I want 100 shares.' (read 50 #23)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return ""
+    found = number_matches(text, value)
+    unit = unit_after(text, found[0].end()) if found else ""
+    return "" if unit in _NOT_UNITS else unit
 
 
 def _tag_supply(table: dict[str, tuple[str, ...]], key: str, tags: list[str], said: str) -> list[str]:
@@ -700,7 +718,8 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     turns, trimmed = _trim_fillers(seed, seed_info, variant, turns, trace, reworded, slot)
     turns, clauses = _reword_clauses(seed, seed_info, variant, turns, trace, measured, slot)
     turns, choices = say_unsaid_choices(variant, turns, trace, seed_info, slot)
-    return turns, provenance + supplied + trimmed + clauses + choices
+    turns, ids = say_unsaid_ids(variant, turns, trace, seed_info, slot)
+    return turns, provenance + supplied + trimmed + clauses + choices + ids
 
 
 __all__ = ["transplant_turns"]
