@@ -844,3 +844,15 @@ def test_a_stated_ticket_priority_moves_one_step_inside_the_accepted_range():
             call = next(c for t in plan.ground_truth for c in t if c.startswith("create_ticket"))
             news.add(int(re.search(r"priority=(\d)", call).group(1)))
         assert news - {old} and news <= {old - 1, old, old + 1} and all(1 <= n <= 5 for n in news), news
+
+
+def test_a_file_the_text_also_describes_in_words_keeps_its_name():
+    """miss_param_34 asks 'According to the whole financial report, ...' about 'finance_report.txt'; renamed
+    'travel_report.txt', the words named another file (read 51 #13). The other file of the task is still renamed."""
+    for seed_id in ("multi_turn_miss_param_34", "multi_turn_base_34"):
+        seed, plans = _plans(seed_id)
+        for p in plans:
+            assert "finance_report.txt" not in p["renames"], p["renames"]
+            assert any(c.kwargs.get("file_name") == "finance_report.txt"
+                       for c in _calls(p["ground_truth"], "cat"))
+            assert p["renames"]  # the new file the mean goes into is named anew

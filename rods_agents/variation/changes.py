@@ -364,11 +364,24 @@ def _renamable_in_context(value: str, kind: str, text: str, strings: set[str]) -
         parts = [x.strip() for x in value.split(",")]
         return not any(len(p) >= 4 and re.search(rf"\b{re.escape(p)}\b", rest, re.I)
                        for p in (parts if kind == "address" else parts[:1]))
+    if kind == "file" and _described(value, text):
+        return False
     if value.isalpha() and value.islower():
         if len(value) > 4 and value.endswith("s") and re.search(rf"\b{re.escape(value[:-1])}\b", text, re.I):
             return False  # 'the Archived directory in document folder' for 'documents': the rename would miss it
         return not any(x != value and re.search(rf"\b{re.escape(value)}\b", x, re.I) for x in strings)
     return True
+
+
+def _described(file_name: str, text: str) -> bool:
+    """The text also names the file in words, a word of its stem (its first five letters) before its last one: 'According
+    to the whole financial report, ...' beside 'finance_report.txt'. Renamed 'travel_report.txt', the words named
+    another file (read 51 #13), and renaming them too broke the sentence's reworded forms; the name stays."""
+    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z]+", file_name.rsplit(".", 1)[0])]
+    rest = text.replace(file_name, " ")
+    return len(words) >= 2 and any(
+        len(w) >= 5 and re.search(rf"\b{re.escape(w[:5])}\w*\s+{re.escape(words[-1])}\b", rest, re.I)
+        for w in words[:-1])
 
 
 def _keep_order(renames: dict[str, str], fs: dict[str, str]) -> None:

@@ -20,16 +20,16 @@ from rods_agents.analysis.value_sources import choice_phrases, said_in
 from rods_agents.variation.phrasebook import unsaid_choice_sentences
 
 
-def _said(turns: list[list[Message]], upto: int) -> str:
+def said_upto(turns: list[list[Message]], upto: int) -> str:
     return "\n".join(m.content for t in turns[: upto + 1] for m in t if m.role == "user")
 
 
-def _withholdings(seed_info: Any) -> list[Any]:
+def withholdings(seed_info: Any) -> list[Any]:
     return [t.withheld for t in seed_info.turns if t.withheld is not None]
 
 
 def _withheld(seed_info: Any) -> set[tuple[str, str]]:
-    return {(w.method, w.param) for w in _withholdings(seed_info)}
+    return {(w.method, w.param) for w in withholdings(seed_info)}
 
 
 def say_unsaid_choices(variant: Task, turns: list[list[Message]], trace: Trace, seed_info: Any, slot: int | None
@@ -46,20 +46,27 @@ def say_unsaid_choices(variant: Task, turns: list[list[Message]], trace: Trace, 
             words = words_of.get(key, {}).get(repr(value))
             if key not in table or words is None or (rec.name, param) in withheld:
                 continue
-            said = _said(turns, rec.turn)
+            said = said_upto(turns, rec.turn)
             if said_in(words, said) or said_in(str(value), said):
                 continue
-            # a miss_param call runs in the turn that supplies the withheld value: its choice goes with the request
-            # the turn before makes, or it would read as the value withheld and supplied (miss_param_185)
-            asked = next((w.turn for w in _withholdings(seed_info) if w.supplied_at == rec.turn), rec.turn)
-            t = next((x for x in range(asked, -1, -1) if any(m.role == "user" for m in turns[x])), None)
-            if t is None:
-                continue
             sentence = table[key][((slot or 0) + (variant.scenario or 0)) % len(table[key])].format(words=words)
-            turns[t] = [Message(role=m.role, content=f"{m.content.rstrip()} {sentence}" if m.role == "user" else m.content)
-                        for m in turns[t]]
-            out.append({"turn": t, "donors": [["phrasebook:choices", t]], "said": key})
+            t = append_to_asking_turn(turns, seed_info, rec.turn, sentence)
+            if t is not None:
+                out.append({"turn": t, "donors": [["phrasebook:choices", t]], "said": key})
     return turns, out
 
 
-__all__ = ["say_unsaid_choices"]
+def append_to_asking_turn(turns: list[list[Message]], seed_info: Any, call_turn: int, sentence: str) -> int | None:
+    """Append ``sentence`` (in place) to the last user turn at or before the one that asks for a call of ground-truth
+    turn ``call_turn``; that turn's index, or None where no user turn comes before. A miss_param call runs in the turn
+    that supplies the withheld value: what it says goes with the request the turn before makes, or it would read as
+    the value withheld and supplied (miss_param_185)."""
+    asked = next((w.turn for w in withholdings(seed_info) if w.supplied_at == call_turn), call_turn)
+    t = next((x for x in range(asked, -1, -1) if any(m.role == "user" for m in turns[x])), None)
+    if t is not None:
+        turns[t] = [Message(role=m.role, content=f"{m.content.rstrip()} {sentence}" if m.role == "user" else m.content)
+                    for m in turns[t]]
+    return t
+
+
+__all__ = ["append_to_asking_turn", "said_upto", "say_unsaid_choices", "withholdings"]

@@ -18,7 +18,7 @@ from rods_agents.analysis.obtainability import public_states, state_obtainable
 from rods_agents.analysis.tracing import CallRecord, Trace
 from rods_agents.analysis.value_sources import classify_arguments, said_in, user_text_upto
 from rods_agents.variation.phrasebook import unsaid_id_sentences
-from rods_agents.variation.unsaid_choices import _said, _withholdings
+from rods_agents.variation.unsaid_choices import append_to_asking_turn, said_upto, withholdings
 
 
 def _keyed(key: str) -> tuple[str, tuple[str, ...]] | None:
@@ -42,7 +42,7 @@ def say_unsaid_ids(variant: Task, turns: list[list[Message]], trace: Trace, seed
     """``turns`` with a sentence stating each unfindable id or login appended to the last user turn at or before
     its call, and the provenance of each ({'turn', 'donors': [['phrasebook:ids', turn]], 'said': key})."""
     table = unsaid_id_sentences()
-    withheld = {(w.method, w.param) for w in _withholdings(seed_info)}
+    withheld = {(w.method, w.param) for w in withholdings(seed_info)}
     task = variant.model_copy(update={"turns": turns})
     sources = {(a.turn, a.index, a.param): a for a in classify_arguments(task, trace)}
     states = public_states(task)
@@ -57,18 +57,14 @@ def say_unsaid_ids(variant: Task, turns: list[list[Message]], trace: Trace, seed
             if rec.name != method or any(p not in rec.args or (method, p) in withheld for p in params):
                 continue
             values = [rec.args[p] for p in params]
-            said = _said(turns, rec.turn)
+            said = said_upto(turns, rec.turn)
             if all(said_in(str(v), said) for v in values) or not _unfindable(task, rec, params[0], sources, states):
-                continue
-            asked = next((w.turn for w in _withholdings(seed_info) if w.supplied_at == rec.turn), rec.turn)
-            t = next((x for x in range(asked, -1, -1) if any(m.role == "user" for m in turns[x])), None)
-            if t is None:
                 continue
             sentence = texts[((slot or 0) + (variant.scenario or 0)) % len(texts)].format(
                 **{f"v{i + 1}": v for i, v in enumerate(values)})
-            turns[t] = [Message(role=m.role, content=f"{m.content.rstrip()} {sentence}" if m.role == "user" else m.content)
-                        for m in turns[t]]
-            out.append({"turn": t, "donors": [["phrasebook:ids", t]], "said": key})
+            t = append_to_asking_turn(turns, seed_info, rec.turn, sentence)
+            if t is not None:
+                out.append({"turn": t, "donors": [["phrasebook:ids", t]], "said": key})
     return turns, out
 
 
