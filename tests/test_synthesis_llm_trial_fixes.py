@@ -492,3 +492,17 @@ def test_the_planner_is_told_the_company_of_each_stock_it_may_use():
     assert ticker["company_names"]["ZETA"] == "Zeta Corp" and ticker["company_names"]["QUAS"] == "Quasar Ltd."
     assert set(ticker["others_of_its_kind"]) <= set(ticker["company_names"])
     assert "Quasar Ltd." in render_plan_prompt(seed, profile, trace, seed.ground_truth, {})
+
+
+def test_the_rewrite_is_told_which_call_the_seed_asks_for_only_by_its_goal():
+    """Trial 6, requests 0064-0077: miss_param_82 asks for the tire check only by its goal ('tires need to be in top-notch
+    condition'). Only the plan prompt's keep line said so ('asked_by_goal_only'); the rewrite wrote 'check whether my
+    tires are in top-notch condition', the verdict refused it as goal_made_named three times, and the sample was lost
+    after 8 calls. The rewrite prompt's structure block now names the call and says to keep it a goal."""
+    seed, trace, profile = _seed("multi_turn_miss_param_82")
+    slots = [t for t, m in enumerate(seed.turns) if m]
+    prompt = render_rewrite_prompt(seed, profile, trace, seed.ground_truth, [seed.turns[t][0].content for t in slots],
+                                   slots)
+    line = next(x for x in prompt.splitlines() if x.startswith("Turn 1: asked for"))
+    assert re.search(r"only by its goal, never by words naming the step[^;]*: check_tire_pressure", line), line
+    assert "find_nearest_tire_shop" not in line.split("only by its goal", 1)[1].split(";", 1)[0]

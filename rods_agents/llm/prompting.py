@@ -566,6 +566,11 @@ def structure_text(structure: Any, profile: Profile | None = None, seed_ground_t
         explicit = [_call_label(c, swapped) for c in calls if isinstance(c, dict) and c.get("explicit") is True]
         if explicit:
             parts.append("asked for: " + ", ".join(explicit))
+        by_goal = [_call_label(c, swapped) for c in calls if isinstance(c, dict) and c.get("explicit") and c.get("by_goal")]
+        if by_goal:  # trial 6: only the plan prompt said so, and 'check whether my tires are in top-notch condition'
+            # named the check the seed asks for by its goal (goal_made_named, the sample lost after 8 calls)
+            parts.append("asked for only by its goal, never by words naming the step (say what it is for, as the "
+                         "seed's cue does): " + ", ".join(by_goal))
         if implicit:
             parts.append("implicit (left to the assistant, keep unsaid): " + ", ".join(implicit))
         for key in ("conditions", "limits", "references", "transformations", "withheld", "held_out_function"):
