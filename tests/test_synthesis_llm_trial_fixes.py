@@ -506,3 +506,32 @@ def test_the_rewrite_is_told_which_call_the_seed_asks_for_only_by_its_goal():
     line = next(x for x in prompt.splitlines() if x.startswith("Turn 1: asked for"))
     assert re.search(r"only by its goal, never by words naming the step[^;]*: check_tire_pressure", line), line
     assert "find_nearest_tire_shop" not in line.split("only by its goal", 1)[1].split(";", 1)[0]
+
+
+def test_a_result_rounded_up_for_the_file_still_flows_from_the_result():
+    """Trial 6, request 0058: a mean of 301.67 written to a file as '302' was refused as data_flow_dropped, since only a
+    value whose digits stand in the result counted as read off it (the seed's '3333' from 3333.33 did); the planner had
+    to pick numbers whose rounding truncates. A whole number the result rounds to (half up) now reads as that call's."""
+    from rods_agents.analysis.value_sources import _numbers, classify_scalar
+
+    results = ['{"result": 301.6666666666667}']
+    def source(v):
+        return classify_scalar(v, "", set(), results, [_numbers(r) for r in results], set(), set(), [])
+    assert source("302") == ("call", 0)
+    assert source("301") == ("call", 0)  # its digits stand in the result
+    assert source("303") == ("composed", None)
+
+
+def test_a_sentence_kept_from_the_seed_is_a_fault_of_the_words():
+    """Trial 6, requests 0026 and 0058-0059: 'novelty:seed_sentence_kept' (a sentence the seed's reworded word for word)
+    went to the planner, who cannot change words, and the rewrite after the re-plan was not told of it. It is a text
+    fault now: alone it goes back to the rewrite with the plan kept, and beside a plan fault the next rewrite hears it."""
+    from rods_agents.stages.replan import is_text_fault, text_faults_only, text_feedback
+
+    kept = "novelty:seed_sentence_kept turn=1 text='round it to the nearest whole number and write it into a new file'"
+    assert is_text_fault(kept) and is_text_fault("novelty:seed_turn_kept turn=2 text='...'")
+    assert text_faults_only([kept])
+    mixed = ["skill_profile:data_flow_dropped turn=1 call=echo.content", kept]
+    assert not text_faults_only(mixed)
+    feedback = text_feedback(mixed)
+    assert kept in feedback and "data_flow_dropped" not in feedback and "words and an order of your own" in feedback

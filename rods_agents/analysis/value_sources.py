@@ -22,6 +22,7 @@ and are not classified: the rewrite always states them in words.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from functools import cache, lru_cache
@@ -368,6 +369,11 @@ def classify_scalar(value: Any, text: str, text_nums: set[float], results: list[
         if len(v) >= 2:
             for i in range(len(results) - 1, -1, -1):
                 if v in results[i]:
+                    return "call", i
+        if v.isdigit():  # a result rounded up for the user ('302' from a mean of 301.67): the seed's '3333' from
+            # 3333.33 was read off the result, the rounded-up one was not (trial 6, request 0058: data_flow_dropped)
+            for i in range(len(results) - 1, -1, -1):
+                if any(n != int(n) and math.floor(n + 0.5) == int(v) for n in result_nums[i]):
                     return "call", i
         if v in strings or (len(v) >= _MIN_SUBSTRING and any(v in s for s in long_strings)):
             return "state", None

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 # reasons a rewrite of the words fixes (everything else is the plan's: its calls, state or values)
 TEXT_FAULT_PREFIXES = ("information_structure:", "leftover_name:text", "unobtainable_value:no_hint",
-                       "novelty:seed_text_copy", "novelty:digits_only", "unfaithful:old_choice_words")
+                       "novelty:seed_text_copy", "novelty:seed_sentence_kept", "novelty:seed_turn_kept",
+                       "novelty:digits_only", "unfaithful:old_choice_words")
 PLAN_FAULTS_IN_TEXT_FAMILY = ("information_structure:held_out_changed",)  # the plan's miss_func mechanics
 
 
@@ -70,7 +71,9 @@ def text_feedback(reasons: list[str], detail: dict | None = None) -> str:
             "leftover_name:text = an old name or value the plan replaced is still in the words (also as an "
             "ordinary word): remove it; seed_cue='X' = the check looks for the words X in that turn: use them; "
             "unobtainable_value:no_hint = the text gives no way to single out that "
-            "value: say the words that identify it, the way the seed does)")
+            "value: say the words that identify it, the way the seed does; novelty:seed_sentence_kept / "
+            "seed_turn_kept = that sentence or turn is the seed's own reworded word for word: say it in words and an "
+            "order of your own, keeping only the cue words listed)")
 
 
 def rejection_record(verdict: Verdict, attempt: int, **extra: object) -> dict:
