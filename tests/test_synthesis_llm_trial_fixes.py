@@ -535,3 +535,21 @@ def test_a_sentence_kept_from_the_seed_is_a_fault_of_the_words():
     assert not text_faults_only(mixed)
     feedback = text_feedback(mixed)
     assert kept in feedback and "data_flow_dropped" not in feedback and "words and an order of your own" in feedback
+
+
+def test_the_plan_prompt_says_the_drafts_own_renames_may_stay_and_the_validator_agrees():
+    """Trial 6 (requests 0001, 0005, 0018, 0044): the draft renamed values the prompt's table marks renamable=false
+    (USR003 in base_33), and the answerer could not tell which to follow. The prompt now says a draft rename may stay
+    as it is; the validator takes exactly that rename and refuses any other rename of the value."""
+    seed, trace, profile = _seed("multi_turn_base_33")
+    fixed = {e["value"] for e in renamable_values(seed)["task_entities"] if not e["renamable"]}
+    assert "USR003" in fixed
+    draft = Plan(ground_truth=seed.ground_truth, initial_config=seed.initial_config, renames={"USR003": "USR009"})
+    prompt = render_plan_prompt(seed, profile, trace, draft.ground_truth, draft.renames)
+    assert "a rename it makes may be kept as it is, even of a value listed as\nrenamable=false" in prompt
+    turns = json.loads(json.dumps(plan_json(seed.ground_truth)).replace("USR003", "USR009"))
+    plan = validate_plan({"turns": turns, "renames": [{"old": "USR003", "new": "USR009"}], "new_values": []}, seed, draft)
+    assert plan.renames.get("USR003") == "USR009"
+    other = json.loads(json.dumps(plan_json(seed.ground_truth)).replace("USR003", "USR010"))
+    with pytest.raises(ValueError, match="knows it by name"):
+        validate_plan({"turns": other, "renames": [{"old": "USR003", "new": "USR010"}], "new_values": []}, seed, draft)
