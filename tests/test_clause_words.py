@@ -195,3 +195,17 @@ def test_a_cost_the_user_already_has_is_never_asked_for_again():
     for key in keys:
         for form in table[key]:
             assert not asks.search(form), form
+
+
+def test_a_clause_inside_an_overlapping_one_is_reworded_too():
+    """base_78: 'If it falls under 37.5 PSI, perhaps we could swing by the nearest tire shop?' holds two known clauses
+    that share the number; the longer one was reworded and the condition 'If it falls under 37.5 PSI,' stayed the
+    seed's words in every variant (read 51 #29). A second pass rewords it too."""
+    from graphs.synthesis import synthesize
+    from rods_agents.stages.state import SynthesisContext
+
+    result = synthesize([bfcl_task("multi_turn_base_78")], SynthesisContext(seed=3, variants_per_seed=2))
+    assert result.accepted
+    for task in result.accepted:
+        text = " ".join(m.content for m in task.turns[0] if m.role == "user")
+        assert "PSI" in text and not re.search(r"\bfalls under\b", text, re.I), text

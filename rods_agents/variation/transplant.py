@@ -581,20 +581,26 @@ def _reword_clauses(seed: Task, seed_info: Any, variant: Task, turns: list[list[
     re-measure finds the structure the turn had: these clauses decide the ground truth, so they were the seed's
     words inside every variant's new ones (reads 29/30: most pairs only "partly new")."""
     out: list[dict] = []
-    for t, turn in enumerate(turns):
-        if _user_messages(turn) != 1:
-            continue
-        text = next(m.content for m in turn if m.role == "user")
-        quote = whole_quote(text, variant, t)
-        if quoted_later(text, variant, t) and quote is None:
-            continue  # a later call writes some of this turn's words down: they stay
-        for new in clause_words.reworded(text, f"{seed.scenario}|{t}", slot):
-            ground_truth = None if quote is None else with_text(variant.ground_truth, *quote, text, new)
-            took = _worded(seed_info, variant, trace, turns, t, new, measured, ground_truth)
-            if took is not None:
-                variant, trace, turns = took
-                out.append({"turn": t, "donors": [["phrasebook:clauses", t]], **_requote_note(quote, text, new)})
+    for t in range(len(turns)):
+        # two passes: a clause the first rewording brings to light was inside an overlapping one ('If it falls under
+        # 37.5 PSI,' shares its number with '{n} PSI, perhaps we could swing by the nearest tire shop?', so base_78's
+        # condition stayed the seed's words in every variant: read 51 #29)
+        for _ in range(2):
+            if _user_messages(turns[t]) != 1:
                 break
+            text = next(m.content for m in turns[t] if m.role == "user")
+            quote = whole_quote(text, variant, t)
+            if quoted_later(text, variant, t) and quote is None:
+                break  # a later call writes some of this turn's words down: they stay
+            for new in clause_words.reworded(text, f"{seed.scenario}|{t}", slot):
+                ground_truth = None if quote is None else with_text(variant.ground_truth, *quote, text, new)
+                took = _worded(seed_info, variant, trace, turns, t, new, measured, ground_truth)
+                if took is not None:
+                    variant, trace, turns = took
+                    out.append({"turn": t, "donors": [["phrasebook:clauses", t]], **_requote_note(quote, text, new)})
+                    break
+            else:
+                break  # no rewording kept: nothing more to find
     return turns, out
 
 
