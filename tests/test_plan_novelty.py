@@ -856,3 +856,22 @@ def test_a_file_the_text_also_describes_in_words_keeps_its_name():
             assert any(c.kwargs.get("file_name") == "finance_report.txt"
                        for c in _calls(p["ground_truth"], "cat"))
             assert p["renames"]  # the new file the mean goes into is named anew
+
+
+def test_a_city_named_for_its_airport_never_becomes_a_city_of_several_airports():
+    """Read 51 #25 and LLM trial 6 #4: 'leaving New York for Tokyo' with JFK in the ground truth and no lookup read as a
+    guess (New York has LGA and EWR too), where the seed's 'Los Angeles' for LAX did not. A well-known airport the text
+    names by its city becomes another well-known one of a one-airport city, unless the seed's city has several too."""
+    from rods_agents.analysis.value_sources import airport_cities
+    from rods_agents.variation.entity_swaps import _MULTI_AIRPORT_CITIES
+
+    cities = airport_cities()
+    multi = {cities[c] for c in _MULTI_AIRPORT_CITIES}
+    moved = 0
+    for scenario in (177, 190):
+        for plan in _scenario_plans(scenario):
+            for old, new in plan["swaps"].items():
+                if old in cities.values() and old != new:
+                    moved += 1
+                    assert new not in multi or old in multi, (scenario, old, new)
+    assert moved  # the routes still move

@@ -311,6 +311,10 @@ def _routes() -> frozenset[tuple[str, str]]:
 
 
 _ROUTE_METHODS = {"get_flight_cost", "book_flight"}
+# well-known airports of cities that have others a traveller knows (New York's LGA and EWR, Chicago's MDW, Tokyo's NRT):
+# 'leaving New York' for JFK, with no lookup in the ground truth, read as a guess where the seed's 'Los Angeles' for
+# LAX did not (read 51 #25, LLM trial 6 #4); a city the text names gets one only where the seed's city is such a city
+_MULTI_AIRPORT_CITIES = frozenset({"JFK", "ORD", "HND", "PEK", "LHR", "CDG"})
 
 
 def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
@@ -361,6 +365,7 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     options_ = [(a, b) for a, b in _routes() if (a, b) != (src, dst) and (a == src or src in movable)
                 and (b == dst or dst in movable) and not ({a, b} - {src, dst}) & named
                 and all((new in WELL_KNOWN_AIRPORTS) == (old in WELL_KNOWN_AIRPORTS)
+                        and (new not in _MULTI_AIRPORT_CITIES or old in _MULTI_AIRPORT_CITIES)
                         for old, new in ((src, a), (dst, b)) if old in by_city and new != old)]
     if not options_:
         return
