@@ -1238,3 +1238,14 @@ def test_a_pick_by_position_takes_other_words_that_keep_its_position_cue():
     run = synthesize(seeds, SynthesisContext(seed=3, variants_per_seed=2))
     texts = " ".join(m.content for t in run.accepted for turn in t.turns for m in turn if m.role == "user")
     assert "the third of the files in that directory" in texts or "the third entry in that directory" in texts
+
+
+def test_a_read_only_check_is_never_worded_as_making_sure_of_its_outcome():
+    """Read 52 #25: 'Please see that the tires are in top condition.' asks the assistant to put the tires right, more than
+    the ground truth's check_tire_pressure() does ('make sure my tires are in good shape' likewise). A sentence for a
+    call that only reads the state asks to be told, not to see to it."""
+    data = json.loads((PROMPTS_DIR / "phrasebook" / "VehicleControlAPI.json").read_text(encoding="utf-8"))
+    for method in ("check_tire_pressure", "displayCarStatus"):
+        for item in data["methods"][method]:
+            text = item if isinstance(item, str) else item["text"]
+            assert not re.search(r"\b(make sure|see that|see to it|ensure)\b", text, re.I), text
