@@ -21,6 +21,7 @@ from prompts import load_prompt
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog, class_source_text
 from rods_agents.analysis.profile import Profile
+from rods_agents.analysis.seed_gaps import seed_gaps
 from rods_agents.analysis.tracing import Trace, bind_args, trace_task
 from rods_agents.analysis.value_sources import (
     choice_phrases,
@@ -640,7 +641,7 @@ def _scalars(value: Any) -> list[Any]:
 
 
 def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]], trace: Trace | None = None,
-                   task: Task | None = None) -> list[dict[str, list[Any]]]:
+                   task: Task | None = None, gaps: frozenset[str] = frozenset()) -> list[dict[str, list[Any]]]:
     """Per turn of a candidate with the seed's shape: values the user must state, and values left unsaid.
 
     A position whose value the seed's user stated (source ``user``) must be stated; one the seed
@@ -650,7 +651,10 @@ def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]], trace: 
     unless the candidate's ``trace`` shows it in an earlier result (then the assistant reads it there).
     With the candidate ``task`` and its ``trace``, a value the assistant must find in the state gets the
     words that single it out there (``hints``: the user id USR004 is found by the name 'Daniel'), so the
-    text can name it without stating it.
+    text can name it without stating it. A value of a ``gaps`` slot ('turn T method.param', :func:`seed_gaps`: no
+    text, hint, recipe or lookup of the seed gives it) must be stated: the offline drafts say it, and the verdict
+    takes it as filling the seed's gap (LLM trial 7: a login password the rewrite had to leave unsaid, which an
+    honest judge then refused as underivable, 22 calls on one seed).
     """
     out: list[dict[str, list[Any]]] = [{"state": [], "unstated": [], "new": []} for _ in ground_truth]
     seen: set[tuple[int, int, str]] = set()
@@ -664,8 +668,11 @@ def values_by_turn(seed_profile: Profile, ground_truth: list[list[str]], trace: 
         seen.add((a.turn, a.index, a.param))
         if is_flag(a.method, a.param, value) or is_choice(a.method, a.param, value):
             continue
-        _add(out[a.turn], "state" if a.source == "user" else "unstated", value)
+        stated = a.source == "user" or f"turn {a.turn} {a.method}.{a.param}" in gaps
+        _add(out[a.turn], "state" if stated else "unstated", value)
         picked = picks.get((a.turn, a.param))
+        if stated:
+            continue
         if a.source == "state" and picked:  # the seed picks it by a reference: a name hint would make it easier
             out[a.turn].setdefault("hints", []).extend(
                 f"{v} -> pick it the way the seed does ({picked}), never by a word of its name"
@@ -844,7 +851,7 @@ def render_rewrite_prompt(seed: Task, profile: Profile, seed_trace: Trace, groun
 
     return load_prompt("llm_rewrite.txt").format(
         seed_turns=turns_text(seed), variant_ground_truth=gt, changes=changes_text(seed, ground_truth),
-        values=values_text(values_by_turn(profile, ground_truth, trace, task), slots),
+        values=values_text(values_by_turn(profile, ground_truth, trace, task, seed_gaps(seed)), slots),
         structure=structure_text(structure, profile, seed.ground_truth, ground_truth),
         category=category_text(seed, profile, structure), n_turns=len(drafts), feedback=note,
         drafts="\n".join(draft_line(i, t, d) for i, (t, d) in enumerate(zip(slots, drafts, strict=True))))
