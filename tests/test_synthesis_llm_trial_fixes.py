@@ -553,3 +553,50 @@ def test_the_plan_prompt_says_the_drafts_own_renames_may_stay_and_the_validator_
     other = json.loads(json.dumps(plan_json(seed.ground_truth)).replace("USR003", "USR010"))
     with pytest.raises(ValueError, match="knows it by name"):
         validate_plan({"turns": other, "renames": [{"old": "USR003", "new": "USR010"}], "new_values": []}, seed, draft)
+
+
+def test_a_login_no_text_or_lookup_gives_is_a_value_the_rewrite_must_state():
+    """Trial 7, requests 0063-0084: miss_param_188 logs in to Twitter with a password neither its text nor its state
+    gives. The rewrite was told to leave it unsaid while the offline draft stated it (variation/unsaid_ids.py), and an
+    honest judge refused every candidate as underivable: 22 calls, both variants lost. The seed's gap slots are now
+    values the rewrite must state, with no 'name it by' hint, and the verdict takes them as filling the gap."""
+    from rods_agents.analysis.seed_gaps import seed_gaps
+
+    seed, trace, profile = _seed("multi_turn_miss_param_188")
+    gaps = seed_gaps(seed)
+    assert gaps == {"turn 5 authenticate_twitter.username", "turn 5 authenticate_twitter.password"}
+    values = values_by_turn(profile, seed.ground_truth, trace, seed, gaps)
+    assert {"michael_smith", "michael_cant_smith_smith"} <= set(values[5]["state"])
+    assert not {"michael_smith", "michael_cant_smith_smith"} & set(values[5]["unstated"])
+    assert not any("michael_smith" in h for h in values[5].get("hints", []))
+    slots = [t for t, m in enumerate(seed.turns) if m]
+    prompt = render_rewrite_prompt(seed, profile, trace, seed.ground_truth, [seed.turns[t][0].content for t in slots],
+                                   slots)
+    assert re.search(r"^Turn 6: .*must state.*michael_cant_smith_smith", prompt, re.M), prompt[-3000:]
+
+
+def test_an_llm_plan_keeps_the_drafts_drawn_ids():
+    """Trial 7 (requests 0003-0006, 0011-0014, 0035-0038, 0043-0046): the draft plan books and cancels with the booking
+    id its own TravelAPI seed draws (state_resample.shift_counters); an LLM plan that changes anything else was built
+    from the seed's config, so the same booking came out 3426812 and the draft's cancel failed: 16 patch calls that
+    could not mend it. An LLM plan now starts from the draft's counters and TravelAPI seed too."""
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+    from rods_agents.variation.state_resample import drawn_id_changes
+
+    seed, trace, profile = _seed("multi_turn_base_181")
+    draft = next(p for a in range(8) if "TravelAPI.random_seed" in drawn_id_changes(
+        (p := sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, a, 0))).state_changes))
+    booked = next(c for turn in draft.ground_truth for c in turn if c.startswith("cancel_booking("))
+    turns = plan_json(draft.ground_truth)
+    # the LLM changes one thing the draft did not: the ticket's title, keeping every other value of the draft
+    for call in (c for turn in turns for c in turn if c["name"] == "create_ticket"):
+        for arg in call["arguments"]:
+            if arg["name"] == "title":
+                arg["value_json"] = json.dumps("Refund for a cancelled flight")
+    renames = [{"old": o, "new": n} for o, n in draft.renames.items()]
+    plan = validate_plan({"turns": turns, "renames": renames, "new_values": []}, seed, draft)
+    assert booked in [c for turn in plan.ground_truth for c in turn]
+    assert plan.initial_config["TravelAPI"]["random_seed"] == draft.initial_config["TravelAPI"]["random_seed"]
+    probe = seed.model_copy(update={"ground_truth": plan.ground_truth, "initial_config": plan.initial_config})
+    assert not trace_task(probe).errors, [e.error for e in trace_task(probe).errors]

@@ -28,6 +28,7 @@ from envs.task import Message, Task
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.execution import classify_error
 from rods_agents.analysis.profile import Profile
+from rods_agents.analysis.seed_gaps import seed_gaps
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.variant_quality import leftover_names
 from rods_agents.llm.client import build_chat_models, is_transport_error, usage_of, usage_of_error
@@ -48,6 +49,7 @@ from rods_agents.run.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE, LLMUsag
 from rods_agents.variation.changes import with_default_users
 from rods_agents.variation.config_rules import ConfigPatch
 from rods_agents.variation.plan import Plan, config_strings, replace_in_config
+from rods_agents.variation.state_resample import drawn_id_changes
 from rods_agents.variation.value_kinds import options
 
 # a quoted value: a quote not inside a word, so the apostrophes of "I'm ... I'm" or "the user's" are no quotes
@@ -175,7 +177,7 @@ class LLMBackbone:
                                              "ground_truth": ground_truth})
             trace = trace_task(candidate)
         prompt = render_rewrite_prompt(seed, profile, seed_trace, ground_truth, drafts, slots, feedback, trace, candidate)
-        values = values_by_turn(profile, ground_truth, trace, candidate)
+        values = values_by_turn(profile, ground_truth, trace, candidate, seed_gaps(seed))
         swapped = {t for t, _ in method_swaps(seed.ground_truth, ground_truth)}
         seed_text = user_text(seed)
         texts, usage = self._ask("rewrite", RewrittenTurns, prompt,
@@ -341,6 +343,15 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
     config = (copy.deepcopy(draft.initial_config) if own
               else replace_in_config(with_default_users(seed, copy.deepcopy(seed.initial_config), renames), renames))
     changes: dict[str, Any] = {}
+    if not own:
+        # the ids the environments hand out follow the draft's counters and TravelAPI seed, as its calls do: a plan
+        # keeping the draft's booking id had booked 3426812 from the seed's own draw, and 16 patch calls of LLM trial 7
+        # could not mend it (the prompt says the draft's values hold)
+        for path, value in drawn_id_changes(draft.state_changes).items():
+            cls, _, key = path.partition(".")
+            if isinstance(config.get(cls), dict):
+                config[cls][key] = value
+                changes[path] = value
     for nv in out.new_values:
         try:
             value = json.loads(nv.value_json)

@@ -121,6 +121,13 @@ _COUNTERS = {"create_ticket": ("TicketAPI", "ticket_counter", "id"), "place_orde
 """method -> (class, the state's counter, the result key): the environments number what these calls create themselves."""
 
 
+def drawn_id_changes(state_changes: dict[str, Any]) -> dict[str, Any]:
+    """The state changes that decide the ids the environments hand out (:func:`shift_counters`): the counters of
+    :data:`_COUNTERS` and TravelAPI's ``random_seed``, class.key -> value."""
+    keys = {f"{cls}.{key}" for cls, key, _ in _COUNTERS.values()} | {"TravelAPI.random_seed"}
+    return {path: value for path, value in state_changes.items() if path in keys}
+
+
 def _ids(obj: Any) -> list[int]:
     """Every int held under an 'id' key or as a numeric dict key (orders and tweets are keyed by id)."""
     if isinstance(obj, list):
