@@ -600,3 +600,17 @@ def test_an_llm_plan_keeps_the_drafts_drawn_ids():
     assert plan.initial_config["TravelAPI"]["random_seed"] == draft.initial_config["TravelAPI"]["random_seed"]
     probe = seed.model_copy(update={"ground_truth": plan.ground_truth, "initial_config": plan.initial_config})
     assert not trace_task(probe).errors, [e.error for e in trace_task(probe).errors]
+
+
+def test_the_judge_is_told_which_stated_values_fill_the_seeds_gaps():
+    """Trial 8, requests 0015-0024: the rewrite stated miss_param_173's ticket id, which it must (the seed leaves no way
+    to find it), and the judge refused it as easier four times, both variants lost. The judge prompt now lists the
+    seed's gaps and says stating one is not easier."""
+    seed, trace, profile = _seed("multi_turn_miss_param_173")
+    prompt = render_judge_prompt(seed, profile, trace, seed, trace)
+    gaps = prompt.split("## The seed's gaps", 1)[1].split("\n## ", 1)[0]
+    assert "close_ticket.ticket_id = \"ticket_001\"" in gaps, gaps
+    assert "fills the seed's gap: that is\n   not easier" in prompt
+    other, other_trace, other_profile = _seed("multi_turn_base_75")
+    assert "(none)" in render_judge_prompt(other, other_profile, other_trace, other, other_trace).split(
+        "## The seed's gaps", 1)[1].split("\n## ", 1)[0]

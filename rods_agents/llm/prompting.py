@@ -921,12 +921,28 @@ def render_judge_prompt(seed: Task, profile: Profile, seed_trace: Trace, candida
         category=category_text(seed, profile, structure), seed_turns=turns_text(seed),
         seed_ground_truth=ground_truth_text(seed, seed_trace),
         structure=structure_text(structure, profile, seed.ground_truth, candidate.ground_truth),
+        gaps=gaps_text(seed),
         seed_state=_state_json(seed) + "\n" + defaults_text(seed), candidate_state_changes=state_changes_text(seed, candidate),
         padding=padding_text(candidate) or ("(a long-context task whose loader adds nothing to these classes' state)"
                                             if candidate.long_context else "(no padding: not a long-context task)"),
         candidate_turns=turns_text(candidate), candidate_ground_truth=ground_truth_text(candidate, trace),
         changes=changes_text(seed, candidate.ground_truth),
         novelty=json.dumps(novelty_facts(seed, candidate)))
+
+
+def gaps_text(seed: Task) -> str:
+    """The seed's gap slots (:func:`seed_gaps`), one per line with the seed's value, for the judge: LLM trial 8 refused
+    miss_param_173's variant as easier twice for stating the ticket id the seed leaves no way to find, which the rewrite
+    had been told it must state."""
+    gaps = seed_gaps(seed)
+    lines = []
+    for t, calls in enumerate(seed.ground_truth):
+        for call in calls:
+            name = call.split("(", 1)[0]
+            for param, value in _bound_args(call).items():
+                if f"turn {t} {name}.{param}" in gaps:
+                    lines.append(f"Turn {t + 1}: {name}.{param} = {json.dumps(value, default=str)}")
+    return "\n".join(lines) or "(none)"
 
 
 def _state_json(task: Task) -> str:
