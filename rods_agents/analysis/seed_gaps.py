@@ -11,6 +11,7 @@ Used by the verdict (:mod:`rods_agents.stages.verdict`) and the LLM prompts (:mo
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from envs.task import Task
@@ -101,14 +102,20 @@ def gap_fallbacks(seed: Task, profile: Profile) -> list[str]:
             if a.source == "user" and f"turn {a.turn} {a.method}.{a.param}" in gaps]
 
 
+_ID_OR_LOGIN = re.compile(r"(?:_id|^username|^password)$")
+
+
 @lru_cache(maxsize=2048)
 def _seed_gaps(seed_json: str) -> frozenset[str]:
     """:func:`seed_unobtainable` less the slots a lookup finds (base_5's folder 'project', which ``ls()`` shows:
-    a variant that states it hands the assistant the lookup)."""
+    a variant that states it hands the assistant the lookup), and only ids and logins. The rules find no recipe for
+    much a reader works out ('fill 10 liters, 2 decimals of the gallon amount', 'the 15th of next month', a message
+    the user describes): stating those would be easier, and LLM trial 8's rewrite was told it must (long_context_81)."""
     seed = Task.model_validate_json(seed_json)
     found = {(w.turn, w.for_call.split("(", 1)[0]) for w in write_lookups(seed)[1]}
     return frozenset(g for g in seed_unobtainable(seed)
-                     if (int(g.split(" ", 2)[1]), g.split(" ", 2)[2].split(".", 1)[0]) not in found)
+                     if (int(g.split(" ", 2)[1]), g.split(" ", 2)[2].split(".", 1)[0]) not in found
+                     and _ID_OR_LOGIN.search(g.rsplit(".", 1)[1]))
 
 
 def seed_gaps(seed: Task) -> frozenset[str]:
