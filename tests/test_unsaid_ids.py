@@ -21,7 +21,7 @@ def _user(turn):
 def _said(seed_id: str, slot: int = 0):
     seed = bfcl_task(seed_id)
     trace = trace_task(seed)
-    turns, said = say_unsaid_ids(seed, seed.turns, trace, information_structure(seed), slot)
+    turns, said = say_unsaid_ids(seed, seed, seed.turns, trace, information_structure(seed), slot)
     return seed, trace, turns, said
 
 

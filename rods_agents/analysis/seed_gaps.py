@@ -113,7 +113,7 @@ def _seed_gaps(seed_json: str) -> frozenset[str]:
     the user describes): stating those would be easier, and LLM trial 8's rewrite was told it must (long_context_81)."""
     seed = Task.model_validate_json(seed_json)
     found = {(w.turn, w.for_call.split("(", 1)[0]) for w in write_lookups(seed)[1]}
-    return frozenset(g for g in seed_unobtainable(seed)
+    return frozenset(g for g in _seed_unobtainable(seed_json)
                      if (int(g.split(" ", 2)[1]), g.split(" ", 2)[2].split(".", 1)[0]) not in found
                      and _ID_OR_LOGIN.search(g.rsplit(".", 1)[1]))
 

@@ -724,7 +724,7 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     turns, trimmed = _trim_fillers(seed, seed_info, variant, turns, trace, reworded, slot)
     turns, clauses = _reword_clauses(seed, seed_info, variant, turns, trace, measured, slot)
     turns, choices = say_unsaid_choices(variant, turns, trace, seed_info, slot)
-    turns, ids = say_unsaid_ids(variant, turns, trace, seed_info, slot)
+    turns, ids = say_unsaid_ids(seed, variant, turns, trace, seed_info, slot)
     return turns, provenance + supplied + trimmed + clauses + choices + ids
 
 
