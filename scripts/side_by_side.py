@@ -4,7 +4,8 @@ Usage::
 
     .venv/bin/python scripts/side_by_side.py RUN_DIR [-n 10] [--seed 0]
 
-Each example shows, per turn, the seed's user text and the variant's, with both ground truths, and
+Each example shows, per turn, the seed's user text and the variant's, with both ground truths (the variant's with
+what the environment answers each call), and
 the plan's changes (renames, numbers, swapped options, re-derived values, state changes and patches, and
 where the provenance has them the train turns the wording came from) from the variant's provenance. The draw is ``random.Random(seed).sample`` over the accepted variants in file
 order (with ``--one_per_scenario``, over one variant per scenario chosen by the same generator first), so the same
@@ -22,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from envs.dataset import load_tasks  # noqa: E402
+from envs.executor import Environment  # noqa: E402
 from envs.task import Task  # noqa: E402
 
 
@@ -29,8 +31,21 @@ def _text(turn: list) -> str:
     return " ".join(m.content for m in turn).strip() or "*(empty turn)*"
 
 
-def _calls(calls: list[str]) -> str:
-    return "<br>".join(f"`{c}`" for c in calls) if calls else "*(none)*"
+def _calls(calls: list[str], results: list[str] | None = None) -> str:
+    """The calls of a turn, each with what the environment answered when ``results`` is given (cut to 200
+    characters): a reader judges from the text *and the environment* whether a careful person could make them."""
+    if not calls:
+        return "*(none: BFCL does not score this turn)*"
+    if results is None:
+        return "<br>".join(f"`{c}`" for c in calls)
+    return "<br>".join(f"`{c}` -> `{r[:200]}{'...' if len(r) > 200 else ''}`" for c, r in zip(calls, results,
+                                                                                            strict=True))
+
+
+def ground_truth_results(task: Task) -> list[list[str]]:
+    """Each ground-truth call's result, run turn by turn on the task's own starting state."""
+    env = Environment(task.involved_classes, task.initial_config, long_context=task.long_context)
+    return [env.run(calls) for calls in task.ground_truth]
 
 
 def _cell(s: str) -> str:
@@ -70,10 +85,12 @@ def example(variant: Task, seed: Task, index: int) -> str:
                   "truth leaves them out): " + "; ".join(f"turn {w['turn']}: `{w['call']}`" for w in prov["lookups"]), ""]
     if diff := state_diff(seed, variant):
         lines += [f"State the variant starts in (changed from the seed's, patches applied): `{diff}`", ""]
-    lines += ["| turn | seed | variant |", "|---|---|---|"]
+    lines += ["| turn | seed | variant (ground-truth calls -> what the environment answers) |", "|---|---|---|"]
+    results = ground_truth_results(variant)
     for t, (st, vt) in enumerate(zip(seed.turns, variant.turns, strict=False)):
         lines.append(f"| {t} | {_cell(_text(st))} | {_cell(_text(vt))} |")
-        lines.append(f"| | {_cell(_calls(seed.ground_truth[t]))} | {_cell(_calls(variant.ground_truth[t]))} |")
+        lines.append(f"| | {_cell(_calls(seed.ground_truth[t]))} "
+                     f"| {_cell(_calls(variant.ground_truth[t], results[t]))} |")
     return "\n".join(lines) + "\n"
 
 

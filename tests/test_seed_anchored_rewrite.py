@@ -548,3 +548,20 @@ def test_a_message_users_id_changes_with_the_state_that_holds_it():
         calls = json.dumps(variant.ground_truth)
         assert "USR003" not in calls and new in calls
         assert not trace_task(variant).errors
+
+
+def test_a_limit_in_psi_is_never_held_against_a_fuel_level():
+    """LLM trial 9, miss_func_94: the seed fills 10 + 30 = 40 gallons and its next turn says 'below the 40 PSI mark';
+    a plan filling 12 + 25 = 37 gallons was refused as 'fillFuelTank.fuelLevel: 40.0 vs limit 40.0 -> 37.0 vs 40.0'
+    and the patch agent was asked to raise the fuel. A limit stated in PSI is held against tire pressures only."""
+    from rods_agents.analysis.tracing import limit_flips
+
+    seed = load_tasks(ids=["multi_turn_miss_func_94"])[0]
+    texts = [" ".join(m.content for m in turn) for turn in seed.turns]
+    car = seed.initial_config["VehicleControlAPI"]
+    less_fuel = seed.model_copy(update={"initial_config": {**seed.initial_config,
+                                                           "VehicleControlAPI": {**car, "fuelLevel": 7.0}}})
+    assert limit_flips(trace_task(seed), trace_task(less_fuel), texts, texts) == []
+    softer = seed.model_copy(update={"initial_config": {**seed.initial_config, "VehicleControlAPI": {
+        **car, **{f"{w}TirePressure": 45.0 for w in ("frontLeft", "frontRight", "rearLeft", "rearRight")}}}})
+    assert limit_flips(trace_task(seed), trace_task(softer), texts, texts)  # the tires still answer to 40 PSI

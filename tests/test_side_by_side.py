@@ -24,3 +24,14 @@ def test_a_pair_shows_the_balance_the_order_runs_against_after_the_patch():
     text = side_by_side.example(variant, seed, 1)
     assert f"TradingBot.account_info.balance: {old} -> 43500.0" in text
     assert "State the variant starts in" not in side_by_side.example(seed, seed, 1)  # nothing changed, nothing shown
+
+
+def test_a_pair_shows_what_the_environment_answers_each_ground_truth_call():
+    """A reader judges whether a careful person could solve the variant from its text *and environment*: 'the folder
+    that file lives in' is clear when the find returned one match, vague when it returned several. The variant's
+    column shows each call's result; a turn BFCL does not score says so."""
+    seed = bfcl_task("multi_turn_base_28")
+    text = side_by_side.example(seed, seed, 1)
+    assert '-> `{"matches": ["' in text
+    assert "does not score" in side_by_side.example(bfcl_task("multi_turn_miss_param_28"),
+                                                    bfcl_task("multi_turn_miss_param_28"), 1)

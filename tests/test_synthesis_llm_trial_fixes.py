@@ -618,3 +618,96 @@ def test_the_judge_is_told_which_stated_values_fill_the_seeds_gaps():
     other, other_trace, other_profile = _seed("multi_turn_base_75")
     assert "(none)" in render_judge_prompt(other, other_profile, other_trace, other, other_trace).split(
         "## The seed's gaps", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_judge_is_told_when_the_environment_fixes_every_entity():
+    """Trial 9, requests 0011-0029: miss_func_94's car has no entity a plan may change (the tire shop, doors and
+    ignition modes are the environment's code), and the judge refused all six candidates as 'changes only in digits'
+    (19 calls, both variants lost). The novelty facts say when the environment fixes every entity, and the prompt
+    says that there new numbers told in new words are new; a seed with entities to change is not marked."""
+    seed, trace, profile = _seed("multi_turn_miss_func_94")
+    prompt = render_judge_prompt(seed, profile, trace, seed, trace)
+    novelty = json.loads(prompt.split("## Novelty (measured)", 1)[1].strip())
+    assert novelty["entities_fixed_by_environment"] is True
+    assert "there the numbers\n   are the entities" in prompt
+    other, other_trace, other_profile = _seed("multi_turn_base_143")
+    other_prompt = render_judge_prompt(other, other_profile, other_trace, other, other_trace)
+    assert json.loads(other_prompt.split("## Novelty (measured)", 1)[1].strip())[
+        "entities_fixed_by_environment"] is False
+
+
+def test_the_draft_in_the_plan_prompt_shows_the_counters_it_drew():
+    """Trial 9, requests 0001, 0004, 0007: the draft placed order 12475 while the state showed order_counter 12446 and
+    the draft's new_values were empty, so the planner could not tell where the id came from and set counters of its
+    own. The draft's new_values now hold the counters it drew, which every LLM plan keeps."""
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+    from rods_agents.variation.state_resample import drawn_id_changes
+
+    seed, trace, profile = _seed("multi_turn_base_128")
+    draft = next(p for a in range(8) if drawn_id_changes(
+        (p := sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, a, 0))).state_changes))
+    prompt = render_plan_prompt(seed, profile, trace, draft.ground_truth, draft.renames, None, draft.state_changes)
+    shown = json.loads(prompt.split("## Draft plan", 1)[1].split("\n", 2)[1])
+    counters = {v["path"]: json.loads(v["value_json"]) for v in shown["new_values"]}
+    assert counters == drawn_id_changes(draft.state_changes) and counters, counters
+    order = counters["TradingBot.order_counter"]
+    assert any(f"order_id={order}" in c for turn in draft.ground_truth for c in turn)
+
+
+def test_a_stock_the_llm_plan_changes_takes_its_company_name_along():
+    """Trial 9, requests 0002, 0005, 0008: the plan bought TSLA where base_128 buys MSFT, and the drafts kept '150
+    Microsoft shares' (MSFT is a stock the environment knows, so no rename carries it). A changed stock's company name
+    is swapped into the seed's words as the offline plan's stock swaps are."""
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.coherence_rewrite import carry_plan
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+
+    seed, trace, profile = _seed("multi_turn_base_128")
+    draft = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
+    turns = plan_json(seed.ground_truth)
+    for call in (c for turn in turns for c in turn):
+        for arg in call["arguments"]:
+            if arg["name"] == "symbol":
+                arg["value_json"] = json.dumps("TSLA")
+            if arg["name"] == "price":
+                arg["value_json"] = json.dumps(667.92)
+    plan = validate_plan({"turns": turns, "renames": [], "new_values": [
+        {"path": "TradingBot.account_info.balance", "value_json": "150000.0"}]}, seed, draft)
+    assert plan.swaps.get("Microsoft") == "Tesla", plan.swaps
+    words = " ".join(m.content for turn in carry_plan(seed, plan) for m in turn)
+    assert "Tesla" in words and "Microsoft" not in words
+
+
+def test_a_changed_fill_leaves_a_threshold_of_the_same_number_alone():
+    """Trial 9, requests 0056-0060: base_84 fills '30 gallons' and checks 'less than 30.0 psi'; a plan filling 25
+    gallons drafted 'less than 25 psi' too, a threshold the tires then no longer fail. The LLM plan's numbers are keyed
+    by the unit the calls' turn says them with, as the offline plan's are."""
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.coherence_rewrite import carry_plan
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+
+    seed, trace, profile = _seed("multi_turn_base_84")
+    draft = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
+    turns = plan_json(seed.ground_truth)
+    for arg in turns[0][0]["arguments"]:
+        arg["value_json"] = "25"
+    plan = validate_plan({"turns": turns, "renames": [], "new_values": []}, seed, draft)
+    words = [" ".join(m.content for m in turn) for turn in carry_plan(seed, plan)]
+    assert "25 gallons" in words[0] and "30.0 psi" in words[1], words
+
+
+def test_the_structure_block_quotes_the_seeds_cues_with_the_plans_values():
+    """Trial 9, requests 0002, 0008, 0012: the rewrite was told to keep the cue '150' for a plan buying 100 shares, and
+    the condition cue 'top off the fuel tank with 30 gallons' for a fill of 25. The cues now carry the plan's values;
+    a number the seed also states as a limit ('less than 30.0 psi' beside '30 gallons') stays."""
+    from rods_agents.llm.prompting import information_structure_of, structure_text
+
+    seed, trace, profile = _seed("multi_turn_base_128")
+    plan = _swap(seed.ground_truth, 1, 1, "place_order(order_type='Buy',symbol='MSFT',price=310.23,amount=100)")
+    block = structure_text(information_structure_of(seed, trace), profile, seed.ground_truth, plan)
+    assert "(cue: '100')" in block and "'150'" not in block, block
+    seed, trace, profile = _seed("multi_turn_miss_func_94")
+    plan = _swap(seed.ground_truth, 0, 1, "fillFuelTank(fuelAmount=25.0)")
+    block = structure_text(information_structure_of(seed, trace), profile, seed.ground_truth, plan)
+    assert "with 25 gallons" in block and "below the 40 PSI mark" in block and "limits: [40.0]" in block, block

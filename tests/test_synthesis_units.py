@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from hypothesis import HealthCheck, given, settings
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from envs.checker import check
 from envs.dataset import load_split, load_tasks
+from envs.executor import Environment
 from prompts import load_prompt, placeholders
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.profile import profile_task
@@ -116,3 +118,51 @@ def test_verdict_rechecks_with_strict_tools_and_tolerates_only_the_seeds_own_vio
     assert seed_fails_strict(bfcl)
     reasons, _ = judge(bfcl, bfcl, profile_task(bfcl), trace_task(bfcl))
     assert "recheck_failed" not in reasons
+
+
+def test_no_variant_turn_opens_on_the_seeds_stray_full_stop():
+    """miss_param_110's turn 1 opens on '. I'm contemplating ...' (a typo of the dataset); read 50 found
+    '. 50 shares at the going market price' in a variant. A variant's user turn starts with a word."""
+    seed = next(t for t in TRAIN if t.id == "multi_turn_miss_param_110")
+    assert seed.turns[1][0].content.startswith(". ")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    for variant in range(4):
+        plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, variant, 0))
+        task = build_variant(seed, rewrite_plan(seed, profile, plan, rng_for(1, seed.id, variant))[0], plan, variant, 0)
+        opening = [m.content[:1] for turn in task.turns for m in turn if m.role == "user" and m.content]
+        assert all(c.isalnum() or c in "'\"$#@" for c in opening), opening
+
+
+def _variants_of(seed_id: str, n: int = 4) -> list:
+    seed = next(t for t in TRAIN if t.id == seed_id)
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    out = []
+    for variant in range(n):
+        plan = sample_variant_plan(seed, profile, trace, rng_for(0, seed.id, variant, 0))
+        out.append(build_variant(seed, rewrite_plan(seed, profile, plan, rng_for(1, seed.id, variant))[0], plan,
+                                 variant, 0))
+    return out
+
+
+def test_an_asking_turn_withholding_several_cities_asks_for_several_airports():
+    """miss_param_192 withholds two cities ('which airports are around cities?'); read 52 found 'What's the nearest
+    airport to me?' answered by 'Cities such as Rivermist and Stonebrook'. The asking turn asks for airports of
+    cities, never for the one airport nearest the user."""
+    for task in _variants_of("multi_turn_miss_param_192"):
+        asking = task.turns[0][0].content.lower()
+        assert "cities" in asking and "to me" not in asking and "where i am" not in asking, asking
+
+
+def test_the_order_picked_by_its_value_is_named_the_biggest():
+    """base_143 picks the order of the biggest value (12446: 5 x 2840.56 against 10 x 210.65) from 'one with a
+    substantial order value'; read 50 found 'a big-value order' vague with two orders listed. The variant names
+    the pick by a superlative, and the ground truth's order is indeed the biggest by value."""
+    for task in _variants_of("multi_turn_base_143", 2):
+        text = " ".join(m.content for turn in task.turns for m in turn).lower()
+        assert "biggest" in text or "largest" in text, text
+        env = Environment(task.involved_classes, task.initial_config)
+        values = {i: d["price"] * d["amount"] for i in (12345, 12446)
+                  for d in [json.loads(env.execute(f"get_order_details(order_id={i})"))]}
+        assert max(values, key=values.get) == 12446

@@ -403,7 +403,8 @@ def test_words_picking_a_value_the_lexicon_cannot_read_keep_the_seeds_wording():
     for v in range(2):
         _, variant, _, _ = _variant("multi_turn_base_143", v)
         # the pick stays, in the seed's words or its own (prompts/phrasebook/sentences.json)
-        assert re.search(r"\b(?:substantial|large|sizable|hefty|big) order value", variant.turns[1][0].content)
+        assert re.search(r"\b(?:substantial|large|largest|sizable|hefty|big|biggest)(?:[- ]value| order value| by value)",
+                         variant.turns[1][0].content)
 
 
 def test_a_sentence_saying_a_file_is_somewhere_else_stays_beside_new_words():

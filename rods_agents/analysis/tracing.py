@@ -189,6 +189,31 @@ def stated_limits(turn_texts: list[str]) -> list[tuple[int, float]]:
             for m in _LIMIT.finditer(text)]
 
 
+# the unit a limit is stated in, and the result fields such a limit can be about: a 40 PSI tire limit says nothing of a
+# fuel level that also reads 40 (LLM trial 9, miss_func_94: a patch was asked to keep 'fuelLevel 40 vs limit 40')
+_LIMIT_UNIT = re.compile(r"\s*(psi|miles?|mi\b|km|kilomet\w*|gallons?|liters?|litres?)", re.I)
+_UNIT_FIELDS = {"psi": re.compile(r"pressure|tire", re.I), "distance": re.compile(r"distance|range|mile|km", re.I),
+                "fuel": re.compile(r"fuel|gallon|liter", re.I),
+                "money": re.compile(r"cost|price|balance|fare|budget|amount|value|total", re.I)}
+
+
+def _unit(text: str, m: re.Match[str]) -> str | None:
+    """The kind of quantity limit ``m`` states: money ('$1200'), or the unit written after its number."""
+    if "$" in m.group(0):
+        return "money"
+    u = _LIMIT_UNIT.match(text, m.end())
+    if u is None:
+        return None
+    word = u.group(1).lower()
+    return "psi" if word == "psi" else "fuel" if word[0] in "gl" else "distance"
+
+
+def stated_limit_units(turn_texts: list[str]) -> list[tuple[int, float, str | None]]:
+    """(turn, number, kind) of every limit the user states, in the order of :func:`stated_limits`."""
+    return [(t, float(m.group(1).replace(",", "")), _unit(text, m)) for t, text in enumerate(turn_texts)
+            for m in _LIMIT.finditer(text)]
+
+
 def limit_flips(seed_trace: Trace, trace: Trace, seed_texts: list[str], texts: list[str]) -> list[str]:
     """Numbers in results that fall on the other side of a stated limit than in the seed.
 
@@ -196,12 +221,15 @@ def limit_flips(seed_trace: Trace, trace: Trace, seed_texts: list[str], texts: l
     makes the flight cost 1320 while its ground truth still books it is no longer determined by its text.
     Limits pair up by position inside each turn: a re-worded turn may state a limit the seed's states in other
     words, or none ('Would the vehicle make it 250 miles' for 'a stretch of over 300 miles'), and pairing across
-    turns then set the next turn's 40 PSI against the seed's 300 miles (scenario 94: every sample refused)."""
+    turns then set the next turn's 40 PSI against the seed's 300 miles (scenario 94: every sample refused). A limit
+    stated in a unit (PSI, miles, gallons, dollars) is held only against result fields of its kind."""
     flips: list[str] = []
-    mine, theirs = stated_limits(texts), stated_limits(seed_texts)
-    pairs = [(t0, t1) for turn in sorted({t for t, _ in theirs})
-             for t0, t1 in zip([n for t, n in theirs if t == turn], [n for t, n in mine if t == turn], strict=False)]
-    for t0, t1 in pairs:
+    mine, theirs = stated_limit_units(texts), stated_limit_units(seed_texts)
+    pairs = [(t0, t1, unit) for turn in sorted({t for t, _, _ in theirs})
+             for (t0, unit), t1 in zip([(n, u) for t, n, u in theirs if t == turn],
+                                       [n for t, n, _ in mine if t == turn], strict=False)]
+    for t0, t1, unit in pairs:
+        about = _UNIT_FIELDS.get(unit or "")
         for pos, (a, b) in enumerate(zip(seed_trace.calls, trace.calls, strict=False)):
             if a.name != b.name or a.error or b.error or a.result == b.result:  # any turn: miss_func acts later
                 continue
@@ -210,7 +238,8 @@ def limit_flips(seed_trace: Trace, trace: Trace, seed_texts: list[str], texts: l
             except (json.JSONDecodeError, TypeError):
                 continue
             flips += [f"call {pos} {a.name}{p}: {la[p]} vs limit {t0} -> {lb[p]} vs {t1}"
-                      for p in la if p in lb and (la[p] < t0) != (lb[p] < t1)]
+                      for p in la if p in lb and (la[p] < t0) != (lb[p] < t1)
+                      and (about is None or about.search(f"{a.name}{p}"))]
     return flips
 
 

@@ -30,6 +30,7 @@ from rods_agents.analysis.execution import classify_error
 from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.seed_gaps import seed_gaps
 from rods_agents.analysis.tracing import Trace, trace_task
+from rods_agents.analysis.value_sources import ticker_companies
 from rods_agents.analysis.variant_quality import leftover_names
 from rods_agents.llm.client import build_chat_models, is_transport_error, usage_of, usage_of_error
 from rods_agents.llm.prompting import containment as text_containment
@@ -49,6 +50,7 @@ from rods_agents.run.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE, LLMUsag
 from rods_agents.variation.changes import with_default_users
 from rods_agents.variation.config_rules import ConfigPatch
 from rods_agents.variation.plan import Plan, config_strings, replace_in_config
+from rods_agents.variation.seed_anchor import number_matches, unit_after
 from rods_agents.variation.state_resample import drawn_id_changes
 from rods_agents.variation.value_kinds import options
 
@@ -158,7 +160,8 @@ class LLMBackbone:
     def refine_plan(self, seed: Task, profile: Profile, trace: Trace, draft: Plan, state: dict,
                     rejections: list[dict[str, Any]] | None = None) -> tuple[Plan, LLMUsage]:
         """A new plan with the seed's shape, starting from the offline ``draft``; earlier rejections are shown."""
-        prompt = render_plan_prompt(seed, profile, trace, draft.ground_truth, draft.renames, rejections)
+        prompt = render_plan_prompt(seed, profile, trace, draft.ground_truth, draft.renames, rejections,
+                                    draft.state_changes)
         return self._ask("plan", PlanProposal, prompt, lambda out: validate_plan(out, seed, draft), state)
 
     # ------------------------------------------------------------------ rewrite
@@ -373,6 +376,7 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
                                         "state_changes": {**draft.state_changes, **changes},
                                         "substitutions": [*draft.substitutions, {"source": "llm"}]})
     found, numbers, swaps, subs = positional_changes(seed.ground_truth, ground_truth)
+    numbers = unit_keyed(numbers, seed)
     # an argument the plan changed whose old value the state or the calls still hold ('update' in an inbox
     # message, a user id of another call) is a new argument, not a rename: carried into the seed's words like
     # an option swap, never checked as a leftover name
@@ -380,8 +384,48 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
             and leftover_names(probe.model_copy(update={"turns": [[] for _ in ground_truth]}), {o: n})}
     return Plan(ground_truth=ground_truth, initial_config=config,
                 renames={**{o: n for o, n in found.items() if o not in kept}, **renames}, numbers=numbers,
-                swaps={**swaps, **kept}, state_changes=changes, substitutions=[*subs, {"source": "llm"}],
-                attempt=draft.attempt)
+                swaps={**swaps, **kept, **company_swaps({**found, **swaps}, user_text(seed))}, state_changes=changes,
+                substitutions=[*subs, {"source": "llm"}], attempt=draft.attempt)
+
+
+def unit_keyed(numbers: dict[str, Any], seed: Task) -> dict[str, Any]:
+    """The plan's changed numbers keyed ``repr(old)|unit`` where the turns whose calls take the number say it with
+    one unit and another turn or clause says the same number with another (base_84 fills '30 gallons' and checks
+    'less than 30.0 psi'): the fill changes in the seed's words, the threshold stays. LLM trial 9's drafts read
+    'less than 25 psi' after a plan filled 25 gallons, a condition the rewrite would have flipped."""
+    texts = [" ".join(m.content for m in turn) for turn in seed.turns]
+    out: dict[str, Any] = {}
+    for key, new in numbers.items():
+        try:
+            old = float(key)
+        except ValueError:
+            out[key] = new
+            continue
+        taking = {t for t, turn in enumerate(seed.ground_truth) for c in turn
+                  if any(isinstance(v, int | float) and not isinstance(v, bool) and float(v) == old
+                         for v in _flat(_bound(c)[1].values()))}
+
+        def units(turns: set[int] | range, old: float = old) -> set[str]:
+            return {unit_after(texts[t], m.end()) for t in turns if t < len(texts) for m in number_matches(texts[t], old)}
+
+        own, every = units(taking), units(range(len(texts)))
+        out[f"{key}|{next(iter(own))}" if len(own) == 1 and "" not in own and every - own else key] = new
+    return out
+
+
+def company_swaps(changed: dict[str, Any], text: str) -> dict[str, str]:
+    """The company names that follow a stock the plan changed, where the seed's text names the old one ('Microsoft'
+    -> 'Tesla' beside MSFT -> TSLA), as the offline plan's stock swaps do: LLM trial 9's drafts kept 'Microsoft' after
+    the plan bought TSLA, and the rewrite had to be told twice which stock the user means."""
+    companies = ticker_companies()
+    out: dict[str, str] = {}
+    for old, new in changed.items():
+        if not (isinstance(old, str) and isinstance(new, str) and old in companies and new in companies):
+            continue
+        for o, n in ((companies[old], companies[new]), (companies[old].split()[0], companies[new].split()[0])):
+            if o != old and re.search(rf"\b{re.escape(o)}\b", text):
+                out.setdefault(o, n)
+    return out
 
 
 def _bound(call: str) -> tuple[str, dict[str, Any]]:

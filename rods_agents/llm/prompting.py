@@ -30,6 +30,7 @@ from rods_agents.analysis.value_sources import (
     is_flag,
     ticker_companies,
 )
+from rods_agents.variation.state_resample import drawn_id_changes
 
 MAX_STATE_CHARS = 6000
 _LOGIN_ATTRS = {"authenticated", "current_user", "access_token"}
@@ -580,7 +581,46 @@ def structure_text(structure: Any, profile: Profile | None = None, seed_ground_t
                 value = _renamed(value, by_name)
                 parts.append(f"{key}: {_one_line(json.dumps(value, default=str), 500)}")
         lines.append(f"Turn {t + 1}: " + ("; ".join(parts) if parts else "(nothing to keep)"))
-    return "\n".join(lines)
+    # a number the seed also states as a limit stays as it is: a fill of 30 gallons changed to 25 says nothing of the
+    # threshold 'less than 30 psi' (base_84)
+    limits = {_spoken_number(float(n)) for turn in turns if isinstance(turn, dict) for n in turn.get("limits") or []
+              if isinstance(n, int | float)}
+    stale = [(p, n) for p, n in (value_updates(seed_ground_truth, ground_truth)
+                                 if seed_ground_truth and ground_truth else []) if not any(p.fullmatch(x) for x in limits)]
+    return "\n".join(_updated(line, stale) for line in lines)
+
+
+def value_updates(seed_ground_truth: list[list[str]], ground_truth: list[list[str]]) -> list[tuple[re.Pattern[str], str]]:
+    """(pattern of an old value, new value) for every argument the plan changed at the same position (numbers as a
+    user writes them, strings of three characters or more, a changed stock's company name): the seed's cues quoted
+    in the structure block follow the plan. LLM trial 9's rewrites were told to keep the cue '150' beside a plan
+    buying 100 shares, and '30 gallons' beside a fill of 25."""
+    pairs: dict[str, str] = {}
+    companies = ticker_companies()
+    for old_turn, new_turn in zip(seed_ground_truth, ground_truth, strict=False):
+        for old, new in zip(old_turn, new_turn, strict=False):
+            oa, na = _bound_args(old), _bound_args(new)
+            for k in oa.keys() & na.keys():
+                o, n = oa[k], na[k]
+                if o == n or isinstance(o, bool) or isinstance(n, bool) or not isinstance(o, str | int | float) \
+                        or not isinstance(n, str | int | float):
+                    continue
+                so, sn = _spoken_number(o), _spoken_number(n)
+                if len(so) >= 2 and not (isinstance(o, str) and len(so) < 3):
+                    pairs.setdefault(so, sn)
+                if isinstance(o, str) and isinstance(n, str) and o in companies and n in companies:
+                    pairs.setdefault(companies[o], companies[n])
+    return [(re.compile(rf"(?<![\w.]){re.escape(o)}(?![\w]|\.\d)"), n) for o, n in pairs.items()]
+
+
+def _spoken_number(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _updated(line: str, stale: list[tuple[re.Pattern[str], str]]) -> str:
+    for pattern, new in stale:
+        line = pattern.sub(lambda _m, n=new: n, line)
+    return line
 
 
 def category_text(task: Task, profile: Profile, structure: Any = None) -> str:
@@ -796,11 +836,18 @@ def plan_json(ground_truth: list[list[str]]) -> list[list[dict]]:
 
 
 def render_plan_prompt(seed: Task, profile: Profile, trace: Trace, draft_ground_truth: list[list[str]],
-                       draft_renames: dict[str, str], rejections: list[dict[str, Any]] | None = None) -> str:
-    """The plan prompt for ``seed`` with the offline draft and the reasons earlier attempts were rejected."""
+                       draft_renames: dict[str, str], rejections: list[dict[str, Any]] | None = None,
+                       draft_state_changes: dict[str, Any] | None = None) -> str:
+    """The plan prompt for ``seed`` with the offline draft and the reasons earlier attempts were rejected.
+
+    The draft's ``new_values`` are the counters and TravelAPI seed it drew, which every LLM plan keeps
+    (:func:`rods_agents.variation.state_resample.drawn_id_changes`): without them LLM trial 9's planner read the
+    draft's order 12475 against the state's order_counter 12446 and could not tell where the id came from."""
     structure = information_structure_of(seed, trace)
+    drawn = drawn_id_changes(draft_state_changes or {})
     draft = {"turns": plan_json(draft_ground_truth),
-             "renames": [{"old": o, "new": n} for o, n in draft_renames.items()], "new_values": []}
+             "renames": [{"old": o, "new": n} for o, n in draft_renames.items()],
+             "new_values": [{"path": k, "value_json": json.dumps(v)} for k, v in sorted(drawn.items())]}
     return load_prompt("llm_plan.txt").format(
         n_turns=len(seed.ground_truth), turn_shape=[len(t) for t in seed.ground_truth],
         seed_turns=turns_text(seed), seed_ground_truth=ground_truth_text(seed, trace),
@@ -900,7 +947,8 @@ def user_text(task: Task) -> str:
 
 def novelty_facts(seed: Task, candidate: Task) -> dict[str, Any]:
     """Measured closeness of a candidate to its seed: 5-gram containment of the text (whole and per turn),
-    digits-only difference, same function sequence, same ground truth once digits are masked."""
+    digits-only difference, same function sequence, same ground truth once digits are masked, and whether the
+    environment lets any entity of the seed's calls change at all."""
     st, ct = user_text(seed), user_text(candidate)
     mask = lambda x: re.sub(r"\d+", "#", x)  # noqa: E731
     per_turn = [containment(" ".join(m.content for m in c), " ".join(m.content for m in s))
@@ -910,7 +958,16 @@ def novelty_facts(seed: Task, candidate: Task) -> dict[str, Any]:
             "same_functions_in_same_order": [c.split("(", 1)[0] for t in candidate.ground_truth for c in t]
             == [c.split("(", 1)[0] for t in seed.ground_truth for c in t],
             "ground_truth_same_once_digits_masked": mask(json.dumps(candidate.ground_truth))
-            == mask(json.dumps(seed.ground_truth))}
+            == mask(json.dumps(seed.ground_truth)),
+            "entities_fixed_by_environment": entities_fixed(seed)}
+
+
+def entities_fixed(seed: Task) -> bool:
+    """True when no string the seed's calls use may be renamed or has another of its kind in the state
+    (:func:`renamable_values`): a car whose tire shop, doors and ignition modes its code fixes. LLM trial 9 spent 19
+    calls on miss_func_94, whose every candidate the judge refused as 'changes only in digits' although numbers,
+    story and wording are all its environment lets change."""
+    return not any(e["renamable"] or e.get("others_of_its_kind") for e in renamable_values(seed)["task_entities"])
 
 
 def render_judge_prompt(seed: Task, profile: Profile, seed_trace: Trace, candidate: Task, trace: Trace) -> str:

@@ -87,11 +87,17 @@ def variant_id(seed: Task, variant: int, run_seed: int, attempt: int) -> str:
 
 _ABBREVIATION_THEN_STOP = re.compile(r"\b(Ltd|Inc|Corp|Co|Jr|Sr|St)\.\.(?=\s|$)")
 _NOUN_THEN_ITS_ID = re.compile(r"\b(card|token) ((?:card|token)_[A-Za-z0-9]+)\b", re.I)
+_STRAY_LEADING_STOP = re.compile(r"^[.,;:]+\s+(?=\S)")
 
 
 def _tidy(text: str) -> str:
     """A name ending in its own full stop at the end of a sentence ('the stock info for Quasar Ltd..') keeps one; an
-    id that starts with its own noun is not read 'card card_0901' (read 24) but 'card ID card_0901'."""
+    id that starts with its own noun is not read 'card card_0901' (read 24) but 'card ID card_0901'. A stop a seed's
+    turn opens on ('. I'm contemplating acquiring 100 shares', miss_param_110) is the seed's typo and is dropped, as
+    the words after it were re-worded anyway."""
+    if _STRAY_LEADING_STOP.match(text):
+        text = _STRAY_LEADING_STOP.sub("", text)
+        text = text[:1].upper() + text[1:]
     text = _ABBREVIATION_THEN_STOP.sub(r"\1.", text)
     return _NOUN_THEN_ITS_ID.sub(lambda m: f"{m.group(1)} ID {m.group(2)}"
                                  if m.group(2).lower().startswith(m.group(1).lower()) else m.group(0), text)
