@@ -166,3 +166,22 @@ def test_the_order_picked_by_its_value_is_named_the_biggest():
         values = {i: d["price"] * d["amount"] for i in (12345, 12446)
                   for d in [json.loads(env.execute(f"get_order_details(order_id={i})"))]}
         assert max(values, key=values.get) == 12446
+
+
+def test_an_order_the_seed_picks_by_recency_is_still_picked_by_recency():
+    """base_134 asks for 'an investment order I submitted not too long ago' with two orders in the history; read 53 #18
+    found the donor's 'the specifics of my placed order' with nothing saying which. The variant says the most recent
+    one, and the verdict refuses a variant whose words drop the pick."""
+    from rods_agents.analysis.faithfulness import recency_dropped
+    from rods_agents.analysis.value_sources import classify_arguments
+
+    seed = next(t for t in TRAIN if t.id == "multi_turn_base_134")
+    seed_sources = classify_arguments(seed, trace_task(seed))
+    for task in _variants_of("multi_turn_base_134"):
+        words = " ".join(m.content for m in task.turns[1]).lower()
+        assert re.search(r"recent|latest|not (too )?long ago|just", words), words
+        assert recency_dropped(task, seed, classify_arguments(task, trace_task(task)), seed_sources) == []
+    dropped = task.model_copy(update={"turns": [task.turns[0], [task.turns[1][0].model_copy(update={
+        "content": "Show me the details of my placed order, and cancel it if it hasn't gone through."})],
+        *task.turns[2:]]})
+    assert recency_dropped(dropped, seed, classify_arguments(dropped, trace_task(dropped)), seed_sources)

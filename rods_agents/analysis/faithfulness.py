@@ -23,7 +23,10 @@ classes (issue 13):
   give only in part ('... order.' without 'Current balance in my account is $10000.'): the value source reads
   most of the words as said, but the assistant could not send what the ground truth sends;
 - ``option_unsaid``: a choice the seed's words say ('comprehensive travel insurance', 'in first class') that the
-  variant's words never say up to the call's turn: the choice is left open.
+  variant's words never say up to the call's turn: the choice is left open;
+- ``recency_dropped``: the seed's turn picks a value from the state or a result by when it came ('an order I
+  submitted not too long ago', 'the latest booking') and the variant's same turn, picking it the same way, says no
+  such word: with two orders in the history, 'my placed order' no longer says which (read 53 #18, base_134).
 
 Words per choice are data: ``prompts/bfcl/choice_words.json``.
 """
@@ -38,6 +41,7 @@ from typing import Any
 from envs.executor import Environment, to_call_string
 from envs.task import Task
 from rods_agents.analysis import knowledge
+from rods_agents.analysis.information_structure import asking_text
 from rods_agents.analysis.tracing import Trace, stated_limits
 from rods_agents.analysis.value_sources import ArgSource, _numbers, said_in, user_text_upto
 from rods_agents.analysis.variant_quality import _bound, parsed_ground_truth
@@ -381,15 +385,40 @@ def option_unsaid(task: Task, seed: Task) -> list[str]:
     return out[:3]
 
 
+_RECENCY = re.compile(r"\b(?:recent(?:ly)?|latest|last|newest|not (?:too |so |that )?long ago|just (?:now|placed|made|"
+                      r"put|booked|submitted|posted|sent|created|bought|acquired|entered|reserved)|earlier|"
+                      r"a (?:moment|minute|while) ago|the one I (?:just )?(?:placed|made|put in))\b", re.I)
+
+
+def recency_dropped(task: Task, seed: Task, sources: list[ArgSource], seed_sources: list[ArgSource]) -> list[str]:
+    """Turns whose seed picks an id the starting state holds (not one the conversation made) in words of recency
+    ('an order I submitted not too long ago') that the variant's same turn, still picking the id, drops: with two
+    orders in the history, 'my placed order' no longer says which (read 53 #18, base_134). Words inside quotes (a
+    message's 'Latest Quarter Performance') are no pick."""
+    picked = {(a.turn, a.method, a.param) for a in sources if a.source in ("state", "call")}
+    out = []
+    for a in seed_sources:
+        if (a.source == "state" and re.fullmatch(r"(?:order|booking|ticket|tweet)_id|id", a.param) and (a.turn, a.method, a.param) in picked
+                and _RECENCY.search(_unquoted(asking_text(seed, a.turn)))
+                and not _RECENCY.search(_unquoted(asking_text(task, a.turn)))):
+            out.append(f"unfaithful:recency_dropped turn={a.turn} call={a.method} param={a.param}")
+    return list(dict.fromkeys(out))[:3]
+
+
+def _unquoted(text: str) -> str:
+    return re.sub(r"(?<!\w)'[^'\n]*'(?!\w)|\"[^\"\n]*\"", " ", text)
+
+
 def faithfulness_problems(task: Task, seed: Task, trace: Trace, sources: list[ArgSource],
                           seed_sources: list[ArgSource], renames: dict[str, str] | None = None) -> list[str]:
     """Every located ``unfaithful:<kind>`` reason of ``task`` against ``seed`` (see the module docstring)."""
     return (old_choice_words(task, seed) + fill_not_full(task, seed) + knife_edge_balance(task, seed, trace)
             + stale_fare(task, seed) + fare_over_cap(task, seed)
             + unknown_symbols(task, seed) + old_digits_left(task, renames or {})
-            + round_made_odd(task, seed, sources, seed_sources) + dictated_cut(task, seed) + option_unsaid(task, seed))
+            + round_made_odd(task, seed, sources, seed_sources) + dictated_cut(task, seed) + option_unsaid(task, seed)
+            + recency_dropped(task, seed, sources, seed_sources))
 
 
 __all__ = ["DICTATED_WORDS", "KNIFE_EDGE", "choice_words", "dictated_cut", "faithfulness_problems", "fill_not_full", "is_round", "knife_edge_balance",
-           "fare_over_cap", "known_symbols", "old_choice_words", "old_digits_left", "option_unsaid", "quoted_fares", "round_made_odd", "says", "stale_fare",
+           "fare_over_cap", "known_symbols", "old_choice_words", "old_digits_left", "option_unsaid", "quoted_fares", "recency_dropped", "round_made_odd", "says", "stale_fare",
            "unknown_symbols"]

@@ -229,6 +229,14 @@ def unsaid_choice_sentences() -> dict[str, tuple[str, ...]]:
 
 
 @lru_cache(maxsize=1)
+def recency_sentences() -> dict[str, tuple[str, ...]]:
+    """An id parameter ('order_id') -> sentences saying the object meant is the most recent one ('I mean the most
+    recent order I placed.'), from the files' ``"recency"`` tables (``prompts/phrasebook/choices.json``); applied by
+    :mod:`rods_agents.variation.recency`."""
+    return _merged("recency")
+
+
+@lru_cache(maxsize=1)
 def unsaid_id_sentences() -> dict[str, tuple[str, ...]]:
     """'method.param+method.param' -> sentences that state an id or a login no text, hint or result gives ('The ticket
     ID is {v1}.'), from the files' ``"unsaid_ids"`` tables (``prompts/phrasebook/choices.json``); applied by

@@ -90,6 +90,7 @@ from rods_agents.variation.free_text import (
     with_text,
 )
 from rods_agents.variation.phrasebook import contexts, spoken, story_sentences, supply_sentences, vague_requests
+from rods_agents.variation.recency import say_recency
 from rods_agents.variation.saying import as_sentence, dictated, keeps_specifics, named_as, said_as_is, word_in
 from rods_agents.variation.seed_anchor import number_matches, unit_after
 from rods_agents.variation.set_picks import set_phrase, set_pick_turn
@@ -725,7 +726,8 @@ def transplant_turns(seed: Task, seed_info: Any, variant: Task, rng: Any, slot: 
     turns, clauses = _reword_clauses(seed, seed_info, variant, turns, trace, measured, slot)
     turns, choices = say_unsaid_choices(variant, turns, trace, seed_info, slot)
     turns, ids = say_unsaid_ids(seed, variant, turns, trace, seed_info, slot)
-    return turns, provenance + supplied + trimmed + clauses + choices + ids
+    turns, recent = say_recency(seed, variant, turns, trace, seed_info, slot)
+    return turns, provenance + supplied + trimmed + clauses + choices + ids + recent
 
 
 __all__ = ["transplant_turns"]
