@@ -711,3 +711,23 @@ def test_the_structure_block_quotes_the_seeds_cues_with_the_plans_values():
     plan = _swap(seed.ground_truth, 0, 1, "fillFuelTank(fuelAmount=25.0)")
     block = structure_text(information_structure_of(seed, trace), profile, seed.ground_truth, plan)
     assert "with 25 gallons" in block and "below the 40 PSI mark" in block and "limits: [40.0]" in block, block
+
+
+def test_the_function_a_miss_func_task_holds_out_is_never_offered_or_taken_as_a_swap():
+    """Trial 10, requests 0055-0067: miss_func_115's profile offered remove_stock_from_watchlist for add_to_watchlist,
+    the function the task holds out until turn 3; the swapped plan left turn 2 answerable and the judge refused it
+    (gt_unfixable). The profile says the held-out function stays, and a plan that swaps it is refused at once."""
+    from rods_agents.llm.prompting import profile_text
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+
+    seed, trace, profile = _seed("multi_turn_miss_func_115")
+    text = profile_text(seed, profile, trace)
+    line = next(x for x in text.splitlines() if "add_to_watchlist" in x)
+    assert "holds out: keep it" in line and "may be swapped" not in line, line
+    draft = sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, 0, 0))
+    turns = plan_json(seed.ground_truth)
+    turns[2][0]["name"] = "remove_stock_from_watchlist"
+    turns[2][0]["arguments"] = [{"name": "symbol", "value_json": json.dumps("AMZN")}]
+    with pytest.raises(ValueError, match="holds out"):
+        validate_plan({"turns": turns, "renames": [], "new_values": []}, seed, draft)

@@ -329,6 +329,10 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
                 raise ValueError(f"{call.name!r} is not a function of the involved classes")
             if call.name in held and reveal is not None and t < reveal:
                 raise ValueError(f"{call.name!r} is held out until turn {reveal + 1}")
+            seed_name = seed.ground_truth[t][len(calls)].split("(", 1)[0] if len(calls) < len(seed.ground_truth[t]) else None
+            if seed_name in held and call.name != seed_name:
+                raise ValueError(f"turn {t + 1}: {seed_name!r} is the function this task holds out until turn "
+                                 f"{(reveal or 0) + 1}; keep it there (a swap would leave the turn before answerable)")
             args = call.kwargs()
             _check_arguments(call.name, args, spec, max_chars, seed_types)
             left = [old for old in renames if any(old == v for v in _flat(args.values()))]

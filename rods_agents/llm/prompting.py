@@ -1057,11 +1057,17 @@ def profile_text(seed: Task, profile: Profile, trace: Trace) -> str:
             lines.append(f"Turn {t + 1}: no calls (keep it empty)")
             continue
         lines.append(f"Turn {t + 1}:")
+        held = {f for names in seed.missed_function.values() for f in names}
         for c in turn.calls:
-            mates = offered_swaps(c.method, {e.param for e in skills.data_edges if e.target == (t, c.index)})
+            # the function a miss_func task holds out stays: a swap would make the turn before its reveal answerable
+            # (LLM trial 10, miss_func_115: add_to_watchlist swapped for remove_stock_from_watchlist, refused by the judge)
+            mates = [] if c.method in held else offered_swaps(
+                c.method, {e.param for e in skills.data_edges if e.target == (t, c.index)})
             lines.append(f"  {t + 1}.{c.index + 1} {c.call}: skill {c.skill.split('/', 1)[1]} (kind {c.kind}), "
                          f"{'asked for in the text' if c.explicit else 'left implicit (the user does not ask for it)'}"
-                         + (f"; may be swapped for {', '.join(mates)}" if mates else "; no other function of its skill"))
+                         + (f"; may be swapped for {', '.join(mates)}" if mates else
+                            "; the function this task holds out: keep it" if c.method in held
+                            else "; no other function of its skill"))
         keep = {k: v for k, v in summary.items() if k not in ("turn", "skills", "asked_for", "implicit") and v}
         if turn.discovered:
             keep["values_found_in_state"] = turn.discovered
