@@ -565,3 +565,22 @@ def test_a_limit_in_psi_is_never_held_against_a_fuel_level():
     softer = seed.model_copy(update={"initial_config": {**seed.initial_config, "VehicleControlAPI": {
         **car, **{f"{w}TirePressure": 45.0 for w in ("frontLeft", "frontRight", "rearLeft", "rearRight")}}}})
     assert limit_flips(trace_task(seed), trace_task(softer), texts, texts)  # the tires still answer to 40 PSI
+
+
+def test_a_pressure_limit_reads_whether_any_tire_is_below_it():
+    """LLM trial 10, requests 0052-0054: base_92 asks 'If any tire pressure is under 35 PSI' and the check held each of
+    the four pressures to its seed's side of the limit, so three patch calls moved tires one by one. The condition
+    reads one outcome: whether any tire is below. Another tire below instead still counts as the same outcome; all
+    tires above is a flip."""
+    from rods_agents.analysis.tracing import limit_flips
+
+    seed = load_tasks(ids=["multi_turn_miss_func_94"])[0]
+    texts = [" ".join(m.content for m in turn) for turn in seed.turns]
+    car = seed.initial_config["VehicleControlAPI"]
+    names = ("frontLeft", "frontRight", "rearLeft", "rearRight")
+    one_soft = seed.model_copy(update={"initial_config": {**seed.initial_config, "VehicleControlAPI": {
+        **car, **{f"{w}TirePressure": 45.0 for w in names}, "rearRightTirePressure": 33.0}}})
+    assert limit_flips(trace_task(seed), trace_task(one_soft), texts, texts) == []
+    all_firm = seed.model_copy(update={"initial_config": {**seed.initial_config, "VehicleControlAPI": {
+        **car, **{f"{w}TirePressure": 45.0 for w in names}}}})
+    assert limit_flips(trace_task(seed), trace_task(all_firm), texts, texts)

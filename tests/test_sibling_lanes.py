@@ -35,21 +35,21 @@ def test_lanes_group_a_scenarios_samples_in_issue_order():
 
 
 def test_a_near_copy_of_an_accepted_sibling_is_re_planned_not_dropped_after_the_fact(tmp_path):
-    # base_134's second variant first plans a near-copy of its first (base_15's, base_34's and base_75's did, until
-    # their sentences got freer words)
-    seeds = load_tasks(ids=["multi_turn_base_134"])
+    # base_152's second variant first plans a near-copy of its first, in words (base_15's, base_34's, base_75's and
+    # base_134's did, until their sentences got freer words or a recency sentence of their own)
+    seeds = load_tasks(ids=["multi_turn_base_152"])
     db = tmp_path / "run.sqlite"
     result = synthesize_resumable(seeds, SynthesisContext(seed=3, variants_per_seed=2), db)
     first = result.accepted[0]
     assert first.provenance["variant"] == 0
     store = SampleStore(db)
     try:
-        verdicts = [s["update"]["verdict"]["reasons"] for s in store.steps("multi_turn_base_134#v1")
+        verdicts = [s["update"]["verdict"]["reasons"] for s in store.steps("multi_turn_base_152#v1")
                     if s["node"] == "judge_variant"]
     finally:
         store.close()
     # the second variant's first plan near-copied the first one: the verdict said so, naming it, and re-planned
-    assert verdicts[0] and verdicts[0][0].startswith(f"novelty:sibling_copy of={first.id} scenario=134")
+    assert verdicts[0] and verdicts[0][0].startswith(f"novelty:sibling_copy of={first.id} scenario=152")
     assert len(verdicts) >= 2
     assert not [r for r in result.rejected if r["reasons"][0] == "near_duplicate_accepted"]
 

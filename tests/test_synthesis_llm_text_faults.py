@@ -177,4 +177,7 @@ def test_the_rewrite_prompt_says_the_drafts_are_mechanical_and_the_values_count(
                                    [seed.turns[t][0].content for t in slots], slots)
     flat = " ".join(prompt.split())
     assert "substituted mechanically" in flat and "what counts" in flat and "required only where" in flat
-    assert "keep those cue words" in flat  # the lexical checks find a reference or transformation by its cue
+    assert "keep its key words" in flat  # the lexical checks find a reference or transformation by its cue
+    # trial 10 (requests 0017, 0024, 0031, 0032): a condition cue quotes the seed's whole sentence, and a model told
+    # to keep the cue words kept the sentence, refused as seed_sentence_kept four times
+    assert "keep only those few key words" in flat and "not words you must use" in flat

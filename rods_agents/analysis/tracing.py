@@ -237,9 +237,16 @@ def limit_flips(seed_trace: Trace, trace: Trace, seed_texts: list[str], texts: l
                 la, lb = _num_leaves(json.loads(a.result)), _num_leaves(json.loads(b.result))
             except (json.JSONDecodeError, TypeError):
                 continue
+            keys = [p for p in la if p in lb and (about is None or about.search(f"{a.name}{p}"))]
+            if unit == "psi" and keys:
+                # 'if any tire is below 40 PSI' reads one outcome of the four pressures, not four: LLM trial 10 spent
+                # three patch calls moving each tire to its seed's side of the limit
+                if any(la[p] < t0 for p in keys) != any(lb[p] < t1 for p in keys):
+                    flips.append(f"call {pos} {a.name}: any pressure below {t0} -> below {t1}: "
+                                 f"{any(la[p] < t0 for p in keys)} -> {any(lb[p] < t1 for p in keys)}")
+                continue
             flips += [f"call {pos} {a.name}{p}: {la[p]} vs limit {t0} -> {lb[p]} vs {t1}"
-                      for p in la if p in lb and (la[p] < t0) != (lb[p] < t1)
-                      and (about is None or about.search(f"{a.name}{p}"))]
+                      for p in keys if (la[p] < t0) != (lb[p] < t1)]
     return flips
 
 
