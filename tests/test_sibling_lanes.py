@@ -71,7 +71,9 @@ def test_tasks_published_before_are_the_first_siblings(tmp_path):
 
 @pytest.mark.slow
 def test_the_same_samples_at_any_concurrency_after_a_resume_and_in_process(tmp_path):
-    seeds = load_tasks(ids=[*SCENARIO_15, "multi_turn_base_98"])
+    # base_94's second variant is refused as a near-copy of its first, so the outcome depends on which sibling finishes
+    # first (base_98's was, until its scene sentence got words of its own)
+    seeds = load_tasks(ids=[*SCENARIO_15, "multi_turn_base_94"])
     ctx = SynthesisContext(seed=3, variants_per_seed=2)
     one = run_samples(seeds, ctx, tmp_path / "one.sqlite")
     many = run_samples(seeds, SynthesisContext(seed=3, variants_per_seed=2, concurrency=3), tmp_path / "many.sqlite")
