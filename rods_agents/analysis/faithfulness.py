@@ -390,19 +390,30 @@ _RECENCY = re.compile(r"\b(?:recent(?:ly)?|latest|last|newest|not (?:too |so |th
                       r"a (?:moment|minute|while) ago|the one I (?:just )?(?:placed|made|put in))\b", re.I)
 
 
-def recency_dropped(task: Task, seed: Task, sources: list[ArgSource], seed_sources: list[ArgSource]) -> list[str]:
-    """Turns whose seed picks an id the starting state holds (not one the conversation made) in words of recency
-    ('an order I submitted not too long ago') that the variant's same turn, still picking the id, drops: with two
-    orders in the history, 'my placed order' no longer says which (read 53 #18, base_134). Words inside quotes (a
-    message's 'Latest Quarter Performance') are no pick."""
+def recency_drops(task: Task, seed: Task, sources: list[ArgSource], seed_sources: list[ArgSource]) -> list[ArgSource]:
+    """The seed's arguments it picks from the starting state by when they came (an order, booking, ticket or tweet id;
+    'an order I submitted not too long ago') whose turn in ``task``, still picking the id, says no word of recency:
+    with two orders in the history, 'my placed order' no longer says which (read 53 #18, base_134). Words inside
+    quotes (a message's 'Latest Quarter Performance') are no pick. One per (turn, method, param)."""
     picked = {(a.turn, a.method, a.param) for a in sources if a.source in ("state", "call")}
-    out = []
+    out: dict[tuple[int, str, str], ArgSource] = {}
     for a in seed_sources:
-        if (a.source == "state" and re.fullmatch(r"(?:order|booking|ticket|tweet)_id|id", a.param) and (a.turn, a.method, a.param) in picked
-                and _RECENCY.search(_unquoted(asking_text(seed, a.turn)))
-                and not _RECENCY.search(_unquoted(asking_text(task, a.turn)))):
-            out.append(f"unfaithful:recency_dropped turn={a.turn} call={a.method} param={a.param}")
-    return list(dict.fromkeys(out))[:3]
+        if (a.source == "state" and re.fullmatch(r"(?:order|booking|ticket|tweet)_id|id", a.param)
+                and (a.turn, a.method, a.param) in picked and says_recency(asking_text(seed, a.turn))
+                and not says_recency(asking_text(task, a.turn))):
+            out.setdefault((a.turn, a.method, a.param), a)
+    return list(out.values())
+
+
+def recency_dropped(task: Task, seed: Task, sources: list[ArgSource], seed_sources: list[ArgSource]) -> list[str]:
+    """The located ``unfaithful:recency_dropped`` reasons of :func:`recency_drops` (at most three)."""
+    return [f"unfaithful:recency_dropped turn={a.turn} call={a.method} param={a.param}"
+            for a in recency_drops(task, seed, sources, seed_sources)][:3]
+
+
+def says_recency(text: str) -> bool:
+    """``text``, outside its quotes, picks something by when it came ('the latest order', 'not too long ago')."""
+    return _RECENCY.search(_unquoted(text)) is not None
 
 
 def _unquoted(text: str) -> str:
@@ -420,5 +431,5 @@ def faithfulness_problems(task: Task, seed: Task, trace: Trace, sources: list[Ar
 
 
 __all__ = ["DICTATED_WORDS", "KNIFE_EDGE", "choice_words", "dictated_cut", "faithfulness_problems", "fill_not_full", "is_round", "knife_edge_balance",
-           "fare_over_cap", "known_symbols", "old_choice_words", "old_digits_left", "option_unsaid", "quoted_fares", "recency_dropped", "round_made_odd", "says", "stale_fare",
+           "fare_over_cap", "known_symbols", "old_choice_words", "old_digits_left", "option_unsaid", "quoted_fares", "recency_drops", "recency_dropped", "round_made_odd", "says", "says_recency", "stale_fare",
            "unknown_symbols"]

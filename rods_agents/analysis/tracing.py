@@ -241,9 +241,9 @@ def limit_flips(seed_trace: Trace, trace: Trace, seed_texts: list[str], texts: l
             if unit == "psi" and keys:
                 # 'if any tire is below 40 PSI' reads one outcome of the four pressures, not four: LLM trial 10 spent
                 # three patch calls moving each tire to its seed's side of the limit
-                if any(la[p] < t0 for p in keys) != any(lb[p] < t1 for p in keys):
-                    flips.append(f"call {pos} {a.name}: any pressure below {t0} -> below {t1}: "
-                                 f"{any(la[p] < t0 for p in keys)} -> {any(lb[p] < t1 for p in keys)}")
+                before, after = any(la[p] < t0 for p in keys), any(lb[p] < t1 for p in keys)
+                if before != after:
+                    flips.append(f"call {pos} {a.name}: any pressure below {t0} -> below {t1}: {before} -> {after}")
                 continue
             flips += [f"call {pos} {a.name}{p}: {la[p]} vs limit {t0} -> {lb[p]} vs {t1}"
                       for p in keys if (la[p] < t0) != (lb[p] < t1)]

@@ -323,13 +323,13 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
                            for p in [parse_call(call)] for k, v in p.kwargs.items())
     for t, turn in enumerate(out.turns):
         calls = []
-        for call in turn:
+        for i, call in enumerate(turn):
             spec = catalog.methods.get(call.name)
             if spec is None or spec.cls not in seed.involved_classes:
                 raise ValueError(f"{call.name!r} is not a function of the involved classes")
             if call.name in held and reveal is not None and t < reveal:
                 raise ValueError(f"{call.name!r} is held out until turn {reveal + 1}")
-            seed_name = seed.ground_truth[t][len(calls)].split("(", 1)[0] if len(calls) < len(seed.ground_truth[t]) else None
+            seed_name = seed.ground_truth[t][i].split("(", 1)[0]  # the shapes are equal (checked above)
             if seed_name in held and call.name != seed_name:
                 raise ValueError(f"turn {t + 1}: {seed_name!r} is the function this task holds out until turn "
                                  f"{(reveal or 0) + 1}; keep it there (a swap would leave the turn before answerable)")

@@ -1052,12 +1052,12 @@ def profile_text(seed: Task, profile: Profile, trace: Trace) -> str:
 
     skills = getattr(profile, "skills", None) or skill_profile(seed, trace, profile)
     lines = ["Per turn, position by position (turn.call):"]
+    held = {f for names in seed.missed_function.values() for f in names}
     for t, (turn, summary) in enumerate(zip(skills.turns, skills.summary(), strict=True)):
         if not turn.calls:
             lines.append(f"Turn {t + 1}: no calls (keep it empty)")
             continue
         lines.append(f"Turn {t + 1}:")
-        held = {f for names in seed.missed_function.values() for f in names}
         for c in turn.calls:
             # the function a miss_func task holds out stays: a swap would make the turn before its reveal answerable
             # (LLM trial 10, miss_func_115: add_to_watchlist swapped for remove_stock_from_watchlist, refused by the judge)

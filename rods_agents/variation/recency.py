@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from envs.task import Message, Task
-from rods_agents.analysis.faithfulness import recency_dropped
+from rods_agents.analysis.faithfulness import recency_drops, says_recency
+from rods_agents.analysis.novelty import user_text
 from rods_agents.analysis.tracing import Trace, trace_task
 from rods_agents.analysis.value_sources import classify_arguments
 from rods_agents.variation.phrasebook import recency_sentences
@@ -22,22 +23,24 @@ from rods_agents.variation.unsaid_choices import append_to_asking_turn
 
 def say_recency(seed: Task, variant: Task, turns: list[list[Message]], trace: Trace, seed_info: Any,
                 slot: int | None) -> tuple[list[list[Message]], list[dict]]:
-    """``turns`` with a recency sentence for each pick :func:`recency_dropped` finds, and the provenance of each
-    ({'turn', 'donors': [['phrasebook:recency', turn]], 'said': param})."""
+    """``turns`` with a recency sentence for each pick :func:`recency_drops` finds, and the provenance of each
+    ({'turn', 'donors': [['phrasebook:recency', turn]], 'said': param}). A seed whose words pick nothing by when it
+    came is not traced again."""
+    if not says_recency(user_text(seed)):
+        return turns, []
     table = recency_sentences()
     task = variant.model_copy(update={"turns": turns})
-    found = recency_dropped(task, seed, classify_arguments(task, trace), classify_arguments(seed, trace_task(seed)))
+    drops = recency_drops(task, seed, classify_arguments(task, trace), classify_arguments(seed, trace_task(seed)))
     out: list[dict] = []
     turns = [list(t) for t in turns]
-    for reason in found:
-        fields = dict(x.split("=", 1) for x in reason.split()[1:])
-        texts = table.get(fields["param"])
+    for a in drops[:3]:
+        texts = table.get(a.param)
         if not texts:
             continue
         sentence = texts[((slot or 0) + (variant.scenario or 0)) % len(texts)]
-        t = append_to_asking_turn(turns, seed_info, int(fields["turn"]), sentence)
+        t = append_to_asking_turn(turns, seed_info, a.turn, sentence)
         if t is not None:
-            out.append({"turn": t, "donors": [["phrasebook:recency", t]], "said": fields["param"]})
+            out.append({"turn": t, "donors": [["phrasebook:recency", t]], "said": a.param})
     return turns, out
 
 
