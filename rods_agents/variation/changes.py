@@ -23,6 +23,7 @@ from rods_agents.analysis.value_sources import state_values, ticker_companies
 from rods_agents.variation.draw import PROTECTED, Draw, fs_kinds, hardcoded, perturb, scalar_numbers
 from rods_agents.variation.entity_swaps import city_pair_swap, dictated_swap, route_swap, stock_swap
 from rods_agents.variation.method_swap import maybe_swap, skill_method_swaps
+from rods_agents.variation.search_terms import search_term_renames
 from rods_agents.variation.seed_anchor import (
     ISO_DATE,
     Substitution,
@@ -172,6 +173,7 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                 renames[full] = new
                 taken.add(new)
     _rename_named_users(d, renames, taken, all_text)
+    search_term_renames(d, bound, renames, taken)  # 'budget analysis' in the report and the text alike
     parts = _person_parts(renames)
     first_names.update({k: v for k, v in parts.items() if k in {o.split()[0] for o in renames if " " in o}})
     last_names.update({k: v for k, v in parts.items() if k not in first_names})
@@ -181,7 +183,7 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
             src = d.sources.get((rec.turn, rec.index, param))
             enum = next((p.enum for p in spec.params if p.name == param), None) if spec else None
             for s in _scalar_strings(value):
-                if s in renames or s in swaps or s in PROTECTED or s in unverifiable:
+                if s in renames or s in swaps or s in PROTECTED or (s in unverifiable and not _kind_pointer(s, fs, all_text)):
                     continue
                 opts = options(rec.name, param)
                 if s in opts or (enum and s in enum):
@@ -373,12 +375,29 @@ def _renamable_in_context(value: str, kind: str, text: str, strings: set[str]) -
     return True
 
 
+def _kind_pointer(value: str, fs: dict[str, str], text: str) -> bool:
+    """A file the text points at only by its kind ('Copy all the text files of the 'Quarter1_Reports' directory',
+    base_18) and never by a word of its name: renamed, it keeps its extension (:func:`value_kinds.fresh`), so the
+    pointer still takes it in. 'History101.txt' and 'History202.txt' had stayed in all eight samples of scenario 18."""
+    stem, dot, _ = value.rpartition(".")
+    if fs.get(value) != "file" or not dot:
+        return False
+    rest = re.sub("|".join(re.escape(n) for n in sorted(fs, key=len, reverse=True)), " ", text)  # names are no words
+    return not any(re.search(rf"\b{re.escape(w)}", rest, re.I) for w in re.findall(r"[A-Za-z]{4,}", stem))
+
+
 def _described(file_name: str, text: str) -> bool:
     """The text also names the file in words, a word of its stem (its first five letters) before its last one: 'According
     to the whole financial report, ...' beside 'finance_report.txt'. Renamed 'travel_report.txt', the words named
-    another file (read 51 #13), and renaming them too broke the sentence's reworded forms; the name stays."""
-    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z]+", file_name.rsplit(".", 1)[0])]
+    another file (read 51 #13), and renaming them too broke the sentence's reworded forms; the name stays. Words that
+    spell the stem exactly ('the final report' for 'final_report.pdf') are not such a description: the rename's own
+    forms (:func:`~rods_agents.variation.seed_anchor.string_forms`) carry them, and the name had stayed in all eight
+    samples of base_0's scenario."""
+    stem = file_name.rsplit(".", 1)[0]
+    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z]+", stem)]
     rest = text.replace(file_name, " ")
+    rest = re.sub(rf"(?<![A-Za-z0-9]){re.escape(' '.join(re.split(r'[_-]+', stem)))}(?![A-Za-z0-9])", " ", rest,
+                  flags=re.I)
     return len(words) >= 2 and any(
         len(w) >= 5 and re.search(rf"\b{re.escape(w[:5])}\w*\s+{re.escape(words[-1])}\b", rest, re.I)
         for w in words[:-1])
@@ -387,8 +406,12 @@ def _described(file_name: str, text: str) -> bool:
 def _keep_order(renames: dict[str, str], fs: dict[str, str]) -> None:
     """The new names of renamed files keep the old names' alphabetical order among themselves: 'the alphabetically
     first file' (base_13) still points at the file the plan reads. Only the new names are permuted."""
-    for kind in ("file", "directory"):
-        old = sorted(o for o in renames if fs.get(o) == kind)
+    groups: dict[tuple[str, str], list[str]] = {}
+    for o in renames:  # among names of one kind and extension: a text file stays a text file ('all the text files')
+        if fs.get(o) in ("file", "directory"):
+            groups.setdefault((fs[o], o.rpartition(".")[2] if "." in o else ""), []).append(o)
+    for olds in groups.values():
+        old = sorted(olds)
         new = sorted(renames[o] for o in old)
         renames.update(zip(old, new, strict=True))
 
