@@ -875,3 +875,14 @@ def test_a_city_named_for_its_airport_never_becomes_a_city_of_several_airports()
                     moved += 1
                     assert new not in multi or old in multi, (scenario, old, new)
     assert moved  # the routes still move
+
+
+def test_a_plan_drawn_again_after_a_refusal_still_gives_stated_amounts_other_values():
+    # base_142 buys 50 shares and funds $5,000: a sample the verdict sent back (a sibling copy, a kept sentence) was
+    # drawn again with the seed's amounts, since numbers were drawn only on a first attempt (read 56)
+    seed = _train()["multi_turn_base_142"]
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    amounts = [_calls(anchored_plan(seed, profile, trace, random.Random(v), 2, slot=sibling_slot(seed.category, v))
+                      ["ground_truth"], "place_order")[0].kwargs["amount"] for v in range(4)]
+    assert sum(a != 50 for a in amounts) >= 3

@@ -250,7 +250,10 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
             if rec.name == "fillFuelTank" and fills_to_capacity(
                     "VehicleControlAPI", seed.initial_config.get("VehicleControlAPI", {}).get("fuelLevel", 0) or 0, d.trace):
                 continue  # "fill it up": the amount is what the tank lacks
-            if ((d.attempt == 0 or d.force) and src is not None and src.source == "user"
+            # stated numbers get new values on every attempt: drawn only on the first (or a forced draw), a sample the
+            # verdict sent back (a sibling copy, a kept sentence) came back with the seed's amounts ('50 shares',
+            # '$5,000' in base_142's accepted variant, read 56): 68 of the 74 accepted on a later attempt kept them
+            if (src is not None and src.source == "user"
                     and isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > 1
                     and not d.feeds_composed_number(value)
                     and (key := _fresh_key(d, bound, numbers, rec.turn, value)) is not None and d.p(0.9)):
@@ -259,12 +262,11 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                 for x in value:
                     if (key := _fresh_key(d, bound, numbers, rec.turn, x)) is not None:
                         numbers[key] = perturb(x, d.rng)
-            elif (rec.name, param) in _RANGED and (d.attempt == 0 or d.force) and isinstance(value, int) \
+            elif (rec.name, param) in _RANGED and isinstance(value, int) \
                     and (key := _fresh_key(d, bound, numbers, rec.turn, value)) is not None and d.p(0.9):
                 low, high = _RANGED[(rec.name, param)]
                 numbers[key] = d.pick([n for n in (value - 1, value + 1) if low <= n <= high], f"{param}|{value}")
-    if d.attempt == 0 or d.force:
-        numbers.update(limit_numbers(d, bound, numbers))  # 'if it's below 40': the user's own threshold changes too
+    numbers.update(limit_numbers(d, bound, numbers))  # 'if it's below 40': the user's own threshold changes too
     # first or last names stated on their own, of a person renamed above
     for name, new in {**first_names, **last_names}.items():
         renames.setdefault(name, new)
@@ -315,7 +317,7 @@ def _fresh_key(d: Draw, bound: list[tuple[Any, dict[str, Any]]], numbers: dict[s
 def _stated_numbers(d: Draw, rec: Any, value: Any, src: Any) -> bool:
     """``value`` is a list of numbers the user states (scenario 161 averaged the seed's own five prices in every
     variant), none of them a piece of a composed value, in a first draw."""
-    return ((d.attempt == 0 or d.force) and src is not None and src.source == "user" and isinstance(value, list)
+    return (src is not None and src.source == "user" and isinstance(value, list)
             and len(value) > 1 and all(isinstance(x, int | float) and not isinstance(x, bool) for x in value)
             and not any(d.feeds_composed_number(x) for x in value) and d.p(0.9))
 
