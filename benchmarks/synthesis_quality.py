@@ -76,6 +76,7 @@ from rods_agents.analysis.novelty import (
     containment,
     kept_seed_sentence,
     kept_seed_turns,
+    kept_stated_entities,
     masked_text,
     near_copy,
     new_only_in_digits,
@@ -183,6 +184,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
     c: dict[str, Counter] = defaultdict(Counter)
     reasons: dict[str, Counter] = defaultdict(Counter)
     every: dict[str, Counter] = defaultdict(Counter)
+    kept_entities: Counter = Counter()  # the seed's stated values accepted variants state again
     copies_by_class: Counter = Counter()  # seed copies (near_duplicate_seed) by the seed's involved classes
     for s in seeds:
         k = seed_is[s.id].counts()
@@ -248,7 +250,10 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "unfaithful": bool(unfaithful(task, seed)),
             "seed_numbers": len(nums := _numeric_arguments(seed)),
             "seed_numbers_kept": len(nums & _numeric_arguments(task)),
+            "keeps_stated_entity": bool(entities := kept_stated_entities(task, seed)),
         }
+        if entities:
+            kept_entities.update(entities)
         for key in (seed.category, "all"):
             c[key].update({k: int(v) for k, v in flags.items()})
     copies = near_copy_stats([without_lookups(t) for t in accepted])
@@ -265,6 +270,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "keeps_seed_sentence": _share(x["keeps_seed_sentence"], acc),
             "changed_methods": _share(acc - x["same_skeleton"], acc),
             "seed_numbers_kept": _share(x["seed_numbers_kept"], x["seed_numbers"]),
+            "keeps_stated_entity": _share(x["keeps_stated_entity"], acc),
             "scenario_pairs": copies[key]["pairs"], "scenario_near_copies": copies[key]["near_copies"],
             "scenario_near_copy_share": _share(copies[key]["near_copies"], copies[key]["pairs"]),
             "scenarios_covered": len(covered), "scenarios_seeded": len(seeded[key]),
@@ -293,6 +299,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "rejection_reasons_all": dict(every[key].most_common()),
         }
     out["all"]["seed_copies_by_class"] = dict(copies_by_class.most_common())
+    out["all"]["most_kept_stated_entities"] = dict(kept_entities.most_common(12))
     return out
 
 
@@ -306,6 +313,7 @@ ROWS = [("samples", "samples"), ("accepted", "accepted"), ("acceptance", "accept
         ("rewords a seed sentence word for word (share)", "keeps_seed_sentence"),
         ("changed methods (share)", "changed_methods"),
         ("seed's numeric arguments kept (share)", "seed_numbers_kept"),
+        ("states a seed's stated entity again (share)", "keeps_stated_entity"),
         ("same-scenario pairs", "scenario_pairs"), ("  near-copies among them (share)", "scenario_near_copy_share"),
         ("scenarios covered", "scenarios_covered"), ("  scenarios seeded", "scenarios_seeded"),
         ("same skeleton as seed", "same_skeleton"), ("same parsed ground truth", "same_ground_truth"),

@@ -93,3 +93,22 @@ def test_no_sentence_rewording_is_its_sentence_reworded_word_for_word(key, form)
     costs a retry, and where a scenario has no other it left the scenario with no variant (44 and 198)."""
     for words in sentence_words(form):
         assert not any(rewords(words, original) for original in sentence_words(key)), (key, form)
+
+
+def test_a_kept_stated_entity_is_counted_and_a_documented_option_is_not():
+    """``kept_stated_entities`` counts what the reads mark 'partly new' for: the seed's stated file or amount said and
+    used again. A travel class or an ignition mode is the task's vocabulary, not an entity it keeps."""
+    from rods_agents.analysis.novelty import kept_stated_entities
+
+    seed = _seed("base_0")
+    assert "final_report.pdf" in kept_stated_entities(seed, seed)
+    assert "budget analysis" in kept_stated_entities(seed, seed)
+    renamed = seed.model_copy(deep=True, update={"id": seed.id + "__edited"})
+    for turn in renamed.turns:
+        for m in turn:
+            m.content = m.content.replace("final_report.pdf", "expense_report.pdf")
+    renamed.ground_truth = [[c.replace("final_report.pdf", "expense_report.pdf") for c in t] for t in seed.ground_truth]
+    assert "final_report.pdf" not in kept_stated_entities(renamed, seed)
+    travel = _seed("base_173")
+    assert "business" not in kept_stated_entities(travel, travel)  # a documented travel class
+    assert "LAX" in kept_stated_entities(travel, travel)

@@ -15,6 +15,8 @@ API (stable; the verdict, the dedupe and ``benchmarks/synthesis_quality.py`` use
   containment=0.87 turn=1 text='...'``, ``novelty:seed_turn_kept turn=3 text='...'``,
   ``novelty:seed_sentence_kept turn=0 text='...'``, ``novelty:digits_only turn=2
   call=... seed_call=...``);
+- ``kept_stated_entities(variant, seed) -> list[str]``: the seed's stated values (files, cities, stocks, amounts;
+  documented options left out) that the variant states and takes again;
 - ``near_copy(a, b) -> str | None``: why two variants (of one scenario) are near-copies, or None;
 - ``sibling_copy_reason(task, siblings) -> str | None``: the verdict reason when ``task`` near-copies an
   already accepted variant of its scenario (the four BFCL categories share a scenario, so a sibling
@@ -79,6 +81,50 @@ def call_values(task: Task) -> set[str]:
             except json.JSONDecodeError:
                 continue
     return out
+
+
+def _stated_arguments(task: Task) -> dict[str, str]:
+    """Each value the ground truth's calls take, as its text would write it ('150' for 150.0), keyed by that form and
+    mapped to its method.parameter; documented options (a travel class, an ignition mode: the task's vocabulary, from
+    ``value_pools()['swappable']`` or the schema's enum) and numbers up to 2 (a precision, a pedal position) left out."""
+    from envs.executor import CallError, parse_call
+    from rods_agents.analysis.knowledge import value_pools
+    from rods_agents.analysis.value_sources import enum_values
+
+    swappable = value_pools().get("swappable", {})
+    out: dict[str, str] = {}
+    for calls in task.ground_truth:
+        for call in calls:
+            try:
+                parsed = parse_call(call)
+            except CallError:
+                continue
+            for param, value in parsed.kwargs.items():
+                slot = f"{parsed.name}.{param}"
+                for v in value if isinstance(value, list) else [value]:
+                    if isinstance(v, bool) or not isinstance(v, str | int | float):
+                        continue
+                    if isinstance(v, str) and (len(v) < 3 or v in swappable.get(slot, ()) or
+                                               v in enum_values(parsed.name, param)):
+                        continue
+                    if not isinstance(v, str) and abs(v) <= 2:
+                        continue
+                    out.setdefault(str(int(v)) if isinstance(v, float) and v.is_integer() else str(v), slot)
+    return out
+
+
+def _says(text: str, value: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", text) is not None
+
+
+def kept_stated_entities(variant: Task, seed: Task) -> list[str]:
+    """The values the seed's text states and its ground truth takes (a file, a city, a stock, an amount) that the
+    variant's text states and its ground truth takes again. The issue-13 reads mark a pair 'partly new' for such a
+    kept entity ('it keeps the seed's San Francisco -> Los Angeles route', '150 liters', 'final_report.pdf'): a count
+    of what they see, beside the n-gram measures, which a reworded sentence with the seed's entities passes."""
+    seed_text, text = user_text(seed), user_text(variant)
+    again = _stated_arguments(variant)
+    return sorted(v for v in _stated_arguments(seed) if v in again and _says(seed_text, v) and _says(text, v))
 
 
 def masked_text(task: Task) -> str:
@@ -311,5 +357,5 @@ def sibling_copy_reason(task: Task, siblings: list[Task]) -> str | None:
     return None
 
 
-__all__ = ["KEPT_TURN", "KEPT_TURN_WORDS", "N", "SEED_TEXT_COPY", "SEED_TURN_COPY", "SIBLING_TEXT_COPY", "call_values", "containment", "kept_seed_turns", "mask_digits", "masked_text", "near_copy", "new_only_in_digits",
+__all__ = ["KEPT_TURN", "KEPT_TURN_WORDS", "N", "SEED_TEXT_COPY", "SEED_TURN_COPY", "SIBLING_TEXT_COPY", "call_values", "containment", "kept_seed_turns", "kept_stated_entities", "mask_digits", "masked_text", "near_copy", "new_only_in_digits",
            "ngrams", "seed_copy_reasons", "sibling_copy_reason", "user_text"]
