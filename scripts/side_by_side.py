@@ -83,6 +83,10 @@ def example(variant: Task, seed: Task, index: int) -> str:
     if prov.get("lookups"):
         lines += ["Lookups written into the variant's ground truth (a careful person makes them; the seed's own ground "
                   "truth leaves them out): " + "; ".join(f"turn {w['turn']}: `{w['call']}`" for w in prov["lookups"]), ""]
+    if prov.get("stated_fallbacks"):  # read 56 took 'It's the one with ID ticket_001' for a give-away: no call lists it
+        lines += ["Values the variant states that its seed's text, state and tools never give (the seed's gap: "
+                  "stated so a careful person can solve it, not a give-away): "
+                  + "; ".join(f"`{s}`" for s in prov["stated_fallbacks"]), ""]
     if diff := state_diff(seed, variant):
         lines += [f"State the variant starts in (changed from the seed's, patches applied): `{diff}`", ""]
     lines += ["| turn | seed | variant (ground-truth calls -> what the environment answers) |", "|---|---|---|"]

@@ -35,3 +35,13 @@ def test_a_pair_shows_what_the_environment_answers_each_ground_truth_call():
     assert '-> `{"matches": ["' in text
     assert "does not score" in side_by_side.example(bfcl_task("multi_turn_miss_param_28"),
                                                     bfcl_task("multi_turn_miss_param_28"), 1)
+
+
+def test_a_pair_says_which_stated_values_fill_a_gap_of_the_seed():
+    """miss_func_173 closes 'ticket_001', which no text, state hint or call gives: the variant states it (unsaid_ids),
+    and read 56's reader counted that as a give-away. The pair now names such values as the seed's gap."""
+    seed = bfcl_task("multi_turn_base_173")
+    variant = seed.model_copy(update={"id": seed.id + "__rods_test",
+                                      "provenance": {"stated_fallbacks": ["turn 3 close_ticket.ticket_id='ticket_001'"]}})
+    assert "the seed's gap" in side_by_side.example(variant, seed, 1)
+    assert "the seed's gap" not in side_by_side.example(seed, seed, 1)
