@@ -1408,7 +1408,9 @@ def test_a_folder_a_one_match_find_singles_out_is_pointed_at_by_new_words():
     for slot in (0, 1):
         _seed, plan, turns, _donors = _rewrite("multi_turn_base_28", slot)
         said = " ".join(m.content for m in turns[1] if m.role == "user")
-        assert "Naviagte" not in said and "'error'" in said and "data" not in said, said
+        pattern = plan.ground_truth[1][1].split("pattern='")[1].split("'")[0]  # 'error' or its search-term rename
+        folder = plan.ground_truth[1][0].split("'")[1]
+        assert "Naviagte" not in said and f"'{pattern}'" in said and folder not in said, said
         assert plan.ground_truth[1][0].startswith("cd(")
 
 

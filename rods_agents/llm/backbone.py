@@ -50,7 +50,7 @@ from rods_agents.run.outcome import LLM_INVALID_OUTPUT, LLM_UNREACHABLE, LLMUsag
 from rods_agents.variation.changes import with_default_users
 from rods_agents.variation.config_rules import ConfigPatch
 from rods_agents.variation.plan import Plan, config_strings, replace_in_config
-from rods_agents.variation.seed_anchor import number_matches, unit_after
+from rods_agents.variation.seed_anchor import Substitution, number_matches, unit_after
 from rods_agents.variation.state_resample import drawn_id_changes
 from rods_agents.variation.value_kinds import options
 
@@ -282,6 +282,15 @@ def _apply_new_value(config: dict, path: str, value: Any, classes: list[str]) ->
     node[keys[-1]] = value
 
 
+def _drafts_renames_inside(config: dict, renames: dict[str, str], draft: Plan) -> dict:
+    """``config`` with the renames the plan takes from the offline draft applied inside longer strings too, as the
+    draft applied them: a search term lives inside a file's contents ('budget analysis' in base_0's report), so an
+    exact replacement left the old phrase there and the grep for the new one found nothing. A rename of the LLM's own
+    stays exact (a common word it renames is not rewritten inside every text of the state)."""
+    agreed = {o: n for o, n in renames.items() if draft.renames.get(o) == n}
+    return Substitution(agreed).obj(config) if agreed else config
+
+
 def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
     """Check an LLM plan as data and build the candidate :class:`Plan` from it.
 
@@ -348,7 +357,8 @@ def validate_plan(out: Any, seed: Task, draft: Plan) -> Plan:
     # MessageAPI user map's Bob -> Nikhil) and a resampled state live only there (long_context_41: every such plan
     # failed get_user_id(user='Nikhil') and went to the patch agent)
     config = (copy.deepcopy(draft.initial_config) if own
-              else replace_in_config(with_default_users(seed, copy.deepcopy(seed.initial_config), renames), renames))
+              else _drafts_renames_inside(replace_in_config(
+                  with_default_users(seed, copy.deepcopy(seed.initial_config), renames), renames), renames, draft))
     changes: dict[str, Any] = {}
     if not own:
         # the ids the environments hand out follow the draft's counters and TravelAPI seed, as its calls do: a plan
