@@ -220,6 +220,14 @@ def _inside_word(symbol: str, value: str) -> bool:
     return not re.search(rf"(?<![A-Za-z0-9_]){re.escape(symbol)}(?![A-Za-z0-9_])", value)
 
 
+def _swapped_sectors(sectors: dict[str, frozenset[str]], symbol: str, swaps: dict[str, str]) -> frozenset[str]:
+    """The sectors a stock taking ``symbol``'s place must be listed in: ``symbol``'s, with a sector the plan swaps
+    (an option swap, 'Technology' -> 'Automobile') taken to its new one. A stock kept in the old sector was missing
+    from the list the variant reads, so every plan swapping the sector failed (26 of 30 variants that look a sector up
+    kept 'Technology')."""
+    return frozenset(swaps.get(x, x) for x in sectors.get(symbol, frozenset()))
+
+
 def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str, str]) -> None:
     """The stock a task trades becomes another stock the environment lists (its config's stock table and
     get_symbol_by_name's company table), its company's name with it ('Zeta Corp' -> 'Omega Industries'):
@@ -271,7 +279,7 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
             continue  # picked from a sector's list ('the third stock in the list', read 11): the list stays the
             # environment's, so a new stock would not be where the words point
         choices = sorted(k for k in stocks if k in companies and k in known and k not in used and k not in swaps.values()
-                         and k not in fixed and sectors.get(k, frozenset()) == sectors.get(symbol, frozenset())
+                         and k not in fixed and sectors.get(k, frozenset()) == _swapped_sectors(sectors, symbol, swaps)
                          and k not in watched and not (made_up and k in household) and not (known_by_name and k not in household)
                          and (not by_product or k in products)
                          and (not sums or _similar_price(stocks, symbol, k))

@@ -21,7 +21,7 @@ from rods_agents.variation.value_kinds import method_swaps, mode_words, options,
 def maybe_swap(d: Draw, rec: Any, param: str, value: str, swaps: dict[str, str],
                 phrases: list[dict[str, Any]]) -> None:
     key = f"{rec.name}.{param}"
-    if key not in pools()["swappable"] or key in pools().get("unswapped", ()) or not d.p(0.5):
+    if key not in pools()["swappable"] or key in pools().get("unswapped", ()) or not d.p(0.8):
         return
     words = mode_words(rec.name, param)
     text = d.turn_text[rec.turn] if rec.turn < len(d.turn_text) else ""

@@ -25,6 +25,7 @@ _TICKER = re.compile(r"^[A-Z]{2,5}$")
 _WORDISH = re.compile(r"^[A-Za-z][A-Za-z_\-]*[A-Za-z]$")
 _ID = re.compile(r"^(?=.*\d)[A-Za-z0-9_\-]{3,40}$")
 _ADDRESS = re.compile(r"^\d+ [A-Z][a-z]+ .*,")
+_PLACE = re.compile(r"^[A-Z][a-z]+(?: [A-Z][a-z]+)*, [A-Z][a-z]+(?: [A-Z][a-z]+)*, [A-Z]{2}$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _FIRST_PARAMS = {"first_name", "user_first_name", "user", "user_name", "name"}
 _LAST_PARAMS = {"last_name", "user_last_name"}
@@ -32,6 +33,8 @@ _FOLDER_PARAMS = {"folder", "dir_name"}
 _FILE_PARAMS = {"file_name", "file_name1", "file_name2", "source"}
 _TITLE_PARAMS = {"title"}
 _TEXT_PARAMS = {"content", "message", "description", "comment_content", "resolution"}
+_CREDENTIAL_PARAMS = {"client_id", "client_secret", "refresh_token"}
+_LABEL_PARAMS = {"card_id", "booking_id"}
 _HANDLE = re.compile(r"^[a-z][a-z0-9_.]{2,30}$")
 _SECRET = re.compile(r"^(?P<word>[A-Za-z]+)(?P<digits>\d+)$")
 
@@ -60,6 +63,10 @@ def kind_of(value: str, method: str | None, param: str | None, fs_kind: str | No
         return "file" if _EXT.match(v) else "folder_like_file"
     if param == "password":
         return "password" if _SECRET.match(v) else None
+    if param in _CREDENTIAL_PARAMS and _WORDISH.match(v):
+        return "credential"  # 'my_client_id', 'rise_to_sky': kept in all eight samples of scenarios 161 and 193
+    if param in _LABEL_PARAMS and _WORDISH.match(v) and not any(ch.isdigit() for ch in v):
+        return "label"  # a card or booking the user keys by a word ('primary', 'latest_reservation')
     if param == "username" and _HANDLE.match(v):
         return "handle"  # a login of the user's own: 'john' and 'john1234' were kept in all 28 variants asking for it
     if param in ("city", "location", "cityA", "cityB", "travel_from", "travel_to"):
@@ -70,6 +77,8 @@ def kind_of(value: str, method: str | None, param: str | None, fs_kind: str | No
         return "sentence"
     if param == "destination" and method == "set_navigation" and _ADDRESS.match(v):
         return "address"
+    if param == "destination" and method == "set_navigation" and _PLACE.match(v):
+        return "place_address"  # 'Crescent Hollow, Spring, TX': kept in all eight samples of scenario 71
     if _EXT.match(v) and (param in _FILE_PARAMS or param in ("destination", None) or param == "file_name"):
         return "file"
     if param in _FOLDER_PARAMS or (param == "destination" and _WORDISH.match(v)):
@@ -202,6 +211,8 @@ def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None
             new = " ".join([*words[:i], head if words[i][:1].isupper() else head.lower(), *words[i + 1:]])
         elif kind == "address":
             new = rng.choice(p["addresses"])
+        elif kind == "place_address":  # a neighbourhood, a city and a state, as the seed writes it
+            new = rng.choice(p["places"])
         elif kind == "street":  # another street in the same place: the text names the city ('a spot in Berkeley')
             if "," not in old:
                 return None
@@ -214,6 +225,14 @@ def fresh(old: str, kind: str, rng: Any, taken: set[str], cls: str | None = None
             new = rng.choice(sorted(known_symbols(False)))
         elif kind == "password":
             new = _password(old, rng)
+        elif kind == "credential":  # 'my_client_secret' -> 'cedar_lake_secret', 'rise_to_sky' -> 'swift_otter_42'
+            words = [w.lower() for w in re.findall(r"[A-Z]?[a-z]+", rng.choice(p["password_words"]))]
+            tail = old.split("_")[-1]
+            new = "_".join([*words, tail] if tail in ("id", "secret", "token")
+                           else [*words, str(rng.randint(10, 99))])
+        elif kind == "label":  # another word a user keys a card or a booking by: 'primary' -> 'travel'
+            several = len(re.findall(r"[A-Z]?[a-z]+", old)) > 1  # 'latest_reservation' -> 'summer_getaway'
+            new = _style(old, rng.choice(p["labels"]["two_words" if several else "one_word"]).split("_"))
         elif kind == "id":
             new = _new_digits(old, rng)
         elif kind == "date":  # whole weeks later or earlier: 'next Tuesday 2026-11-10' stays a Tuesday
