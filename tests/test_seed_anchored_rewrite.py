@@ -141,7 +141,9 @@ def test_an_option_is_swapped_only_for_another_documented_option_where_every_men
             mentions = list(re.finditer(rf"(?<![A-Za-z0-9]){re.escape(old)}(?![A-Za-z0-9])", text, re.I))
             # 'business class' may become 'first class'; 'business meeting' never does
             assert len(mentions) == 1 or all(re.match(r"\s*-?\s*class", text[m.end():]) for m in mentions)
-            assert re.search(rf"(?<![A-Za-z0-9]){re.escape(new)}(?![A-Za-z0-9])", new_text, re.I)
+            # said as it is, or in the words the old one was said in ('pounds sterling' -> 'Australian dollars')
+            said = [new, *(w for table in pools()["mode_words"].values() for w in table.get(new, []))]
+            assert any(re.search(rf"(?<![A-Za-z0-9]){re.escape(f)}(?![A-Za-z0-9])", new_text, re.I) for f in said)
     # documented options, or airports the travel environment prices (a new route)
     documented = {o for opts in pools()["swappable"].values() for o in opts} | set(airports) | set(airports.values())
     assert swaps and all(old in documented and new in documented for old, new in swaps)
@@ -517,16 +519,20 @@ def test_a_travel_date_the_user_states_moves_in_the_text_and_the_calls_alike():
         assert "2026-12-25" not in plan.renames and "2026-12-25" in json.dumps(variant.ground_truth)
 
 
-def test_an_option_swap_that_cannot_hold_leaves_the_new_numbers_in_place():
+def test_an_option_swap_leaves_the_new_numbers_in_place_and_takes_the_stock_along():
     """Read 37, base_116: the sector swap (Technology -> Automobile) broke the plan, and the next level dropped the new
     numbers along with the resampled state, so '$10000' and '50 shares at $150 apiece' stayed the seed's in every
-    sibling that lost its sector swap. The option swap now goes first; the numbers stay where they still run."""
+    sibling that lost its sector swap. The option swap now goes first, and the numbers stay where they still run; the
+    swap itself holds now, the stock bought coming from the new sector's list (entity_swaps._swapped_sectors)."""
+    from rods_agents.variation.entity_swaps import sectors_of
     from tests.test_transplant import _rewrite
 
     kept_numbers = 0
     for slot in range(3):
         _, plan, _, _ = _rewrite("multi_turn_base_116", slot)
-        assert "Technology" not in plan.swaps  # the swap does not hold in this scenario
+        bought = next(c for turn in plan.ground_truth for c in turn if c.startswith("place_order("))
+        symbol = parse_call(bought).kwargs["symbol"]
+        assert plan.swaps.get("Technology", "Technology") in sectors_of()[symbol]
         kept_numbers += bool(plan.numbers)
     assert kept_numbers >= 2
 
