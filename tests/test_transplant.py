@@ -1569,3 +1569,16 @@ def test_a_supplied_number_keeps_the_word_it_is_counted_in():
     options = _supply_texts(seed, trace, info, turn)
     assert options
     assert all(re.search(r"\b100 shares\b", o) for o in options), options
+
+
+def test_a_withheld_place_is_never_pointed_back_at():
+    """miss_param_66 leaves the destination out ('take me there' to 'this gorgeous little spot', named a turn later),
+    while turn 0 states another address: 'Set the navigation to that address.' took that one (read 59 borderline)."""
+    from rods_agents.variation.donor_search import points_back_at_place
+
+    assert points_back_at_place("Set the navigation to that address.") and points_back_at_place("Navigate me there.")
+    assert not points_back_at_place("I'm visiting this little spot in my hometown; take me there.")
+    for slot in range(6):
+        _seed, _plan, turns, _donors = _rewrite("multi_turn_miss_param_66", slot)
+        said = " ".join(m.content for m in turns[3] if m.role == "user")
+        assert not points_back_at_place(said), said

@@ -270,6 +270,19 @@ _ANAPHOR = re.compile(rf"\b(?:it|them)\b|\b(?:that|this|these|those|the) {_THING
 """Words pointing back at a thing said before ('add it', 'that stock')."""
 _POINTER = re.compile(rf"\b(?:it|them|over there)\b|\b(?:that|these|those) {_THINGS}\b", re.I)
 """Words pointing back at a thing said before, short of 'this' ('this directory' is the one the user is in)."""
+_PLACE_POINTER = re.compile(r"\bthere\b|\b(?:that|the same) (?:address|place|location|spot|destination)\b", re.I)
+"""Words pointing back at a place said before ('Set the navigation to that address.', 'Navigate me there')."""
+_PLACE_INTRODUCED = re.compile(r"\b(?:a|an|this|some|my)\s+(?:[\w'-]+\s+){0,3}(?:spot|place|town|city|address|location|"
+                               r"destination|hometown)\b", re.I)
+"""A place the sentence brings in itself ('this gorgeous little spot ... take me there')."""
+
+
+def points_back_at_place(text: str) -> bool:
+    """``text`` points at a place said before it: 'that address', or 'there' with no place of its own before it."""
+    text = _QUOTED.sub("''", text)
+    m = _PLACE_POINTER.search(text)
+    return m is not None and not (m.group(0).lower() == "there" and _PLACE_INTRODUCED.search(text[:m.start()]))
+_PLACE_PARAMS = frozenset({"destination", "location", "city", "cityA", "cityB", "travel_from", "travel_to"})
 _SAME = re.compile(r"\b(?:same|identical)\b", re.I)
 """Words pointing back at a value said before ('with the same card and token')."""
 _PRONOUN = re.compile(r"\b(?:it|its|them|they|their|that person|that user)\b"
@@ -371,6 +384,11 @@ def _phrasebook_donors(seed: Task, turn: int, start: int, methods: tuple[str, ..
         # 2026-12-04, miss_param_131); 'Can you store that in the file X?' before the content is given (miss_param_15,
         # read of 2026-12-04, third session); 'Could you send over a message that reads ...?' leaves the recipient out
         out = [d for d in out if not says_withheld_by_pronoun(d.text)]
+        if any(x.source == "withheld" and x.param in _PLACE_PARAMS for x in own):
+            # a place left out is no place said before: 'Set the navigation to that address.' took the address turn
+            # 0 states, where the seed asks to be taken 'to this gorgeous little spot' and names it a turn later (read
+            # 59, miss_param_66)
+            out = [d for d in out if not points_back_at_place(d.text)]
     if earlier.strip():  # 'Can you check on the ticket?' where no turn has spoken of a ticket (read 28): words
         # that name it by themselves go first ('the support ticket I opened')
         # the words of a value the sentence writes ('Unexpected charge found on the invoice.') are not its own pointer
@@ -450,4 +468,4 @@ def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> boo
     return all(m in catalog.methods and p in catalog.spec(m).required and f"{m}.{p}" not in in_words for m, p in held)
 
 
-__all__ = ["EMPTY_SEARCHES", "MAX_TRIES", "PICK", "at_goal_level", "collect_fits", "find_wording", "hidden_said", "lookup_names", "ordered_donors", "phrasebook_donors", "says_withheld_by_pronoun", "sibling_rank", "unworded_options", "withholds_plainly"]
+__all__ = ["EMPTY_SEARCHES", "MAX_TRIES", "PICK", "at_goal_level", "collect_fits", "find_wording", "hidden_said", "lookup_names", "ordered_donors", "phrasebook_donors", "points_back_at_place", "says_withheld_by_pronoun", "sibling_rank", "unworded_options", "withholds_plainly"]
