@@ -104,3 +104,15 @@ def test_files_a_turn_points_at_by_kind_are_renamed_and_stay_of_that_kind():
         copied = [c.kwargs["source"] for c in _calls(plan["ground_truth"], "cp")]
         assert "History101.txt" not in copied and "History202.txt" not in copied
         assert len(copied) == 4 and all(name.endswith(".txt") for name in copied)
+
+
+def test_a_file_renamed_never_keeps_its_old_name_inside_the_new_one():
+    # base_18: 'report1.txt' -> 'sales_report1.txt' left the old name inside the new (a leftover the verdict and the
+    # rewrite read as the old file), once files a turn points at by kind were renamed
+    seed = _train()["multi_turn_base_18"]
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    for v in range(12):
+        plan = anchored_plan(seed, profile, trace, random.Random(v), 0, slot=v % 8)
+        for old, new in plan.get("renames", {}).items():
+            assert not Substitution({old: "\0"}).found(new), (old, new)

@@ -242,9 +242,9 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                 new = (knowledge.derived_value(s, kind, d.rng, taken, rec.cls) if kind in knowledge.DERIVED_KINDS
                        else (kind == "password" and tied_password(s, renames, d.rng))
                        or fresh(s, kind, d.rng, taken, rec.cls, pronoun=_pronoun(all_text)))
-                if new is not None and re.search(rf"(?<!\w){re.escape(s)}(?!\w)", new, re.I) is None:
-                    # never a new value holding the old one ('update the system' -> 'update the system software'):
-                    # the old words would survive inside it
+                if new is not None and not Substitution({s: "\0"}).found(new):
+                    # never a new value holding the old one ('update the system' -> 'update the system software',
+                    # 'report1.txt' -> 'sales_report1.txt'): the old words would survive inside it
                     renames[s] = new
                     taken.add(new)
             if rec.name == "fillFuelTank" and fills_to_capacity(
