@@ -28,6 +28,11 @@ classes (issue 13):
   submitted not too long ago', 'the latest booking') and the variant's same turn, picking it the same way, says no
   such word: with two orders in the history, 'my placed order' no longer says which (read 53 #18, base_134).
 
+- ``unseen_number``: a list of numbers a call takes (the numbers to average) holds one that no earlier result and no
+  user turn gives: miss_func_15's seed averages [3, 16, 62] where wc counts 60 characters, and its variants copied the
+  62 (read 61 #7). The one class held against a variant even where its seed has it: a careful person cannot reach
+  that ground truth at all.
+
 Words per choice are data: ``prompts/bfcl/choice_words.json``.
 """
 
@@ -420,6 +425,25 @@ def _unquoted(text: str) -> str:
     return re.sub(r"(?<!\w)'[^'\n]*'(?!\w)|\"[^\"\n]*\"", " ", text)
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def unseen_numbers(task: Task, trace: Trace) -> list[str]:
+    """``unfaithful:unseen_number`` reasons: a number inside a list argument that neither an earlier result nor the user's
+    words up to the call's turn give."""
+    out: list[str] = []
+    for i, rec in enumerate(trace.calls):
+        for param, value in rec.args.items():
+            if not (isinstance(value, list) and value
+                    and all(isinstance(x, int | float) and not isinstance(x, bool) for x in value)):
+                continue
+            seen = {float(x) for r in trace.calls[:i] for x in _NUMBER.findall(r.result or "")}
+            seen |= {float(x) for x in _NUMBER.findall(user_text_upto(task, rec.turn))}
+            out += [f"unfaithful:unseen_number turn={rec.turn} call={rec.name}.{param} value={x}"
+                    for x in value if float(x) not in seen]
+    return out
+
+
 def faithfulness_problems(task: Task, seed: Task, trace: Trace, sources: list[ArgSource],
                           seed_sources: list[ArgSource], renames: dict[str, str] | None = None) -> list[str]:
     """Every located ``unfaithful:<kind>`` reason of ``task`` against ``seed`` (see the module docstring)."""
@@ -427,9 +451,9 @@ def faithfulness_problems(task: Task, seed: Task, trace: Trace, sources: list[Ar
             + stale_fare(task, seed) + fare_over_cap(task, seed)
             + unknown_symbols(task, seed) + old_digits_left(task, renames or {})
             + round_made_odd(task, seed, sources, seed_sources) + dictated_cut(task, seed) + option_unsaid(task, seed)
-            + recency_dropped(task, seed, sources, seed_sources))
+            + recency_dropped(task, seed, sources, seed_sources) + unseen_numbers(task, trace))
 
 
 __all__ = ["DICTATED_WORDS", "KNIFE_EDGE", "choice_words", "dictated_cut", "faithfulness_problems", "fill_not_full", "is_round", "knife_edge_balance",
            "fare_over_cap", "known_symbols", "old_choice_words", "old_digits_left", "option_unsaid", "quoted_fares", "recency_drops", "recency_dropped", "round_made_odd", "says", "says_recency", "stale_fare",
-           "unknown_symbols"]
+           "unknown_symbols", "unseen_numbers"]
