@@ -34,15 +34,6 @@ def _share_cores_among_workers() -> None:
 _share_cores_among_workers()
 
 
-@pytest.hookimpl(trylast=True)  # after tests/vllm/conftest.py has marked its tests and xdist has tagged their group
-def pytest_collection_modifyitems(config, items):
-    """The longest tests first: the real-vLLM group (one xdist worker, about three minutes) and the slow end-to-end
-    tests start at once, so the two workers finish together. Collected last (``tests/vllm`` sorts after ``tests/test_*``),
-    the vLLM group ran alone at the end: 623 s of pytest in the clean clone at 73ac463, over the 10-minute goal. The
-    sort is stable, so the file order holds within each rank."""
-    items.sort(key=lambda item: 0 if item.get_closest_marker("vllm") else 1 if item.get_closest_marker("slow") else 2)
-
-
 def pytest_unconfigure(config):
     """Remove the scratch BFCL root, so the suite leaves no stray folders in the temp dir."""
     if _BFCL_ROOT:

@@ -167,15 +167,14 @@ def test_a_number_no_result_or_turn_gives_is_refused_even_where_the_seed_has_it(
     """miss_func_15 averages [3, 16, 62] where wc counts 60 characters: BFCL's own slip, which its variants copied (read
     61 #7, faithful=no). A careful person averages 3, 16 and 60, so no variant may keep it; the other categories of the
     scenario, which average what wc counts, pass."""
-    from graphs.synthesis import synthesize  # the whole graph: the verdict refuses the copied slip
-    from rods_agents.analysis.faithfulness import unseen_numbers
-    from rods_agents.run.context import SynthesisContext
+    from rods_agents.analysis.faithfulness import faithfulness_problems, unseen_numbers
 
     slip = bfcl_task("multi_turn_miss_func_15")
     assert unseen_numbers(slip, trace_task(slip)) == ["unfaithful:unseen_number turn=5 call=mean.numbers value=62"]
     for other in ("multi_turn_base_15", "multi_turn_miss_param_15", "multi_turn_long_context_15"):
         task = bfcl_task(other)
         assert unseen_numbers(task, trace_task(task)) == [], other
-    result = synthesize([slip], SynthesisContext(variants_per_seed=2))
-    assert not result.accepted
-    assert all(any(r.startswith("unfaithful:unseen_number") for r in row["reasons"]) for row in result.rejected)
+    trace = trace_task(slip)
+    sources = profile_task(slip, trace).arg_sources
+    # the verdict's faithfulness reasons hold it against a variant even where the seed has the same slip
+    assert any(r.startswith("unfaithful:unseen_number") for r in faithfulness_problems(slip, slip, trace, sources, sources))
