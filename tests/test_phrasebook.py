@@ -1001,10 +1001,11 @@ def test_a_human_donor_reading_its_value_from_another_result_never_fits():
 def test_a_supplied_city_says_which_end_of_the_trip_it_is():
     """miss_param_77 asks for the distance to Stonebrook and then supplies 'from San Francisco'. 'The city is San
     Francisco.' did not say it is the start (read of 2026-12-05); the answer says which end it is."""
-    seed, variant, _, _ = _variant("multi_turn_miss_param_77")
+    seed, variant, plan, _ = _variant("multi_turn_miss_param_77")
     assert "from San Francisco" in seed.turns[1][0].content
     said = variant.turns[1][0].content
-    assert "San Francisco" in said and re.search(r"\b(starting|starts|leaving) (from|in)\b", said)
+    city = plan.swaps.get("San Francisco", "San Francisco")  # the start city may be another one too
+    assert city in said and re.search(r"\b(starting|starts|leaving) (from|in)\b", said)
 
 
 def test_every_withholding_phrasing_can_word_a_turn():

@@ -19,6 +19,7 @@ from rods_agents.analysis.profile import profile_task
 from rods_agents.analysis.tracing import trace_task
 from rods_agents.variation.anchored_plan import _masked, _parsed, anchored_plan, sibling_slot
 from rods_agents.variation.entity_swaps import sectors_of
+from rods_agents.variation.seed_anchor import Substitution
 
 
 @lru_cache(maxsize=1)
@@ -602,10 +603,13 @@ def test_a_dictated_tweet_holding_a_swapped_city_gets_a_text_of_its_own_with_the
     pool = knowledge.dictated()["sentences"][old]
     for plan in plans:
         tweet = _calls(plan["ground_truth"], "post_tweet")[0].kwargs["content"]
-        city = plan["swaps"].get("Stonebrook", "Stonebrook")
-        assert city in tweet and "exciting quest" not in tweet, tweet
-        assert tweet.replace(city, "Stonebrook") in pool  # the pool's text, with the plan's city in it
+        cities = {old: plan["swaps"].get(old, old) for old in ("San Francisco", "Stonebrook")}
+        assert all(c in tweet for c in cities.values()) and "exciting quest" not in tweet, tweet
+        back = Substitution({new: old for old, new in cities.items()}).text(tweet)
+        assert back in pool  # the pool's text, with the plan's cities in it
     assert any(p["swaps"].get("Stonebrook") for p in plans)
+    # both ends new first: a pair keeping the seed's San Francisco keeps its trip (reads 59-61)
+    assert any(set(p["swaps"]) >= {"San Francisco", "Stonebrook"} for p in plans)
 
 
 def test_hashtags_the_text_quotes_without_their_hash_change_in_the_text_too():

@@ -10,6 +10,7 @@ user states are perturbed with their roundness kept (:func:`perturb`). The modul
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -213,17 +214,22 @@ class Draw:
     def later_text(self, turn: int) -> str:
         return " ".join(self.turn_text[turn:])
 
-    def pick(self, options: list[Any], key: str) -> Any:
+    def pick(self, options: list[Any], key: str, prefer: Callable[[Any], bool] | None = None) -> Any:
         """One of ``options``. With a sibling slot (:func:`sibling_slot`), a choice coordinated across the
         scenario's samples: the options in one order per scenario, sample ``slot`` takes the slot-th, so the
         eight samples of a scenario (four categories x two variants) take different ones while options last
-        (random draws collide: 'first' -> 'economy' twice is one task told twice)."""
+        (random draws collide: 'first' -> 'economy' twice is one task told twice). Options ``prefer`` holds for
+        come first in that order, so the samples take them while they last (a route with both ends new before one
+        that keeps the seed's San Francisco)."""
         options = sorted(options, key=repr)
         if self.slot is None:
-            return self.rng.choice(options)
+            liked = [o for o in options if prefer is None or prefer(o)]
+            return self.rng.choice(liked or options)
         import random
 
         random.Random(f"{self.seed.scenario}|{key}").shuffle(options)
+        if prefer is not None:
+            options.sort(key=lambda o: not prefer(o))  # stable: the scenario's order within each group
         return options[sibling_index(self.slot, len(options))]
 
     def p(self, base: float) -> bool:

@@ -16,7 +16,7 @@ from rods_agents.analysis import knowledge
 from rods_agents.analysis.value_sources import WELL_KNOWN_AIRPORTS, household_tickers, ticker_companies, ticker_products
 from rods_agents.variation.draw import Draw, fs_kinds
 from rods_agents.variation.saying import word_in
-from rods_agents.variation.seed_anchor import Substitution
+from rods_agents.variation.seed_anchor import MIN_TEXT_LEN, Substitution
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
 from rods_agents.variation.value_kinds import options
 
@@ -131,8 +131,9 @@ def city_pair_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict
                      for x, c in zip(p, cities, strict=True))]
     # a pair and its reverse make the same calls once the zip codes are masked (a sibling copy): one of them
     pairs = [p for p in pairs if (p[1], p[0]) not in pairs or p < (p[1], p[0])]
-    if pairs and d.p(0.7):
-        new = d.pick(pairs, "city_pair")
+    if pairs and d.p(0.9):
+        # both cities new first: a pair keeping the seed's San Francisco keeps its trip (reads 59-61, eight pairs)
+        new = d.pick(pairs, "city_pair", prefer=lambda p: not set(p) & set(cities))
         for old, x in zip(cities, new, strict=True):
             if old != x:
                 swaps[old] = x
@@ -158,8 +159,8 @@ def _zip_pair_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict
     candidates = [p for p in _distance_pairs() if p != tuple(named) and not any(
         x not in named and Substitution({x: "\0"}).found(text) for x in p)]
     candidates = [p for p in candidates if (p[1], p[0]) not in candidates or p < (p[1], p[0])]
-    if candidates and d.p(0.7):
-        new = d.pick(candidates, "city_pair")
+    if candidates and d.p(0.9):
+        new = d.pick(candidates, "city_pair", prefer=lambda p: not set(p) & set(named))
         for old_city, old_zip, city in zip(named, old, new, strict=True):
             if city != old_city:
                 swaps[old_zip] = zips[city]
@@ -346,7 +347,7 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     text = " ".join(d.turn_text)
 
     def stated(code: str) -> bool:
-        hits = [f for f in (code, cities[code]) if Substitution({f: "\0"}, derived_forms=False).found(text)]
+        hits = [f for f in (code, cities[code], *aliases[code]) if Substitution({f: "\0"}, derived_forms=False).found(text)]
         # said as it is, or named by its city for the assistant to look up ('fly out of Rivermist'): the new city's
         # name goes where the old one was, and the lookup finds the new code; never a code read from a result
         stated_src = all(d.sources.get((r.turn, r.index, p), None) is None
@@ -357,19 +358,25 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     from rods_agents.analysis.value_sources import CITY_ALIASES
     from rods_agents.variation.donor_fit import _AIRPORT_NAMES
 
-    # an airport the text also calls by its own name ('John F. Kennedy') or an alias ('LA') keeps it: the name
-    # would not follow the new code
+    # an airport the text also calls by its own name ('John F. Kennedy') or a two-letter alias ('LA', too short to
+    # substitute safely in free text) keeps it: the name would not follow the new code. A longer alias ('NYC',
+    # 'New York City') follows it as the new city's name (scenarios 181 and 189 kept JFK in all eight samples)
+    def _says_name(n: str) -> bool:
+        return re.search(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", text) is not None
+
     for code in (src, dst):
-        if any(re.search(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", text)
-               for n in (*_AIRPORT_NAMES.get(code, ()), *CITY_ALIASES.get(cities[code], ()))):
+        if any(_says_name(n) for n in (*_AIRPORT_NAMES.get(code, ()),
+                                        *(a for a in CITY_ALIASES.get(cities[code], ()) if len(a) < MIN_TEXT_LEN))):
             return
+    aliases = {c: [a for a in CITY_ALIASES.get(cities[c], ()) if _says_name(a)] for c in cities}
     movable = [c for c in (src, dst) if stated(c)]
     if not movable:
         return
-    named = {c for c in cities if Substitution({c: "\0", cities[c]: "\0"}, derived_forms=False).found(text)}
+    named = {c for c in cities if aliases[c] or Substitution({c: "\0", cities[c]: "\0"}, derived_forms=False).found(text)}
     # named by its city somewhere (base_153 says 'from Rivermist' two turns before 'from RMS'): the turn that names
     # the city needs the lookup, or not, whatever a later turn says
-    by_city = {c for c in (src, dst) if Substitution({cities[c]: "\0"}, derived_forms=False).found(text)}
+    by_city = {c for c in (src, dst)
+               if aliases[c] or Substitution({cities[c]: "\0"}, derived_forms=False).found(text)}
     options_ = [(a, b) for a, b in _routes() if (a, b) != (src, dst) and (a == src or src in movable)
                 and (b == dst or dst in movable) and not ({a, b} - {src, dst}) & named
                 and all((new in WELL_KNOWN_AIRPORTS) == (old in WELL_KNOWN_AIRPORTS)
@@ -377,11 +384,13 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
                         for old, new in ((src, a), (dst, b)) if old in by_city and new != old)]
     if not options_:
         return
-    a, b = d.pick(options_, "route")
+    a, b = d.pick(options_, "route", prefer=lambda r: not set(r) & {src, dst})
     for old, new in ((src, a), (dst, b)):
         if old != new:
             swaps[old] = new
             swaps[cities[old]] = cities[new]
+            for alias in aliases[old]:
+                swaps[alias] = cities[new]  # 'New York City' before 'New York': the longest form is replaced first
 
 
 __all__ = ["city_pair_swap", "dictated_swap", "route_swap", "sectors_of", "stock_swap"]
