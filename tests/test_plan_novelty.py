@@ -612,6 +612,16 @@ def test_a_dictated_tweet_holding_a_swapped_city_gets_a_text_of_its_own_with_the
     assert any(set(p["swaps"]) >= {"San Francisco", "Stonebrook"} for p in plans)
 
 
+def test_a_handle_the_text_names_without_its_at_sign_changes_in_the_text_too():
+    # base_18 tweets a diff "mentioning Jerry" (mentions=['@Jerry']): the handle was kept in all eight samples of the
+    # scenario, since only hashtags were looked for bare. The mention and the text's word for it change together
+    seed, plans = _plans("multi_turn_base_18")
+    for plan in plans:
+        mentions = _calls(plan["ground_truth"], "post_tweet")[0].kwargs["mentions"]
+        assert mentions != ["@Jerry"], mentions
+        assert plan["renames"]["Jerry"] == mentions[0].lstrip("@")  # the text says the new name where it said Jerry
+
+
 def test_hashtags_the_text_quotes_without_their_hash_change_in_the_text_too():
     # base_151: "add relevant hashtags 'TravelUpdate' and 'BusinessTrip'" kept both tags in all 8 samples
     seed, plans = _plans("multi_turn_base_151")

@@ -58,7 +58,9 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
                 # a sentence without its full stop ("'Hi Sam, my travel plans have changed. I'll update you soon'.", base_184),
                 # written as it is, case and all: not words that describe it ('... solve this unexpected charge found on
                 # the invoice' describes the message 'Unexpected charge found on the invoice.', base_190)
-                bare = next((x for x in (s[1:] if s.startswith("#") else "", s[:-1] if s.endswith(".") else "")
+                # and a handle quoted bare ("mentioning Jerry", "His handle is 'huanzhimao01'": kept in all eight
+                # samples of scenario 18)
+                bare = next((x for x in (s[1:] if s.startswith(("#", "@")) else "", s[:-1] if s.endswith(".") else "")
                              if s not in text and len(x) >= 3 and word_in(x, text)), None)
                 if s not in text and bare is None and not read:
                     continue
@@ -68,7 +70,7 @@ def dictated_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], renames: dic
                 if new is not None:
                     renames[s] = new
                     if bare is not None:
-                        renames[bare] = new[1:] if s.startswith("#") else new.rstrip(".")
+                        renames[bare] = new[1:] if s.startswith(("#", "@")) else new.rstrip(".")
 
 
 def _new_text(d: Draw, old: str, texts: list[str], changed: dict[str, str], fs_names: set[str],
