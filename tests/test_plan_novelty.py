@@ -100,6 +100,19 @@ def test_a_flight_named_by_its_cities_flies_other_routes():
         assert cities[src] in looked_up  # the city the user flies out of is the one whose airport was looked up
 
 
+def test_a_route_the_text_names_by_a_city_alias_moves_and_the_alias_follows():
+    # scenario 189 flies 'from NYC to Tokyo': an alias pinned the route, and all eight samples flew JFK -> HND. A
+    # longer alias now follows the new city ('NYC' -> 'Chicago'), and routes with both ends new come first
+    plans = [_plans_in_slot("multi_turn_base_189", v) for v in range(8)]
+    moved = [p for p in plans if p["swaps"].get("JFK")]
+    assert len(moved) >= 4, [p["swaps"] for p in plans]
+    from rods_agents.analysis.value_sources import airport_cities
+
+    for plan in moved:
+        assert plan["swaps"]["NYC"] == airport_cities()[plan["swaps"]["JFK"]]
+    assert any(plan["swaps"].get("HND") for plan in moved)  # both ends new where the table allows
+
+
 def test_tweet_hashtags_follow_the_pool():
     seed, plans = _plans("multi_turn_base_68")
     tags = knowledge.dictated()["hashtags"]
