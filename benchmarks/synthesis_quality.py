@@ -80,6 +80,7 @@ from rods_agents.analysis.novelty import (
     masked_text,
     near_copy,
     new_only_in_digits,
+    other_seed_sentences,
     user_text,
 )
 from rods_agents.analysis.profile import profile_task
@@ -251,6 +252,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "seed_numbers": len(nums := _numeric_arguments(seed)),
             "seed_numbers_kept": len(nums & _numeric_arguments(task)),
             "keeps_stated_entity": bool(entities := kept_stated_entities(task, seed)),
+            "copies_other_seed": bool(other_seed_sentences(task)),
         }
         if entities:
             kept_entities.update(entities)
@@ -271,6 +273,7 @@ def measure(seeds: list[Task], accepted: list[Task], rejected: list[dict]) -> di
             "changed_methods": _share(acc - x["same_skeleton"], acc),
             "seed_numbers_kept": _share(x["seed_numbers_kept"], x["seed_numbers"]),
             "keeps_stated_entity": _share(x["keeps_stated_entity"], acc),
+            "copies_other_seed": _share(x["copies_other_seed"], acc),
             "scenario_pairs": copies[key]["pairs"], "scenario_near_copies": copies[key]["near_copies"],
             "scenario_near_copy_share": _share(copies[key]["near_copies"], copies[key]["pairs"]),
             "scenarios_covered": len(covered), "scenarios_seeded": len(seeded[key]),
@@ -314,6 +317,7 @@ ROWS = [("samples", "samples"), ("accepted", "accepted"), ("acceptance", "accept
         ("changed methods (share)", "changed_methods"),
         ("seed's numeric arguments kept (share)", "seed_numbers_kept"),
         ("states a seed's stated entity again (share)", "keeps_stated_entity"),
+        ("says another BFCL scenario's sentence word for word (share)", "copies_other_seed"),
         ("same-scenario pairs", "scenario_pairs"), ("  near-copies among them (share)", "scenario_near_copy_share"),
         ("scenarios covered", "scenarios_covered"), ("  scenarios seeded", "scenarios_seeded"),
         ("same skeleton as seed", "same_skeleton"), ("same parsed ground truth", "same_ground_truth"),

@@ -11,6 +11,8 @@ import json
 import random
 import re
 
+import pytest
+
 from envs.dataset import load_split, split_scenarios
 from envs.task import bfcl_task
 from rods_agents.analysis.information_structure import information_structure, reads_as_condition
@@ -1582,3 +1584,19 @@ def test_a_withheld_place_is_never_pointed_back_at():
         _seed, _plan, turns, _donors = _rewrite("multi_turn_miss_param_66", slot)
         said = " ".join(m.content for m in turns[3] if m.role == "user")
         assert not points_back_at_place(said), said
+
+
+@pytest.mark.slow
+def test_siblings_do_not_say_another_scenarios_sentence_where_other_words_fit():
+    # read 62: 'May I have the details of the most recent order I've placed to verify the transaction?' and three
+    # more human turns of other scenarios were taken whole: 103 of 553 accepted variants held one, 25 of the 46 of
+    # scenarios 125 and 131. The phrasebook's sentences a sibling already says had been passed over for them
+    from graphs.synthesis import synthesize
+    from rods_agents.analysis.novelty import other_seed_sentences
+    from rods_agents.stages.state import SynthesisContext
+
+    seeds = [bfcl_task(f"multi_turn_{c}_{n}") for n in (125, 131) for c in ("base", "miss_func", "miss_param")]
+    result = synthesize(seeds, SynthesisContext(seed=3, variants_per_seed=2))
+    assert len(result.accepted) >= 6
+    copying = {v.id: other_seed_sentences(v) for v in result.accepted if other_seed_sentences(v)}
+    assert len(copying) <= 1, copying

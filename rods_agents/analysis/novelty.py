@@ -34,6 +34,7 @@ import json
 import re
 from collections import Counter
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 from envs.task import Task
 from rods_agents.analysis.knowledge import involves_user_class, zip_codes
@@ -125,6 +126,39 @@ def kept_stated_entities(variant: Task, seed: Task) -> list[str]:
     seed_text, text = user_text(seed), user_text(variant)
     again = _stated_arguments(variant)
     return sorted(v for v in _stated_arguments(seed) if v in again and _says(seed_text, v) and _says(text, v))
+
+
+COPIED_SENTENCE_WORDS = 6
+
+
+def sentence_key(sentence: str) -> str:
+    """A sentence's words, lower case, punctuation and curly quotes aside: the key two sentences said word for word
+    share."""
+    return " ".join(re.findall(r"[a-z0-9]+", sentence.lower().replace("\u2019", "'")))
+
+
+@lru_cache(maxsize=1)
+def _benchmark_sentences() -> dict[str, frozenset[int]]:
+    """Every sentence of six words or more that BFCL's user turns say (all 800 tasks), with the scenarios saying it."""
+    from envs.dataset import load_bfcl_tasks
+
+    out: dict[str, set[int]] = {}
+    for task in load_bfcl_tasks():
+        for sentence in _SENTENCE_END.split(user_text(task)):
+            if len(key := sentence_key(sentence).split()) >= COPIED_SENTENCE_WORDS:
+                out.setdefault(" ".join(key), set()).add(-1 if task.scenario is None else task.scenario)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def other_seed_sentences(variant: Task) -> list[str]:
+    """The variant's sentences of six words or more that another BFCL scenario's user says word for word. Its own
+    seed's are the seed-copy measures'; another's is a sentence any model trained on the benchmark has seen, whatever
+    the rest of the task (read 62 named four: 'May I have the details of the most recent order I've placed to verify
+    the transaction?'). The offline rewrite takes a human donor's words whole only where nothing else fits."""
+    index = _benchmark_sentences()
+    own = -1 if variant.scenario is None else variant.scenario
+    return [x.strip() for x in _SENTENCE_END.split(user_text(variant))
+            if index.get(sentence_key(x), frozenset({own})) - {own}]
 
 
 def masked_text(task: Task) -> str:

@@ -211,7 +211,9 @@ def _segments(seed: Task, seed_info: Any, turn: int, g: int, methods: tuple[str,
             before = " ".join(text for text, _ in parts)  # what this turn's new words said already
             found = None
             for said in dict.fromkeys((before, "")):  # pointing at it where a sentence fits, else saying it again
-                phrases = [] if delicate or (whole_only and n > 1) else phrasebook_donors(
+                # a one-call turn with a reference ('the order I just placed') may take a phrasebook sentence
+                # pointing back the same way (``from``): the re-measure keeps it only where its reference is the seed's
+                phrases = [] if (delicate or whole_only) and n > 1 else phrasebook_donors(
                     seed, turn, start, methods[start:stop], seg_target, seg_sig, used, picked, carried, earlier,
                     aliases=aliases, before=said)
                 found = find_wording(pool, seg_target, world, allowed, values, carried, slot, phrases,

@@ -25,7 +25,7 @@ from rods_agents.analysis import knowledge
 from rods_agents.analysis.catalog import build_catalog
 from rods_agents.analysis.faithfulness import choice_words
 from rods_agents.analysis.information_structure import _QUOTED, asked_by_goal, lexicon
-from rods_agents.analysis.novelty import SIBLING_TEXT_COPY, N, ngrams
+from rods_agents.analysis.novelty import COPIED_SENTENCE_WORDS, SIBLING_TEXT_COPY, N, ngrams, sentence_key
 from rods_agents.analysis.tracing import Trace
 from rods_agents.analysis.value_sources import _dates, _numbers, named_by_lookup
 from rods_agents.variation.cues import PICKED, brings_cues, names_other_work, said_out_of_order
@@ -176,6 +176,7 @@ def find_wording(pool: list[Donor], target: tuple[Slot, ...], world: set[str], a
     for source in (first, then):  # a piece of a turn takes the phrasebook first: a human piece brings its story
         collect_fits(source, fits, target, world, allowed, values, span, PICK if slot is not None or after else 1,
                  whole_span, earlier, before)
+    fits = [f for f in fits if not copies_donor(*f)] or fits  # another seed's sentence word for word: the last resort
     fits = [f for f in fits if not said_by_sibling(f[0])] or fits  # a sibling's words only where nothing else fits
     if not fits or (distinct and rank is not None and rank % PICK >= len(fits)):
         return None  # distinct: a sibling past the fitting donors words the turn in pieces, not a sibling's words;
@@ -185,6 +186,17 @@ def find_wording(pool: list[Donor], target: tuple[Slot, ...], world: set[str], a
         opened = {_opener(x) for x in SENTENCE_END.split(after) if x.strip()}
         fits = [f for f in fits if _opener(f[0]) not in opened] or fits
     return fits[0] if rank is None else fits[rank % len(fits)]
+
+
+def copies_donor(text: str, donor: Donor) -> bool:
+    """A human donor's words kept whole: a sentence of six words or more of ``text`` is one of the donor turn's own
+    ('May I have the details of the most recent order I've placed to verify the transaction?'). Such a sentence is
+    BFCL's, seen by any model trained on the benchmark: 103 of 553 accepted variants held one (read 62 named four),
+    so a phrasebook sentence or a donor re-worded on the variant's values goes first."""
+    if donor.scenario == "phrasebook":
+        return False
+    own = {sentence_key(x) for x in SENTENCE_END.split(donor.text)}
+    return any(len(w.split()) >= COPIED_SENTENCE_WORDS and w in own for w in map(sentence_key, SENTENCE_END.split(text)))
 
 
 def _opener(text: str) -> str:
@@ -468,4 +480,4 @@ def withholds_plainly(methods: tuple[str, ...], target: tuple[Slot, ...]) -> boo
     return all(m in catalog.methods and p in catalog.spec(m).required and f"{m}.{p}" not in in_words for m, p in held)
 
 
-__all__ = ["EMPTY_SEARCHES", "MAX_TRIES", "PICK", "at_goal_level", "collect_fits", "find_wording", "hidden_said", "lookup_names", "ordered_donors", "phrasebook_donors", "points_back_at_place", "says_withheld_by_pronoun", "sibling_rank", "unworded_options", "withholds_plainly"]
+__all__ = ["EMPTY_SEARCHES", "MAX_TRIES", "PICK", "at_goal_level", "collect_fits", "copies_donor", "find_wording", "hidden_said", "lookup_names", "ordered_donors", "phrasebook_donors", "points_back_at_place", "says_withheld_by_pronoun", "sibling_rank", "unworded_options", "withholds_plainly"]

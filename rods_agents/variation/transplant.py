@@ -74,6 +74,7 @@ from rods_agents.variation import clause_words
 from rods_agents.variation.assembly import assemble_turn, mixed_turn
 from rods_agents.variation.donor_search import (
     collect_fits,
+    copies_donor,
     lookup_names,
     ordered_donors,
     phrasebook_donors,
@@ -500,6 +501,7 @@ def _adopted(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message
     if slot is not None and pool:
         k = sibling_rank(slot, f"{seed.scenario}|{t}|adopt") % len(pool)
         pool = pool[k:] + pool[:k]
+    copies: list[tuple[str, Donor, tuple[Slot, ...]]] = []
     for d in pool:
         after = adopted_slots(methods, target, carried, d)
         if after is None:
@@ -512,8 +514,11 @@ def _adopted(seed: Task, seed_info: Any, variant: Task, turns: list[list[Message
         fits: list[tuple[str, Donor]] = []
         collect_fits([d], fits, after, world | {v.lower() for v in new}, allowed, " ".join([values, *new]), span, 1)
         text = with_identity(as_sentence(fits[0][0]), carried, world) if fits else None
-        if text is not None:
+        if text is not None and copies_donor(text, d):
+            copies.append((text, d, after))  # another seed's sentence word for word: after every other wording
+        elif text is not None:
             yield text, d, after
+    yield from copies
 
 
 def _worded(seed_info: Any, variant: Task, trace: Trace, turns: list[list[Message]], t: int, text: str,
