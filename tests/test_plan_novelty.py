@@ -113,6 +113,19 @@ def test_a_route_the_text_names_by_a_city_alias_moves_and_the_alias_follows():
     assert any(plan["swaps"].get("HND") for plan in moved)  # both ends new where the table allows
 
 
+def test_a_stock_only_the_watchlist_holds_is_taken_off_it_as_another_stock():
+    # base_116 takes 'Zeta Corp' off a watchlist ['NVDA', 'OMEG', 'ZETA'] whose price table lacks ZETA: only stocks of
+    # the table could be swapped, so all eight samples kept Zeta Corp (reads 62 and 63)
+    plans = [_plans_in_slot("multi_turn_base_116", v) for v in range(8)]
+    moved = [p for p in plans if p["swaps"].get("ZETA")]
+    assert len(moved) >= 3, [p["swaps"] for p in plans]
+    for plan in moved:
+        new = plan["swaps"]["ZETA"]
+        assert plan["swaps"]["Zeta Corp"] != "Zeta Corp"
+        assert new in plan["initial_config"]["TradingBot"]["watch_list"]  # the list holds what the user removes
+        assert _calls(plan["ground_truth"], "remove_stock_from_watchlist")[0].kwargs["symbol"] == new
+
+
 def test_tweet_hashtags_follow_the_pool():
     seed, plans = _plans("multi_turn_base_68")
     tags = knowledge.dictated()["hashtags"]

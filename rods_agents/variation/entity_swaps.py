@@ -200,6 +200,8 @@ def sectors_of() -> dict[str, frozenset[str]]:
 _SECTOR_LOOKUPS = {"get_available_stocks", "filter_stocks_by_price"}
 
 
+_OFF_LIST = frozenset({"remove_stock_from_watchlist"})
+
 _MONEY = re.compile(r"\$\s?\d|\d[\d,.]*\s?(?:USD|dollars?|bucks)\b", re.I)
 """An amount of money the text states: a story that sums ('top up $4,000 to make sure I've got enough cash')."""
 
@@ -261,8 +263,18 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     used = [v for r, args in bound for p, v in args.items() if p in _STOCK_PARAMS and isinstance(v, str)]
     text = " ".join(d.turn_text)
     sums = _MONEY.search(text) is not None
+    takers: dict[str, set[str]] = {}  # symbol -> the methods taking it
+    for r, args in bound:
+        for p, v in args.items():
+            if p in _STOCK_PARAMS and isinstance(v, str):
+                takers.setdefault(v, set()).add(r.name)
+    on_list = set(d.seed.initial_config.get("TradingBot", {}).get("watch_list") or ())
     for symbol in dict.fromkeys(used):
-        if symbol in swaps or symbol in fixed or symbol not in stocks or symbol not in companies or not d.p(0.7):
+        # a stock the watchlist holds though the price table does not, which the task only takes off the list
+        # ('take Zeta Corp out of my watchlist', scenario 116: kept in every sample): another stock takes its place
+        listed_only = symbol in on_list and takers.get(symbol, set()) <= _OFF_LIST
+        if (symbol in swaps or symbol in fixed or (symbol not in stocks and not listed_only) or symbol not in companies
+                or not d.p(0.7)):
             continue
         # the stock picked by what its company makes ('one that's making GPUs', base_108): the words follow the stock
         by_product = symbol in products and Substitution({products[symbol]: "\0"}, derived_forms=False).found(text)
