@@ -133,3 +133,23 @@ def test_a_tire_limit_of_scenario_82_moves_with_the_tires_in_the_variants_state(
         assert all((new[k] < limit) == (old[k] < 30.0) for k in old), (limit, new)
         moved += limit != 30.0 and all(new[k] - old[k] == limit - 30.0 for k in old)
     assert moved, "no variant moved the limit with the tires"
+
+
+def test_a_tire_limit_moves_past_a_fuel_level_of_the_next_turn():
+    """base_94 says 'Should any tire fall below the 40 PSI mark' (tires at 35), and the next turn's engine start
+    prints a fuel level of 40 gallons: a tire limit compares with the tires only, so it moves (it was the seed's 40 in
+    all eight samples, read 63), and the tires stay below it."""
+    from rods_agents.analysis.profile import profile_task
+    from rods_agents.analysis.tracing import trace_task
+    from rods_agents.run.runtime import rng_for
+    from rods_agents.stages.plan_sampling import sample_variant_plan
+
+    seed = bfcl_task("multi_turn_base_94")
+    trace = trace_task(seed)
+    profile = profile_task(seed, trace)
+    plans = [sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0)) for slot in range(4)]
+    moved = [(p.numbers.get("40.0"), p.initial_config) for p in plans]
+    assert any(new for new, _config in moved), moved
+    for new, config in moved:
+        tires = [v for k, v in config["VehicleControlAPI"].items() if k.endswith("TirePressure")]
+        assert new is None or new > max(tires)

@@ -39,10 +39,11 @@ def _step(n: float) -> float:
     return 2.5 if (2 * n) % 1 == 0 and n % 1 else 1.0
 
 
-def _result_numbers(d: Draw, turn: int | None = None, tires: bool = True) -> list[float]:
+def _result_numbers(d: Draw, turn: int | None = None, tires: bool = True, only_tires: bool = False) -> list[float]:
     """The numbers the seed's results print. With ``turn`` (where a limit is stated), those of that turn and the next,
     and of other turns only under a name the turn's words use ('pressure' for frontLeftTirePressure): base_68's
-    'pressure below 40' (turn 2) could not move for the full tank's 50 that turn 1's engine start prints."""
+    'pressure below 40' (turn 2) could not move for the full tank's 50 that turn 1's engine start prints.
+    ``only_tires``: the tire pressures alone, for a limit on them."""
     words = set(re.findall(r"[a-z]{4,}", d.turn_text[turn].lower())) if turn is not None else set()
     out: list[float] = []
     for rec in d.trace.calls:
@@ -53,7 +54,8 @@ def _result_numbers(d: Draw, turn: int | None = None, tires: bool = True) -> lis
         except (json.JSONDecodeError, TypeError):
             continue
         near = turn is None or rec.turn in (turn, turn + 1)
-        out += [v for k, v in leaves.items() if (near or _key_words(k) & words) and (tires or "TirePressure" not in k)]
+        out += [v for k, v in leaves.items() if (near or _key_words(k) & words) and (tires or "TirePressure" not in k)
+                and (not only_tires or "TirePressure" in k)]
     return out
 
 
@@ -98,7 +100,10 @@ def limit_numbers(d: Draw, bound: list[tuple[Any, dict[str, Any]]], taken: dict[
         if (n <= 0 or any(k.partition("|")[0] in (repr(n), repr(int(n))) for k in taken) or _taken_by_a_call(bound, n)
                 or not _only_as_limit(d.turn_text, n) or not d.p(0.8)):
             continue
-        results = [x for t, m in limits if m == n for x in _result_numbers(d, t)]
+        # a tire limit compares with the tires only: base_94's 'below the 40 PSI mark' could not move for the 40
+        # gallons the next turn's engine start prints, and stayed in all eight samples (read 63)
+        tire_limit = n in tire_limits(d.turn_text) and bool(pressures(d.seed.initial_config))
+        results = [x for t, m in limits if m == n for x in _result_numbers(d, t, only_tires=tire_limit)]
         step = _step(n)
         options = [n + k * step for k in (-2, -1, 1, 2) if _RANGE[0] * n <= n + k * step <= _RANGE[1] * n]
         options = [x for x in options if _same_side(n, x, results) or _tires_follow(d, n, x, limits)]
