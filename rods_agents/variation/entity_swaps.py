@@ -133,7 +133,7 @@ def city_pair_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict
                      for x, c in zip(p, cities, strict=True))]
     # a pair and its reverse make the same calls once the zip codes are masked (a sibling copy): one of them
     pairs = [p for p in pairs if (p[1], p[0]) not in pairs or p < (p[1], p[0])]
-    if pairs and d.p(0.9):
+    if pairs:  # every draw: the siblings take other pairs by their slot, none keeps the seed's by chance
         # both cities new first: a pair keeping the seed's San Francisco keeps its trip (reads 59-61, eight pairs)
         new = d.pick(pairs, "city_pair", prefer=lambda p: not set(p) & set(cities))
         for old, x in zip(cities, new, strict=True):
@@ -161,7 +161,7 @@ def _zip_pair_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict
     candidates = [p for p in _distance_pairs() if p != tuple(named) and not any(
         x not in named and Substitution({x: "\0"}).found(text) for x in p)]
     candidates = [p for p in candidates if (p[1], p[0]) not in candidates or p < (p[1], p[0])]
-    if candidates and d.p(0.9):
+    if candidates:
         new = d.pick(candidates, "city_pair", prefer=lambda p: not set(p) & set(named))
         for old_city, old_zip, city in zip(named, old, new, strict=True):
             if city != old_city:
@@ -274,7 +274,7 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
         # ('take Zeta Corp out of my watchlist', scenario 116: kept in every sample): another stock takes its place
         listed_only = symbol in on_list and takers.get(symbol, set()) <= _OFF_LIST
         if (symbol in swaps or symbol in fixed or (symbol not in stocks and not listed_only) or symbol not in companies
-                or not d.p(0.7)):
+                or not d.p(0.9)):
             continue
         # the stock picked by what its company makes ('one that's making GPUs', base_108): the words follow the stock
         by_product = symbol in products and Substitution({products[symbol]: "\0"}, derived_forms=False).found(text)
@@ -352,7 +352,7 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     from rods_agents.analysis.value_sources import airport_cities
 
     flights = {(args.get("travel_from"), args.get("travel_to")) for r, args in bound if r.name in _ROUTE_METHODS}
-    if len(flights) != 1 or not d.p(0.9):
+    if len(flights) != 1:
         return
     (src, dst), = flights
     cities = airport_cities()
