@@ -593,3 +593,14 @@ def test_a_pressure_limit_reads_whether_any_tire_is_below_it():
     all_firm = seed.model_copy(update={"initial_config": {**seed.initial_config, "VehicleControlAPI": {
         **car, **{f"{w}TirePressure": 45.0 for w in names}}}})
     assert limit_flips(trace_task(seed), trace_task(all_firm), texts, texts)
+
+
+def test_a_date_written_day_first_with_a_short_month_moves_with_the_plan():
+    # base_188: 'Planning to leave next Friday 19th Sept 2026': the date had no form the rewrite could carry, so it
+    # stayed 2026-09-19 in every sample (read 63)
+    from rods_agents.variation.seed_anchor import Substitution
+
+    moved = Substitution({"2026-09-19": "2026-10-03"}).text("next Friday 19th Sept 2026, or 19 Sep 2026")
+    assert moved == "next Friday 3rd Oct 2026, or 3 Oct 2026"
+    renamed = [plan.renames.get("2026-09-19") for _seed, _task, plan in (_variant("multi_turn_base_188", v) for v in range(2))]
+    assert all(renamed), renamed

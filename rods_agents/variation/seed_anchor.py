@@ -39,9 +39,11 @@ def date_words(iso: str) -> list[str]:
     'Dec. 15')."""
     year, month, day = (int(x) for x in ISO_DATE.match(iso).groups())
     m, mon = MONTHS[month - 1], MONTHS[month - 1][:3]
+    sept = "Sept" if month == 9 else mon  # 'Next Friday 19th Sept 2026' (base_188 kept its date in every sample)
     d, o = str(day), ordinal(day)
     return [f"{m} {o}, {year}", f"{m} {d}, {year}", f"{m} {o} {year}", f"{m} {d} {year}", f"{o} of {m}, {year}",
-            f"{o} of {m} {year}", f"{d} {m} {year}", f"{mon} {o}, {year}", f"{mon} {d}, {year}", f"{mon}. {d}, {year}",
+            f"{o} of {m} {year}", f"{d} {m} {year}", f"{o} {m} {year}", f"{o} {sept} {year}", f"{d} {sept} {year}",
+            f"{o} {mon} {year}", f"{d} {mon} {year}", f"{mon} {o}, {year}", f"{mon} {d}, {year}", f"{mon}. {d}, {year}",
             f"{mon} {d} {year}", f"{o} of {m}", f"{m} {o}", f"{m} {d}", f"{mon} {o}", f"{mon} {d}", f"{mon}. {d}"]
 
 _ALNUM = "A-Za-z0-9"
