@@ -126,6 +126,16 @@ def test_a_stock_only_the_watchlist_holds_is_taken_off_it_as_another_stock():
         assert _calls(plan["ground_truth"], "remove_stock_from_watchlist")[0].kwargs["symbol"] == new
 
 
+def test_an_address_the_text_quotes_and_no_call_takes_becomes_another_street_of_its_town():
+    # base_66: "If it is reachable, set navigation to '1914 7th St, Apt B, Berkeley, CA 94710'" (it is not, so no call
+    # takes the address): it stayed in every sample (read 63)
+    old = "1914 7th St, Apt B, Berkeley, CA 94710"
+    _seed, plans = _plans("multi_turn_base_66")
+    for plan in plans:
+        new = plan["renames"].get(old)
+        assert new and new.endswith("Berkeley, CA 94710") and not new.startswith("1914 7th St"), plan["renames"]
+
+
 def test_tweet_hashtags_follow_the_pool():
     seed, plans = _plans("multi_turn_base_68")
     tags = knowledge.dictated()["hashtags"]
