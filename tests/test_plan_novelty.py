@@ -136,6 +136,18 @@ def test_an_address_the_text_quotes_and_no_call_takes_becomes_another_street_of_
         assert new and new.endswith("Berkeley, CA 94710") and not new.startswith("1914 7th St"), plan["renames"]
 
 
+def test_an_airport_the_text_names_goes_to_another_airport_with_a_name_of_its_own():
+    # base_173 flies 'to John F. Kennedy (JFK)': the airport's own name pinned the route in every sample (read 63).
+    # It may now go to another named airport, whose name the text takes ("O'Hare (ORD)")
+    from rods_agents.variation.donor_fit import _AIRPORT_NAMES
+
+    plans = [_plans_in_slot("multi_turn_base_173", v) for v in range(8)]
+    moved = [p for p in plans if p["swaps"].get("JFK")]
+    assert moved, [p["swaps"] for p in plans]
+    for plan in moved:
+        assert plan["swaps"]["John F. Kennedy"] == _AIRPORT_NAMES[plan["swaps"]["JFK"]][0]
+
+
 def test_tweet_hashtags_follow_the_pool():
     seed, plans = _plans("multi_turn_base_68")
     tags = knowledge.dictated()["hashtags"]

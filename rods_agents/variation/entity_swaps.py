@@ -379,10 +379,12 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
         return re.search(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", text) is not None
 
     for code in (src, dst):
-        if any(_says_name(n) for n in (*_AIRPORT_NAMES.get(code, ()),
-                                        *(a for a in CITY_ALIASES.get(cities[code], ()) if len(a) < MIN_TEXT_LEN))):
+        if any(_says_name(a) for a in CITY_ALIASES.get(cities[code], ()) if len(a) < MIN_TEXT_LEN):
             return
     aliases = {c: [a for a in CITY_ALIASES.get(cities[c], ()) if _says_name(a)] for c in cities}
+    # an airport the text calls by its own name ('John F. Kennedy (JFK)', scenario 173: kept in every sample) goes
+    # only to another airport with a name of its own ('O'Hare (ORD)'), the name following the code
+    own_names = {c: [n for n in _AIRPORT_NAMES.get(c, ()) if _says_name(n)] for c in (src, dst)}
     movable = [c for c in (src, dst) if stated(c)]
     if not movable:
         return
@@ -395,7 +397,8 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
                 and (b == dst or dst in movable) and not ({a, b} - {src, dst}) & named
                 and all((new in WELL_KNOWN_AIRPORTS) == (old in WELL_KNOWN_AIRPORTS)
                         and (new not in _MULTI_AIRPORT_CITIES or old in _MULTI_AIRPORT_CITIES)
-                        for old, new in ((src, a), (dst, b)) if old in by_city and new != old)]
+                        for old, new in ((src, a), (dst, b)) if old in by_city and new != old)
+                and all(new == old or not own_names[old] or new in _AIRPORT_NAMES for old, new in ((src, a), (dst, b)))]
     if not options_:
         return
     a, b = d.pick(options_, "route", prefer=lambda r: not set(r) & {src, dst})
@@ -405,6 +408,8 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
             swaps[cities[old]] = cities[new]
             for alias in aliases[old]:
                 swaps[alias] = cities[new]  # 'New York City' before 'New York': the longest form is replaced first
+            for name in own_names[old]:
+                swaps[name] = _AIRPORT_NAMES[new][0]  # 'John F. Kennedy' and 'Kennedy' -> "O'Hare"
 
 
 __all__ = ["city_pair_swap", "dictated_swap", "route_swap", "sectors_of", "stock_swap"]
