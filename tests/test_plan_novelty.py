@@ -148,6 +148,16 @@ def test_an_airport_the_text_names_goes_to_another_airport_with_a_name_of_its_ow
         assert plan["swaps"]["John F. Kennedy"] == _AIRPORT_NAMES[plan["swaps"]["JFK"]][0]
 
 
+def test_a_folder_the_text_quotes_and_no_call_takes_is_renamed_in_the_state_too():
+    # miss_func_42: "In my existing folder called 'Lectures', ..." (the folder the user works in; no call names it)
+    # stayed in every sample (read 63)
+    _seed, plans = _plans("multi_turn_miss_func_42")
+    for plan in plans:
+        new = plan["renames"].get("Lectures")
+        assert new, plan["renames"]
+        assert list(plan["initial_config"]["GorillaFileSystem"]["root"]) == [new]
+
+
 def test_tweet_hashtags_follow_the_pool():
     seed, plans = _plans("multi_turn_base_68")
     tags = knowledge.dictated()["hashtags"]

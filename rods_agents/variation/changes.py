@@ -130,6 +130,21 @@ def _rename_said_addresses(text: str, used: set[str], renames: dict[str, str], t
             taken.add(new)
 
 
+def _rename_said_folders(d: Draw, fs: dict[str, str], text: str, args: set[str], renames: dict[str, str],
+                         taken: set[str]) -> None:
+    """A folder of the state the text quotes and no call takes (the one the user works in: "In my existing folder
+    called 'Lectures'", miss_func_42, kept in every sample; read 63): another folder name, in the state and the text
+    alike."""
+    for name, kind in fs.items():
+        if (kind != "directory" or name in renames or len(name) < 4 or f"'{name}'" not in text
+                or any(name in x for x in args) or hardcoded(name, d.seed.involved_classes, d.seed.long_context)):
+            continue
+        new = fresh(name, "folder", d.rng, taken)
+        if new and new != name:
+            renames[name] = new
+            taken.add(new)
+
+
 def _person_parts(renames: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for old, new in renames.items():
@@ -190,6 +205,7 @@ def draw_changes(d: Draw, bound: list[tuple[Any, dict[str, Any]]]) -> dict[str, 
                 taken.add(new)
     _rename_named_users(d, renames, taken, all_text)
     _rename_said_addresses(all_text, arg_strings | config_strings, renames, taken, d.rng)
+    _rename_said_folders(d, fs, all_text, arg_strings, renames, taken)
     search_term_renames(d, bound, renames, taken)  # 'budget analysis' in the report and the text alike
     parts = _person_parts(renames)
     first_names.update({k: v for k, v in parts.items() if k in {o.split()[0] for o in renames if " " in o}})
