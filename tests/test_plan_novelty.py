@@ -158,6 +158,26 @@ def test_a_folder_the_text_quotes_and_no_call_takes_is_renamed_in_the_state_too(
         assert list(plan["initial_config"]["GorillaFileSystem"]["root"]) == [new]
 
 
+def test_a_swapped_sector_brings_its_stocks_and_the_pick_by_place_follows_the_new_list():
+    # base_131 lists the Technology stocks, then reads and buys 'the third stock in the list' (MSFT). TradingBot lists
+    # F and GM under Automobile but prices neither, so every plan swapping the sector failed and Technology stayed
+    # (14 of 19 variants that look a sector up; reads 62 and 63). The sector's stocks come into the state, and the
+    # third stock of the new list is the one read and bought, in the text too
+    from rods_agents.variation.entity_swaps import sector_lists
+
+    plans = [_plans_in_slot("multi_turn_base_131", v) for v in range(8)]
+    moved = [p for p in plans if p["swaps"].get("Technology")]
+    assert moved, [p["swaps"] for p in plans]
+    for plan in moved:
+        third = sector_lists()[plan["swaps"]["Technology"]][2]
+        assert plan["swaps"]["MSFT"] == third
+        assert third in plan["initial_config"]["TradingBot"]["stocks"]
+        assert _calls(plan["ground_truth"], "get_stock_info")[0].kwargs["symbol"] == third
+        order = _calls(plan["ground_truth"], "place_order")[0].kwargs
+        assert order["symbol"] == third
+        assert order["price"] == plan["initial_config"]["TradingBot"]["stocks"][third]["price"]
+
+
 def test_tweet_hashtags_follow_the_pool():
     seed, plans = _plans("multi_turn_base_68")
     tags = knowledge.dictated()["hashtags"]
@@ -276,9 +296,14 @@ def test_a_stock_picked_from_a_sector_list_by_its_place_stays():
     seed = bfcl_task("multi_turn_miss_param_131")
     trace = trace_task(seed)
     profile = profile_task(seed, trace)
+    from rods_agents.variation.entity_swaps import sector_lists
+
     for v in range(4):
         plan = anchored_plan(seed, profile, trace, random.Random(v), 0, slot=sibling_slot(seed.category, v))
-        assert "MSFT" not in plan["swaps"] and "MSFT" not in plan["renames"], plan["swaps"]
+        assert "MSFT" not in plan["renames"], plan["renames"]
+        # it stays, or, where the sector is swapped, it is the third stock of the new sector's list
+        new_sector = plan["swaps"].get("Technology")
+        assert plan["swaps"].get("MSFT") == (sector_lists()[new_sector][2] if new_sector else None), plan["swaps"]
 
 
 def test_a_stock_added_to_the_watchlist_never_becomes_one_already_on_it():

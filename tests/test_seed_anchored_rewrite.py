@@ -125,6 +125,7 @@ def test_a_person_is_one_person_everywhere():
 
 def test_an_option_is_swapped_only_for_another_documented_option_where_every_mention_names_it():
     from rods_agents.analysis.value_sources import CITY_ALIASES, airport_cities
+    from rods_agents.variation.donor_fit import _AIRPORT_NAMES
 
     airports = airport_cities()
     swaps = []
@@ -133,7 +134,8 @@ def test_an_option_is_swapped_only_for_another_documented_option_where_every_men
         text, new_text = " ".join(_texts(seed)), " ".join(_texts(task))
         for old, new in plan.swaps.items():
             swaps.append((old, new))
-            if old in airports.values() or any(old in names for names in CITY_ALIASES.values()):
+            named = (*CITY_ALIASES.values(), *_AIRPORT_NAMES.values())
+            if old in airports.values() or any(old in names for names in named):
                 continue  # a route's city (or its alias) goes with its code (checked next)
             if old in airports:  # a route: the new code or its city is said
                 forms = [new, airports[new]]
@@ -148,7 +150,7 @@ def test_an_option_is_swapped_only_for_another_documented_option_where_every_men
     # documented options, or airports the travel environment prices (a new route)
     aliases = {a for names in CITY_ALIASES.values() for a in names}  # 'NYC' follows its city's new name
     documented = {o for opts in pools()["swappable"].values() for o in opts} | set(airports) | set(airports.values())
-    documented |= aliases
+    documented |= aliases | {n for names in _AIRPORT_NAMES.values() for n in names}  # a named airport's name follows
     assert swaps and all(old in documented and new in documented for old, new in swaps)
 
 

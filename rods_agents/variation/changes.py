@@ -21,7 +21,7 @@ from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace
 from rods_agents.analysis.value_sources import state_values, ticker_companies
 from rods_agents.variation.draw import PROTECTED, Draw, fs_kinds, hardcoded, perturb, scalar_numbers
-from rods_agents.variation.entity_swaps import city_pair_swap, dictated_swap, route_swap, stock_swap
+from rods_agents.variation.entity_swaps import city_pair_swap, dictated_swap, route_swap, sectors_of, stock_swap
 from rods_agents.variation.method_swap import maybe_swap, skill_method_swaps
 from rods_agents.variation.search_terms import search_term_renames
 from rods_agents.variation.seed_anchor import (
@@ -545,6 +545,7 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
     config = sub.obj(with_default_users(seed, copy.deepcopy(seed.initial_config), renames))
     _renumber_ids(config, numbers)
     trading = config.get("TradingBot")
+    _list_swapped_sectors(trading, swaps)
     if isinstance(trading, dict) and isinstance(trading.get("watch_list"), list):
         # a swapped stock keeps its place on the watchlist: 'one that's making GPUs' among the stocks I watch is the
         # new stock only where the list holds it (base_108); the stock tables stay the environment's
@@ -552,6 +553,23 @@ def apply_changes(seed: Task, bound: list[tuple[Any, dict[str, Any]]], changes: 
         trading["watch_list"] = [swaps[x] if isinstance(x, str) and x in swaps and swaps[x] not in listed else x
                                  for x in listed]
     return gt, config
+
+
+def _list_swapped_sectors(trading: Any, swaps: dict[str, str]) -> None:
+    """A swapped sector's stocks in the state's price table (in place): TradingBot lists F and GM under 'Automobile'
+    but prices neither, so a variant reading 'the third stock in the list' of the new sector could not look it up, and
+    every plan swapping 'Technology' failed (14 of 19 variants that look a sector up kept it; reads 62 and 63). Rows
+    from ``listed_stock_rows`` in ``prompts/bfcl/offline_value_kinds.json``, only for stocks the table lacks."""
+    stocks = trading.get("stocks") if isinstance(trading, dict) else None
+    sectors = set(options("get_available_stocks", "sector"))
+    if not isinstance(stocks, dict) or not any(old in sectors and new in sectors for old, new in swaps.items()):
+        return
+
+    rows = {k: v for k, v in pools().get("listed_stock_rows", {}).items() if not k.startswith("_")}
+    new_sectors = {new for old, new in swaps.items() if old in sectors and new in sectors}
+    for symbol, listed_in in sectors_of().items():
+        if listed_in & new_sectors and symbol not in stocks and symbol in rows:
+            stocks[symbol] = copy.deepcopy(rows[symbol])
 
 
 def with_default_users(seed: Task, config: dict, renames: dict[str, str]) -> dict:

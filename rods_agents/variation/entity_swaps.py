@@ -183,18 +183,42 @@ _STOCK_PARAMS = {"symbol", "stock"}
 
 
 @lru_cache(maxsize=1)
-def sectors_of() -> dict[str, frozenset[str]]:
-    """Symbol -> the sectors whose lookup lists it, in the trading environment's own tables (run, not parsed)."""
+def sector_lists() -> dict[str, tuple[str, ...]]:
+    """Sector -> the stocks its lookup lists, in order, from the trading environment's own tables (run, not parsed)."""
     from envs.bfcl_data import env_class
 
     api = env_class("TradingBot")()
     api._load_scenario({}, long_context=False)
-    out: dict[str, set[str]] = {}
+    out: dict[str, tuple[str, ...]] = {}
     for sector in options("get_available_stocks", "sector"):
         listed = api.get_available_stocks(sector)
-        for symbol in listed.get("stock_list", []) if isinstance(listed, dict) else []:
+        out[sector] = tuple(listed.get("stock_list", []) if isinstance(listed, dict) else [])
+    return out
+
+
+@lru_cache(maxsize=1)
+def sectors_of() -> dict[str, frozenset[str]]:
+    """Symbol -> the sectors whose lookup lists it, in the trading environment's own tables."""
+    out: dict[str, set[str]] = {}
+    for sector, listed in sector_lists().items():
+        for symbol in listed:
             out.setdefault(symbol, set()).add(sector)
     return {k: frozenset(v) for k, v in out.items()}
+
+
+_FROM_END = re.compile(r"\b(last|final|bottom)\b", re.I)
+
+
+def _at_same_place(symbol: str, swaps: dict[str, str], text: str) -> str | None:
+    """The stock at ``symbol``'s place in the list of the sector ``swaps`` takes its list to ('the third stock in the
+    list': MSFT of Technology's, GM of Automobile's; 'the last one' counts from the end), or None."""
+    lists = sector_lists()
+    for old, new in swaps.items():
+        if old in lists and new in lists and symbol in lists[old] and lists[new]:
+            i = lists[old].index(symbol)
+            j = i - len(lists[old]) if _FROM_END.search(text) else i
+            return lists[new][j] if -len(lists[new]) <= j < len(lists[new]) else None
+    return None
 
 
 _SECTOR_LOOKUPS = {"get_available_stocks", "filter_stocks_by_price"}
@@ -289,10 +313,15 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
         # and a household name stays a household name: 'Amazon' needs no lookup, 'Synex Solutions' does, and the
         # ground truth makes none (read 30, base_115)
         known_by_name = named and symbol in household
-        if sectors and any(v == symbol and (a := d.sources.get((r.turn, r.index, p))) is not None and a.source == "call"
-                           for r, args in bound for p, v in args.items()):
-            continue  # picked from a sector's list ('the third stock in the list', read 11): the list stays the
-            # environment's, so a new stock would not be where the words point
+        picks = [r.turn for r, args in bound for p, v in args.items()
+                 if v == symbol and (a := d.sources.get((r.turn, r.index, p))) is not None and a.source == "call"]
+        if sectors and picks:
+            # picked from a sector's list ('the third stock in the list', read 11): the list stays the environment's,
+            # so the stock is the one at the same place of the swapped sector's list, or stays (scenario 131)
+            follow = _at_same_place(symbol, swaps, " ".join(d.turn_text[: max(picks) + 1]))
+            if follow is not None and follow not in used and not named:
+                swaps[symbol] = follow
+            continue
         choices = sorted(k for k in stocks if k in companies and k in known and k not in used and k not in swaps.values()
                          and k not in fixed and sectors.get(k, frozenset()) == _swapped_sectors(sectors, symbol, swaps)
                          and k not in watched and not (made_up and k in household) and not (known_by_name and k not in household)

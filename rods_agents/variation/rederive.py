@@ -58,13 +58,15 @@ def _path_leaves(obj: Any, name: str, path: tuple = ()) -> list[tuple]:
     return [path] if isinstance(obj, str) and len(name) >= 3 and (obj.endswith("/" + name) or f"/{name}/" in obj) else []
 
 
-def _at(obj: Any, path: tuple, from_end: bool) -> Any:
+def _at(obj: Any, path: tuple, from_end: bool, ordinal: bool = False) -> Any:
+    """The leaf at ``path``; a list entry from the end with ``from_end``, and at the same index in a list of another
+    length only where the first is meant or the text names the place (``ordinal``: 'the third stock in the list')."""
     for step in path:
         if isinstance(step, tuple):
             i, n = step
             if not isinstance(obj, list):
                 raise KeyError(step)
-            if len(obj) != n and not from_end and i != 0:
+            if len(obj) != n and not from_end and i != 0 and not (ordinal and i < len(obj)):
                 raise KeyError("list length changed")  # the first entry is the first whatever the length
             obj = obj[i - n] if from_end else obj[i]
         else:
@@ -139,7 +141,7 @@ def rederive(seed: Task, seed_trace: Trace, profile: Profile, gt: list[list[str]
                 return None
             from_end = bool(_LAST.search(text))
             try:
-                news = {json.dumps(_at(vj, p, from_end), sort_keys=True) for p in paths}
+                news = {json.dumps(_at(vj, p, from_end, positional), sort_keys=True) for p in paths}
             except (KeyError, IndexError, TypeError):
                 return None
             if len(news) != 1:
