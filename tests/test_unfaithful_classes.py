@@ -165,6 +165,13 @@ def test_a_booking_capped_by_the_user_is_never_priced_over_the_cap():
     reasons = fare_over_cap(flown("LAX", "JFK", "first"), seed)
     assert reasons and "fare=6000" in reasons[0] and "cap=2500" in reasons[0]
     assert fare_over_cap(flown("LAX", "JFK", "economy"), seed) == []  # 600 x 1 x 2 = 1200, under the cap
+    # a turn before the booking now read as stating a limit ('My budget limit should be worth 22000 RMB') shifted the
+    # pairing of caps by position, and a fare over the $2500 passed (read 65, miss_func_160): caps pair by their turn
+    worded = flown("LAX", "JFK", "first")
+    worded.turns[0] = [Message(role="user", content="My budget limit should be worth 22000 RMB, please; my access "
+                                                    "token is abc123xyz.")]
+    reasons = fare_over_cap(worded, seed)
+    assert reasons and "fare=6000" in reasons[0] and "cap=2500" in reasons[0]
 
 
 def test_a_number_no_result_or_turn_gives_is_refused_even_where_the_seed_has_it():

@@ -242,16 +242,20 @@ def fare_over_cap(task: Task, seed: Task) -> list[str]:
     plan's route or class put over the cap, where the seed's booking stays under its own: the seed's ground truth books
     without pricing the flight, so no result number shows the flip (:func:`rods_agents.analysis.tracing.limit_flips`),
     and the variant books a $6000 first-class seat after 'I can't go above $2500 on it' (read of 2026-12-05,
-    miss_param_160). The caps said up to the booking's turn pair up with the seed's by position."""
+    miss_param_160). The caps said up to the booking's turn pair up with the seed's by the turn that says them: a
+    variant turn read as stating a limit where its seed's does not ('My budget limit should be worth 22000 RMB') had
+    shifted a pairing by position, and a $3500 first-class fare passed 'It shouldn't cost more than $2500' (read 65,
+    miss_func_160)."""
     if not stated_limits([_text(task, i) for i in range(len(task.turns))]):
         return []  # no cap said: nothing to price (most verdicts)
     mine, theirs = _fares(task), _fares(seed)
     out: list[str] = []
     for (t, call, fare), (st, _, seed_fare) in zip(mine, theirs, strict=False):
-        caps = [x for _, x in stated_limits([_text(task, i) for i in range(t + 1)])]
-        seed_caps = [x for _, x in stated_limits([_text(seed, i) for i in range(st + 1)])]
+        caps = stated_limits([_text(task, i) for i in range(t + 1)])
+        seed_caps = stated_limits([_text(seed, i) for i in range(st + 1)])
+        kept = {turn for turn, cap in seed_caps if seed_fare <= cap}  # the turns whose caps the seed's booking keeps
         out += [f"unfaithful:fare_over_cap turn={t} call={call[:80]} fare={fare:g} cap={cap:g}"
-                for cap, seed_cap in zip(caps, seed_caps, strict=False) if seed_fare <= seed_cap and fare > cap]
+                for turn, cap in caps if turn in kept and fare > cap]
     return out[:3]
 
 
