@@ -82,20 +82,7 @@ def test_a_limit_moves_past_a_number_that_other_results_print_under_another_name
     the engine start prints in the turn before sat between 40 and every new value, so the limit never moved. Only
     results of the limit's turn and the next, or named in its words ('pressure'), bound it now; it stays above every
     tire's pressure."""
-    from rods_agents.analysis.profile import profile_task
-    from rods_agents.analysis.tracing import trace_task
-    from rods_agents.run.runtime import rng_for
-    from rods_agents.stages.plan_sampling import sample_variant_plan
-
-    seed = bfcl_task("multi_turn_base_68")
-    trace = trace_task(seed)
-    profile = profile_task(seed, trace)
-    plans = [sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0)) for slot in range(4)]
-    moved = [(p.numbers.get("40.0"), p.initial_config) for p in plans]
-    assert any(new for new, _config in moved), moved
-    for new, config in moved:  # above every tire of the variant's own state (the tires may move with the limit)
-        tires = [v for k, v in config["VehicleControlAPI"].items() if k.endswith("TirePressure")]
-        assert new is None or new > max(tires)
+    _assert_the_tire_limit_moves_above_the_tires("multi_turn_base_68")
 
 
 def test_tires_move_with_their_limit_and_keep_the_cars_verdict():
@@ -139,12 +126,18 @@ def test_a_tire_limit_moves_past_a_fuel_level_of_the_next_turn():
     """base_94 says 'Should any tire fall below the 40 PSI mark' (tires at 35), and the next turn's engine start
     prints a fuel level of 40 gallons: a tire limit compares with the tires only, so it moves (it was the seed's 40 in
     all eight samples, read 63), and the tires stay below it."""
+    _assert_the_tire_limit_moves_above_the_tires("multi_turn_base_94")
+
+
+def _assert_the_tire_limit_moves_above_the_tires(seed_id: str) -> None:
+    """The seed's tire limit of 40 moves in some of four plans, and stays above every tire of the variant's own state
+    (the tires may move with the limit)."""
     from rods_agents.analysis.profile import profile_task
     from rods_agents.analysis.tracing import trace_task
     from rods_agents.run.runtime import rng_for
     from rods_agents.stages.plan_sampling import sample_variant_plan
 
-    seed = bfcl_task("multi_turn_base_94")
+    seed = bfcl_task(seed_id)
     trace = trace_task(seed)
     profile = profile_task(seed, trace)
     plans = [sample_variant_plan(seed, profile, trace, rng_for(3, seed.id, slot, 0)) for slot in range(4)]
