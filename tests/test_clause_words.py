@@ -209,3 +209,12 @@ def test_a_clause_inside_an_overlapping_one_is_reworded_too():
     for task in result.accepted:
         text = " ".join(m.content for m in task.turns[0] if m.role == "user")
         assert "PSI" in text and not re.search(r"\bfalls under\b", text, re.I), text
+
+
+def test_a_clause_opening_with_a_participle_never_follows_a_verb_of_going():
+    # read 66, miss_param_193: 'from ORD to PHV on December 11th' reworded 'flying ORD to PHV ...' after 'I'd like to
+    # fly' read "I'd like to fly flying ORD to PHV"; after a noun it may ('my journey leaving ORD for PHV')
+    said = "Now that I'm authenticated, I'd like to fly from ORD to PHV on December 11th, 2026, first class."
+    assert all(" fly leaving" not in t and " fly flying" not in t and " fly departing" not in t
+               for t in reworded(said, "k", 0))
+    assert any("leaving ORD for PHV" in t for t in reworded("Book my journey from ORD to PHV on December 11th.", "k", 0))

@@ -102,6 +102,20 @@ def clauses_in(text: str) -> list[tuple[re.Match[str], ClauseForm]]:
     return sorted(found, key=lambda x: x[0].start())
 
 
+_MOVING = frozenset({"fly", "travel", "go", "head", "leave", "depart", "drive", "to"})
+
+
+def _follows(before: str, say: str) -> bool:
+    """``say`` reads on from ``before``: a clause opening with a participle ('flying X to Y', 'leaving X for Y') never
+    follows a verb of going or its own verb ('I'd like to fly flying ORD to PHV', read 66)."""
+    prev = re.findall(r"[A-Za-z']+", before[-30:])
+    first = re.match(r"[A-Za-z]+", say)
+    if not prev or first is None or not first.group(0).lower().endswith("ing"):
+        return True
+    word = prev[-1].lower()
+    return word not in _MOVING and not first.group(0).lower().startswith(word)
+
+
 def reworded(text: str, key: str, slot: int | None) -> Iterator[str]:
     """``text`` with every clause the phrasebook knows said in other words, one way after another: the ``slot``-th
     rewording of each clause first (siblings of one scenario take different ones), then the next. ``key`` (the
@@ -110,8 +124,8 @@ def reworded(text: str, key: str, slot: int | None) -> Iterator[str]:
     if not found:
         return
     orders = []
-    for _m, form in found:
-        says = list(form.says)
+    for m, form in found:
+        says = [x for x in form.says if _follows(text[:m.start()], x)] or [m.group(0)]
         random.Random(f"{key}|{form.form}").shuffle(says)
         orders.append(says)
     for k in range(max(len(says) for says in orders)):
