@@ -132,9 +132,9 @@ COPIED_SENTENCE_WORDS = 6
 
 
 def sentence_key(sentence: str) -> str:
-    """A sentence's words, lower case, punctuation and curly quotes aside: the key two sentences said word for word
-    share."""
-    return " ".join(re.findall(r"[a-z0-9]+", sentence.lower().replace("\u2019", "'")))
+    """A sentence's words, lower case, punctuation (straight and curly quotes alike) aside: the key two sentences said
+    word for word share."""
+    return " ".join(re.findall(r"[a-z0-9]+", sentence.lower()))
 
 
 @lru_cache(maxsize=1)

@@ -21,7 +21,7 @@ from rods_agents.analysis.profile import Profile
 from rods_agents.analysis.tracing import Trace
 from rods_agents.analysis.value_sources import state_values, ticker_companies
 from rods_agents.variation.draw import PROTECTED, Draw, fs_kinds, hardcoded, perturb, scalar_numbers
-from rods_agents.variation.entity_swaps import city_pair_swap, dictated_swap, route_swap, sectors_of, stock_swap
+from rods_agents.variation.entity_swaps import city_pair_swap, dictated_swap, route_swap, sector_lists, stock_swap
 from rods_agents.variation.method_swap import maybe_swap, skill_method_swaps
 from rods_agents.variation.search_terms import search_term_renames
 from rods_agents.variation.seed_anchor import (
@@ -561,14 +561,13 @@ def _list_swapped_sectors(trading: Any, swaps: dict[str, str]) -> None:
     every plan swapping 'Technology' failed (14 of 19 variants that look a sector up kept it; reads 62 and 63). Rows
     from ``listed_stock_rows`` in ``prompts/bfcl/offline_value_kinds.json``, only for stocks the table lacks."""
     stocks = trading.get("stocks") if isinstance(trading, dict) else None
-    sectors = set(options("get_available_stocks", "sector"))
-    if not isinstance(stocks, dict) or not any(old in sectors and new in sectors for old, new in swaps.items()):
+    lists = sector_lists()
+    new_sectors = {new for old, new in swaps.items() if old in lists and new in lists}
+    if not isinstance(stocks, dict) or not new_sectors:
         return
-
     rows = {k: v for k, v in pools().get("listed_stock_rows", {}).items() if not k.startswith("_")}
-    new_sectors = {new for old, new in swaps.items() if old in sectors and new in sectors}
-    for symbol, listed_in in sectors_of().items():
-        if listed_in & new_sectors and symbol not in stocks and symbol in rows:
+    for symbol in (x for sector in new_sectors for x in lists[sector]):
+        if symbol not in stocks and symbol in rows:
             stocks[symbol] = copy.deepcopy(rows[symbol])
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from rods_agents.analysis import knowledge
 from rods_agents.analysis.value_sources import WELL_KNOWN_AIRPORTS, household_tickers, ticker_companies, ticker_products
 from rods_agents.variation.draw import Draw, fs_kinds
+from rods_agents.variation.rederive import FROM_END
 from rods_agents.variation.saying import word_in
 from rods_agents.variation.seed_anchor import MIN_TEXT_LEN, Substitution
 from rods_agents.variation.seed_anchor import scalar_strings as _scalar_strings
@@ -206,17 +207,15 @@ def sectors_of() -> dict[str, frozenset[str]]:
     return {k: frozenset(v) for k, v in out.items()}
 
 
-_FROM_END = re.compile(r"\b(last|final|bottom)\b", re.I)
-
-
 def _at_same_place(symbol: str, swaps: dict[str, str], text: str) -> str | None:
     """The stock at ``symbol``'s place in the list of the sector ``swaps`` takes its list to ('the third stock in the
-    list': MSFT of Technology's, GM of Automobile's; 'the last one' counts from the end), or None."""
+    list': MSFT of Technology's, GM of Automobile's; 'the last one' counts from the end, read as
+    :func:`~rods_agents.variation.rederive.rederive` reads it for the ground truth), or None."""
     lists = sector_lists()
     for old, new in swaps.items():
         if old in lists and new in lists and symbol in lists[old] and lists[new]:
             i = lists[old].index(symbol)
-            j = i - len(lists[old]) if _FROM_END.search(text) else i
+            j = i - len(lists[old]) if FROM_END.search(text) else i
             return lists[new][j] if -len(lists[new]) <= j < len(lists[new]) else None
     return None
 
@@ -282,18 +281,17 @@ def stock_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
     companies = ticker_companies()  # the old stock may be one only the seed's config lists ('AMZN'); the new one is known
     household, products = household_tickers(), ticker_products()
     # the watchlist counts only where the task touches it (adds to it, reads it, removes from it)
-    touches_list = any("watchlist" in r.name for r, _ in bound)
-    watched = set(d.seed.initial_config.get("TradingBot", {}).get("watch_list") or ()) if touches_list else set()
-    used = [v for r, args in bound for p, v in args.items() if p in _STOCK_PARAMS and isinstance(v, str)]
-    text = " ".join(d.turn_text)
-    sums = _MONEY.search(text) is not None
-    takers: dict[str, set[str]] = {}  # symbol -> the methods taking it
+    on_list = set(d.seed.initial_config.get("TradingBot", {}).get("watch_list") or ())
+    watched = on_list if any("watchlist" in r.name for r, _ in bound) else set()
+    takers: dict[str, set[str]] = {}  # symbol -> the methods taking it, in the order the task first uses it
     for r, args in bound:
         for p, v in args.items():
             if p in _STOCK_PARAMS and isinstance(v, str):
                 takers.setdefault(v, set()).add(r.name)
-    on_list = set(d.seed.initial_config.get("TradingBot", {}).get("watch_list") or ())
-    for symbol in dict.fromkeys(used):
+    used = list(takers)
+    text = " ".join(d.turn_text)
+    sums = _MONEY.search(text) is not None
+    for symbol in used:
         # a stock the watchlist holds though the price table does not, which the task only takes off the list
         # ('take Zeta Corp out of my watchlist', scenario 116: kept in every sample): another stock takes its place
         listed_only = symbol in on_list and takers.get(symbol, set()) <= _OFF_LIST
@@ -441,4 +439,4 @@ def route_swap(d: Draw, bound: list[tuple[Any, dict[str, Any]]], swaps: dict[str
                 swaps[name] = _AIRPORT_NAMES[new][0]  # 'John F. Kennedy' and 'Kennedy' -> "O'Hare"
 
 
-__all__ = ["city_pair_swap", "dictated_swap", "route_swap", "sectors_of", "stock_swap"]
+__all__ = ["city_pair_swap", "dictated_swap", "route_swap", "sector_lists", "sectors_of", "stock_swap"]

@@ -76,7 +76,8 @@ def _at(obj: Any, path: tuple, from_end: bool, ordinal: bool = False) -> Any:
     return obj
 
 
-_LAST = re.compile(r"\b(last|final|latest|most recent|bottom)\b", re.I)
+FROM_END = re.compile(r"\b(last|final|latest|most recent|bottom)\b", re.I)
+"""Words that count a list's place from its end ('the last stock on the list')."""
 
 
 _POSITION = re.compile(r"\b(first|initial|second|third|fourth|fifth|last|final|latest|most recent|earliest|top|bottom|"
@@ -139,7 +140,7 @@ def rederive(seed: Task, seed_trace: Trace, profile: Profile, gt: list[list[str]
                 paths = keyed  # the price under its own key, not a list entry that happens to equal it
             if not paths or vj is None:
                 return None
-            from_end = bool(_LAST.search(text))
+            from_end = bool(FROM_END.search(text))
             try:
                 news = {json.dumps(_at(vj, p, from_end, positional), sort_keys=True) for p in paths}
             except (KeyError, IndexError, TypeError):
